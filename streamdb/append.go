@@ -1,0 +1,456 @@
+package streamdb
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// AppendRequest is one append (or close) of a stream. Messages are stored messages:
+// a JSON-mode body must already be split with SplitJSON.
+type AppendRequest struct {
+	Path string
+	// ContentType, when set and the request carries messages, must match the stream's.
+	ContentType string
+	Messages    [][]byte
+	// Close closes the stream after appending Messages (which may be empty).
+	Close bool
+	// StreamSeq is the protocol's optional writer sequence: byte-wise greater than the last.
+	StreamSeq string
+	// Producer makes the append idempotent per (stream, producer id).
+	Producer *ProducerTuple
+	// Dedupe makes the append idempotent per (stream, key).
+	Dedupe *Dedupe
+	// Admission lets the caller refuse the append from its own rows, in the same transaction.
+	Admission *Admission
+}
+
+// Dedupe keys an append. A later append with the same Key and Hash writes nothing and
+// gets the first append's Ref back; the same Key with another Hash is ErrDedupeConflict.
+type Dedupe struct {
+	Key  string
+	Hash []byte
+	Ref  string
+}
+
+// Admission is a caller's check that runs inside the append transaction, after the target
+// streams are locked. SQL receives the target paths as $1 (text[]) and returns one
+// (path, code) row per stream that needs attention; Refuse turns a code into the error
+// the caller reports, or nil to admit the append and hand the code back as
+// AppendResult.Note. Requests that share an Admission are checked by one query.
+type Admission struct {
+	SQL    string
+	Refuse func(code string) error
+}
+
+// AppendResult describes what an append did.
+type AppendResult struct {
+	// Tail is the stream's tail after this request (Stream-Next-Offset).
+	Tail Offset
+	// Offsets holds the end offset of each appended message.
+	Offsets []Offset
+	// Closed reports the stream is closed after this request.
+	Closed bool
+	// Duplicate reports a retry recognised by producer state, dedupe key or closing tuple;
+	// nothing was written.
+	Duplicate bool
+	// ProducerEpoch and ProducerSeq echo the producer's state (highest accepted seq).
+	ProducerEpoch int64
+	ProducerSeq   int64
+	// DedupeRef is the first append's Ref when Duplicate came from a dedupe key.
+	DedupeRef string
+	// Note is the Admission code of an admitted append ("" when there was none).
+	Note string
+}
+
+// appendState is the locked state of the streams one transaction appends to, plus the
+// producer and dedupe rows it needs; planning mutates it request by request.
+type appendState struct {
+	streams   map[string]*Meta // by path; nil entries are absent streams
+	producers map[producerKey]*producerState
+	dedupe    map[dedupeKey]*dedupeRow
+	refused   map[*Admission]map[string]string // admission -> path -> code
+	now       time.Time
+}
+
+type producerKey struct {
+	stream int64
+	id     string
+}
+
+type producerState struct {
+	epoch, lastSeq int64
+	dirty          bool
+}
+
+type dedupeKey struct {
+	stream int64
+	key    string
+}
+
+type dedupeRow struct {
+	hash []byte
+	ref  string
+	seq  int64
+	new  bool
+}
+
+// loadQueries queues the statements that lock and load everything reqs touch.
+func queueLoad(b *pgx.Batch, st *appendState, reqs []*AppendRequest) {
+	paths := uniquePaths(reqs)
+	b.Queue(`SELECT `+metaColumns+metaFrom+` WHERE s.path = ANY($1) ORDER BY s.id FOR UPDATE OF s`, paths).
+		Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				m, err := scanMeta(rows)
+				if err != nil {
+					return err
+				}
+				st.streams[m.Path] = m
+			}
+			return rows.Err()
+		})
+
+	var pPaths, pIDs []string
+	var dPaths, dKeys []string
+	for _, r := range reqs {
+		if r.Producer != nil {
+			pPaths, pIDs = append(pPaths, r.Path), append(pIDs, r.Producer.ID)
+		}
+		if r.Dedupe != nil {
+			dPaths, dKeys = append(dPaths, r.Path), append(dKeys, r.Dedupe.Key)
+		}
+	}
+	if len(pPaths) > 0 {
+		b.Queue(`SELECT p.stream_id, p.producer_id, p.epoch, p.last_seq
+			FROM unnest($1::text[], $2::text[]) AS u(path, pid)
+			JOIN streams s ON s.path = u.path
+			JOIN stream_producers p ON p.stream_id = s.id AND p.producer_id = u.pid`, pPaths, pIDs).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var k producerKey
+					ps := &producerState{}
+					if err := rows.Scan(&k.stream, &k.id, &ps.epoch, &ps.lastSeq); err != nil {
+						return err
+					}
+					st.producers[k] = ps
+				}
+				return rows.Err()
+			})
+	}
+	if len(dPaths) > 0 {
+		b.Queue(`SELECT d.stream_id, d.key, d.body_hash, d.ref, d.seq
+			FROM unnest($1::text[], $2::text[]) AS u(path, key)
+			JOIN streams s ON s.path = u.path
+			JOIN stream_dedupe d ON d.stream_id = s.id AND d.key = u.key`, dPaths, dKeys).
+			Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var k dedupeKey
+					d := &dedupeRow{}
+					if err := rows.Scan(&k.stream, &k.key, &d.hash, &d.ref, &d.seq); err != nil {
+						return err
+					}
+					st.dedupe[k] = d
+				}
+				return rows.Err()
+			})
+	}
+	seen := map[*Admission]bool{}
+	for _, r := range reqs {
+		a := r.Admission
+		if a == nil || seen[a] {
+			continue
+		}
+		seen[a] = true
+		b.Queue(a.SQL, admissionPaths(reqs, a)).Query(func(rows pgx.Rows) error {
+			codes := map[string]string{}
+			for rows.Next() {
+				var path, code string
+				if err := rows.Scan(&path, &code); err != nil {
+					return err
+				}
+				codes[path] = code
+			}
+			st.refused[a] = codes
+			return rows.Err()
+		})
+	}
+}
+
+func newAppendState(now time.Time) *appendState {
+	return &appendState{
+		streams:   map[string]*Meta{},
+		producers: map[producerKey]*producerState{},
+		dedupe:    map[dedupeKey]*dedupeRow{},
+		refused:   map[*Admission]map[string]string{},
+		now:       now,
+	}
+}
+
+func uniquePaths(reqs []*AppendRequest) []string {
+	seen := make(map[string]bool, len(reqs))
+	out := make([]string, 0, len(reqs))
+	for _, r := range reqs {
+		if !seen[r.Path] {
+			seen[r.Path] = true
+			out = append(out, r.Path)
+		}
+	}
+	return out
+}
+
+func admissionPaths(reqs []*AppendRequest, a *Admission) []string {
+	var sub []*AppendRequest
+	for _, r := range reqs {
+		if r.Admission == a {
+			sub = append(sub, r)
+		}
+	}
+	return uniquePaths(sub)
+}
+
+// plan applies one request to the loaded state. It returns the result, or the error the
+// caller gets, and records the rows to write in w. Checks run in the protocol's order of
+// precedence so that a request breaking several rules gets the documented answer.
+func (st *appendState) plan(r *AppendRequest, w *writeSet) (AppendResult, error) {
+	m := st.streams[r.Path]
+	if m == nil || m.Expired(st.now) {
+		if m != nil && m.Refcount > 0 {
+			return AppendResult{}, ErrGone
+		}
+		return AppendResult{}, ErrNotFound
+	}
+	if m.SoftDeleted {
+		return AppendResult{}, ErrGone
+	}
+	// A retried keyed append is answered like the first one, whatever happened since.
+	if r.Dedupe != nil {
+		if d := st.dedupe[dedupeKey{m.ID, r.Dedupe.Key}]; d != nil {
+			if !bytes.Equal(d.hash, r.Dedupe.Hash) {
+				return AppendResult{}, ErrDedupeConflict
+			}
+			return AppendResult{Tail: m.Tail, Closed: m.Closed, Duplicate: true, DedupeRef: d.ref}, nil
+		}
+	}
+	note := ""
+	if r.Admission != nil {
+		if code, flagged := st.refused[r.Admission][r.Path]; flagged {
+			if err := r.Admission.Refuse(code); err != nil {
+				return AppendResult{}, &RefusedError{Err: err}
+			}
+			note = code
+		}
+	}
+	var ps *producerState
+	pk := producerKey{}
+	if r.Producer != nil {
+		pk = producerKey{m.ID, r.Producer.ID}
+		ps = st.producers[pk]
+		// Zombie fencing wins over everything else, closed streams included.
+		if ps != nil && r.Producer.Epoch < ps.epoch {
+			return AppendResult{}, &StaleEpochError{Current: ps.epoch}
+		}
+	}
+	if m.Closed {
+		if r.Producer != nil && m.ClosedBy != nil && *m.ClosedBy == *r.Producer {
+			return AppendResult{Tail: m.Tail, Closed: true, Duplicate: true,
+				ProducerEpoch: r.Producer.Epoch, ProducerSeq: r.Producer.Seq}, nil
+		}
+		if r.Close && len(r.Messages) == 0 && r.Producer == nil {
+			w.touch(m) // a close-only POST is a write: it refreshes the TTL
+			return AppendResult{Tail: m.Tail, Closed: true}, nil
+		}
+		return AppendResult{}, &ClosedError{Tail: m.Tail}
+	}
+	if len(r.Messages) > 0 && r.ContentType != "" && !SameContentType(r.ContentType, m.ContentType) {
+		return AppendResult{}, ErrContentType
+	}
+	var next *producerState
+	if r.Producer != nil {
+		p := r.Producer
+		switch {
+		case ps == nil:
+			if p.Seq != 0 {
+				return AppendResult{}, &SeqGapError{Expected: 0, Received: p.Seq}
+			}
+			next = &producerState{epoch: p.Epoch, lastSeq: 0}
+		case p.Epoch > ps.epoch:
+			if p.Seq != 0 {
+				return AppendResult{}, ErrEpochSeq
+			}
+			next = &producerState{epoch: p.Epoch, lastSeq: 0}
+		case p.Seq <= ps.lastSeq:
+			return AppendResult{Tail: m.Tail, Closed: m.Closed, Duplicate: true,
+				ProducerEpoch: ps.epoch, ProducerSeq: ps.lastSeq}, nil
+		case p.Seq == ps.lastSeq+1:
+			next = &producerState{epoch: p.Epoch, lastSeq: p.Seq}
+		default:
+			return AppendResult{}, &SeqGapError{Expected: ps.lastSeq + 1, Received: p.Seq}
+		}
+	}
+	if r.StreamSeq != "" && m.LastStreamSeq != nil && r.StreamSeq <= *m.LastStreamSeq {
+		return AppendResult{}, ErrStreamSeq
+	}
+	if len(r.Messages) == 0 && !r.Close {
+		return AppendResult{}, ErrEmptyAppend
+	}
+
+	res := AppendResult{Offsets: make([]Offset, 0, len(r.Messages)), Note: note}
+	for _, msg := range r.Messages {
+		m.Tail.Seq++
+		m.Tail.Pos += int64(len(msg))
+		w.addMessage(m.ID, m.Tail, msg)
+		res.Offsets = append(res.Offsets, m.Tail)
+	}
+	if r.StreamSeq != "" {
+		s := r.StreamSeq
+		m.LastStreamSeq = &s
+	}
+	if next != nil {
+		next.dirty = true
+		st.producers[pk] = next
+		res.ProducerEpoch, res.ProducerSeq = next.epoch, next.lastSeq
+	}
+	if r.Close {
+		m.Closed = true
+		if r.Producer != nil {
+			p := *r.Producer
+			m.ClosedBy = &p
+		}
+	}
+	if r.Dedupe != nil {
+		st.dedupe[dedupeKey{m.ID, r.Dedupe.Key}] = &dedupeRow{hash: r.Dedupe.Hash, ref: r.Dedupe.Ref, seq: m.Tail.Seq, new: true}
+	}
+	w.touch(m)
+	res.Tail, res.Closed = m.Tail, m.Closed
+	return res, nil
+}
+
+// writeSet collects the rows a transaction writes, so they go out as a few set-based
+// statements instead of one statement per request.
+type writeSet struct {
+	msgStream []int64
+	msgSeq    []int64
+	msgPos    []int64
+	msgData   [][]byte
+	touched   map[int64]*Meta
+	order     []int64
+}
+
+func (w *writeSet) addMessage(stream int64, end Offset, data []byte) {
+	w.msgStream = append(w.msgStream, stream)
+	w.msgSeq = append(w.msgSeq, end.Seq)
+	w.msgPos = append(w.msgPos, end.Pos)
+	w.msgData = append(w.msgData, data)
+}
+
+func (w *writeSet) touch(m *Meta) {
+	if w.touched == nil {
+		w.touched = map[int64]*Meta{}
+	}
+	if _, ok := w.touched[m.ID]; !ok {
+		w.order = append(w.order, m.ID)
+	}
+	w.touched[m.ID] = m
+}
+
+func (w *writeSet) empty() bool { return len(w.touched) == 0 }
+
+// queueWrites queues the statements that persist w and the producer/dedupe changes in st.
+func queueWrites(b *pgx.Batch, st *appendState, w *writeSet) {
+	if len(w.msgStream) > 0 {
+		b.Queue(`INSERT INTO stream_messages (stream_id, seq, end_pos, data)
+			SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bytea[])`,
+			w.msgStream, w.msgSeq, w.msgPos, w.msgData)
+	}
+	if len(w.touched) > 0 {
+		n := len(w.order)
+		ids := make([]int64, 0, n)
+		seqs := make([]int64, 0, n)
+		poss := make([]int64, 0, n)
+		closed := make([]bool, 0, n)
+		cpID := make([]*string, 0, n)
+		cpEpoch := make([]*int64, 0, n)
+		cpSeq := make([]*int64, 0, n)
+		lss := make([]*string, 0, n)
+		for _, id := range w.order {
+			m := w.touched[id]
+			ids = append(ids, m.ID)
+			seqs = append(seqs, m.Tail.Seq)
+			poss = append(poss, m.Tail.Pos)
+			closed = append(closed, m.Closed)
+			if m.ClosedBy != nil {
+				p := *m.ClosedBy
+				cpID, cpEpoch, cpSeq = append(cpID, &p.ID), append(cpEpoch, &p.Epoch), append(cpSeq, &p.Seq)
+			} else {
+				cpID, cpEpoch, cpSeq = append(cpID, nil), append(cpEpoch, nil), append(cpSeq, nil)
+			}
+			lss = append(lss, m.LastStreamSeq)
+		}
+		b.Queue(`UPDATE streams s SET tail_seq = u.tail_seq, tail_pos = u.tail_pos, closed = u.closed,
+				closed_producer_id = u.cp_id, closed_producer_epoch = u.cp_epoch, closed_producer_seq = u.cp_seq,
+				last_stream_seq = u.lss, last_access_at = now()
+			FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bool[], $5::text[], $6::bigint[], $7::bigint[], $8::text[])
+				AS u(id, tail_seq, tail_pos, closed, cp_id, cp_epoch, cp_seq, lss)
+			WHERE s.id = u.id`, ids, seqs, poss, closed, cpID, cpEpoch, cpSeq, lss)
+	}
+	var pStream, pEpoch, pSeq []int64
+	var pID []string
+	for k, ps := range st.producers {
+		if ps.dirty {
+			pStream, pID, pEpoch, pSeq = append(pStream, k.stream), append(pID, k.id), append(pEpoch, ps.epoch), append(pSeq, ps.lastSeq)
+		}
+	}
+	if len(pStream) > 0 {
+		b.Queue(`INSERT INTO stream_producers (stream_id, producer_id, epoch, last_seq, updated_at)
+			SELECT u.stream_id, u.producer_id, u.epoch, u.last_seq, now()
+			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[]) AS u(stream_id, producer_id, epoch, last_seq)
+			ON CONFLICT (stream_id, producer_id) DO UPDATE
+			SET epoch = excluded.epoch, last_seq = excluded.last_seq, updated_at = now()`, pStream, pID, pEpoch, pSeq)
+	}
+	var dStream, dSeq []int64
+	var dKey, dRef []string
+	var dHash [][]byte
+	for k, d := range st.dedupe {
+		if d.new {
+			dStream, dKey, dHash, dRef, dSeq = append(dStream, k.stream), append(dKey, k.key), append(dHash, d.hash), append(dRef, d.ref), append(dSeq, d.seq)
+		}
+	}
+	if len(dStream) > 0 {
+		b.Queue(`INSERT INTO stream_dedupe (stream_id, key, body_hash, ref, seq)
+			SELECT * FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[])`,
+			dStream, dKey, dHash, dRef, dSeq)
+	}
+}
+
+// runAppends locks, plans and writes reqs inside tx. It returns one result or error per
+// request (in order) and the streams whose state changed, for notification after commit.
+// The returned error is a failure of the transaction itself.
+func (s *Store) runAppends(ctx context.Context, tx pgx.Tx, now time.Time, reqs []*AppendRequest, notify bool) ([]AppendResult, []error, *writeSet, error) {
+	st := newAppendState(now)
+	b := &pgx.Batch{}
+	queueLoad(b, st, reqs)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, nil, nil, fmt.Errorf("streamdb: load append state: %w", err)
+	}
+	results := make([]AppendResult, len(reqs))
+	errs := make([]error, len(reqs))
+	w := &writeSet{}
+	for i, r := range reqs {
+		results[i], errs[i] = st.plan(r, w)
+	}
+	if w.empty() {
+		return results, errs, w, nil
+	}
+	b = &pgx.Batch{}
+	queueWrites(b, st, w)
+	if notify {
+		s.queueNotify(b, w)
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, nil, nil, fmt.Errorf("streamdb: write appends: %w", err)
+	}
+	return results, errs, w, nil
+}

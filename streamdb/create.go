@@ -1,0 +1,275 @@
+package streamdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// CreateConfig is the configuration of a new stream (the headers of a PUT).
+type CreateConfig struct {
+	// ContentType defaults to DefaultContentType, or to the fork source's.
+	ContentType string
+	TTLSeconds  *int64
+	ExpiresAt   *time.Time
+	// Closed creates the stream closed (after its initial messages).
+	Closed bool
+
+	// ForkFrom names the source stream of a fork. ForkOffset (default: the source's tail)
+	// and ForkSubOffset (bytes of the next binary message, or further JSON messages, past
+	// ForkOffset) choose where the fork leaves its source.
+	ForkFrom      string
+	ForkOffset    *Offset
+	ForkSubOffset int64
+}
+
+// Create creates the stream at path with initial messages. It returns the stream and
+// whether it was created; an existing stream with the same configuration is returned
+// with created=false (the protocol's idempotent PUT), and ErrExists otherwise.
+func (s *Store) Create(ctx context.Context, path string, cfg CreateConfig, initial [][]byte) (m *Meta, created bool, err error) {
+	err = s.WithTx(ctx, func(ctx context.Context, tx *Tx) error {
+		m, created, err = tx.Create(ctx, path, cfg, initial)
+		return err
+	})
+	return m, created, err
+}
+
+// Create creates a stream inside the transaction; see Store.Create.
+func (t *Tx) Create(ctx context.Context, path string, cfg CreateConfig, initial [][]byte) (*Meta, bool, error) {
+	now := time.Now()
+	existing, err := t.lockByPath(ctx, path)
+	if err != nil {
+		return nil, false, err
+	}
+	if existing != nil {
+		switch {
+		case existing.SoftDeleted:
+			return nil, false, ErrExists
+		case existing.Expired(now) && existing.Refcount > 0:
+			return nil, false, ErrExists
+		case existing.Expired(now):
+			if err := t.hardDelete(ctx, existing); err != nil {
+				return nil, false, err
+			}
+		case sameConfig(existing, cfg):
+			return existing, false, nil
+		default:
+			return nil, false, ErrExists
+		}
+	}
+
+	m := &Meta{Path: path, ContentType: cfg.ContentType, TTLSeconds: cfg.TTLSeconds, ExpiresAt: cfg.ExpiresAt}
+	var prefix [][]byte // messages a sub-offset fork materializes from its source
+	if cfg.ForkFrom != "" {
+		if prefix, err = t.planFork(ctx, m, cfg, now); err != nil {
+			return nil, false, err
+		}
+	}
+	if m.ContentType == "" {
+		m.ContentType = DefaultContentType
+	}
+	var forkSource *int64
+	if m.ForkSourceID != 0 {
+		forkSource = &m.ForkSourceID
+	}
+	m.Tail = Offset{Seq: m.ForkSeq, Pos: m.ForkPos}
+	err = t.tx.QueryRow(ctx, `INSERT INTO streams (path, content_type, tail_seq, tail_pos, ttl_seconds, expires_at,
+			fork_source_id, fork_seq, fork_pos, fork_offset, fork_sub_offset)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id, last_access_at, created_at`,
+		path, m.ContentType, m.Tail.Seq, m.Tail.Pos, m.TTLSeconds, m.ExpiresAt,
+		forkSource, m.ForkSeq, m.ForkPos, m.ForkOffset, m.ForkSubOffset).Scan(&m.ID, &m.LastAccessAt, &m.CreatedAt)
+	if err != nil {
+		return nil, false, fmt.Errorf("streamdb: create stream: %w", err)
+	}
+	msgs := append(prefix, initial...)
+	if len(msgs) > 0 || cfg.Closed {
+		res, err := t.Append(ctx, &AppendRequest{Path: path, Messages: msgs, Close: cfg.Closed})
+		if err != nil {
+			return nil, false, err
+		}
+		m.Tail, m.Closed = res.Tail, res.Closed
+	}
+	return m, true, nil
+}
+
+// planFork resolves the fork point of m in its source and returns the messages the fork
+// must store itself: the head of a binary message cut by a sub-offset.
+func (t *Tx) planFork(ctx context.Context, m *Meta, cfg CreateConfig, now time.Time) ([][]byte, error) {
+	src, err := t.lockByPath(ctx, cfg.ForkFrom)
+	if err != nil {
+		return nil, err
+	}
+	if src == nil || (src.Expired(now) && src.Refcount == 0) {
+		return nil, ErrForkSourceMissing
+	}
+	if src.SoftDeleted || src.Expired(now) {
+		return nil, ErrForkSourceGone
+	}
+	if m.ContentType != "" && !SameContentType(m.ContentType, src.ContentType) {
+		return nil, ErrContentType
+	}
+	m.ContentType = src.ContentType
+	if m.TTLSeconds == nil && m.ExpiresAt == nil {
+		m.TTLSeconds, m.ExpiresAt = src.TTLSeconds, src.ExpiresAt
+	}
+	at := src.Tail
+	if cfg.ForkOffset != nil {
+		raw := cfg.ForkOffset.String()
+		m.ForkOffset = &raw
+		if cfg.ForkOffset.Seq > src.Tail.Seq {
+			return nil, ErrForkOffset
+		}
+		if at, err = t.offsetAt(ctx, src, cfg.ForkOffset.Seq); err != nil {
+			return nil, err
+		}
+	}
+	m.ForkSourceID, m.ForkSourcePath = src.ID, src.Path
+	m.ForkSeq, m.ForkPos = at.Seq, at.Pos
+
+	var prefix [][]byte
+	if cfg.ForkSubOffset > 0 {
+		sub := cfg.ForkSubOffset
+		m.ForkSubOffset = &sub
+		if IsJSON(src.ContentType) {
+			if at.Seq+sub > src.Tail.Seq {
+				return nil, ErrForkSubOffset
+			}
+			if at, err = t.offsetAt(ctx, src, at.Seq+sub); err != nil {
+				return nil, err
+			}
+			m.ForkSeq, m.ForkPos = at.Seq, at.Pos
+		} else {
+			next, err := t.messageAt(ctx, src, at.Seq+1)
+			if err != nil {
+				return nil, err
+			}
+			if next == nil || sub > int64(len(next)) {
+				return nil, ErrForkSubOffset
+			}
+			prefix = [][]byte{next[:sub]}
+		}
+	}
+	if _, err := t.tx.Exec(ctx, `UPDATE streams SET refcount = refcount + 1 WHERE id = $1`, src.ID); err != nil {
+		return nil, err
+	}
+	return prefix, nil
+}
+
+// offsetAt returns the offset after message seq of m (following m's fork chain).
+func (t *Tx) offsetAt(ctx context.Context, m *Meta, seq int64) (Offset, error) {
+	for {
+		if seq == 0 {
+			return Start, nil
+		}
+		if seq == m.ForkSeq {
+			return Offset{Seq: m.ForkSeq, Pos: m.ForkPos}, nil
+		}
+		if !m.IsFork() || seq > m.ForkSeq {
+			var pos int64
+			err := t.tx.QueryRow(ctx, `SELECT end_pos FROM stream_messages WHERE stream_id = $1 AND seq = $2`, m.ID, seq).Scan(&pos)
+			if err != nil {
+				return Offset{}, fmt.Errorf("streamdb: offset of message %d: %w", seq, err)
+			}
+			return Offset{Seq: seq, Pos: pos}, nil
+		}
+		src, err := t.metaByID(ctx, m.ForkSourceID)
+		if err != nil {
+			return Offset{}, err
+		}
+		m = src
+	}
+}
+
+// messageAt returns the data of message seq of m (following m's fork chain), or nil.
+func (t *Tx) messageAt(ctx context.Context, m *Meta, seq int64) ([]byte, error) {
+	for m.IsFork() && seq <= m.ForkSeq {
+		src, err := t.metaByID(ctx, m.ForkSourceID)
+		if err != nil {
+			return nil, err
+		}
+		m = src
+	}
+	var data []byte
+	err := t.tx.QueryRow(ctx, `SELECT data FROM stream_messages WHERE stream_id = $1 AND seq = $2`, m.ID, seq).Scan(&data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	return data, err
+}
+
+func (t *Tx) lockByPath(ctx context.Context, path string) (*Meta, error) {
+	m, err := scanMeta(t.tx.QueryRow(ctx, `SELECT `+metaColumns+metaFrom+` WHERE s.path = $1 FOR UPDATE OF s`, path))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("streamdb: lock stream: %w", err)
+	}
+	return m, nil
+}
+
+func (t *Tx) metaByID(ctx context.Context, id int64) (*Meta, error) {
+	m, err := scanMeta(t.tx.QueryRow(ctx, `SELECT `+metaColumns+metaFrom+` WHERE s.id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return m, err
+}
+
+// sameConfig decides whether a PUT on an existing stream is an idempotent re-create.
+func sameConfig(m *Meta, cfg CreateConfig) bool {
+	if cfg.ContentType != "" || !m.IsFork() {
+		ct := cfg.ContentType
+		if ct == "" {
+			ct = DefaultContentType
+		}
+		if !SameContentType(ct, m.ContentType) {
+			return false
+		}
+	}
+	// A fork that did not ask for an expiry inherited its source's; asking again without
+	// one is the same request.
+	inherited := m.IsFork() && cfg.TTLSeconds == nil && cfg.ExpiresAt == nil
+	if !inherited {
+		if !equalPtr(cfg.TTLSeconds, m.TTLSeconds) {
+			return false
+		}
+		if (cfg.ExpiresAt == nil) != (m.ExpiresAt == nil) || (cfg.ExpiresAt != nil && !cfg.ExpiresAt.Equal(*m.ExpiresAt)) {
+			return false
+		}
+	}
+	if cfg.Closed != m.Closed {
+		return false
+	}
+	if cfg.ForkFrom != m.ForkSourcePath {
+		return false
+	}
+	if cfg.ForkFrom != "" {
+		var want *string
+		if cfg.ForkOffset != nil {
+			s := cfg.ForkOffset.String()
+			want = &s
+		}
+		if !equalPtr(want, m.ForkOffset) {
+			return false
+		}
+		var have int64
+		if m.ForkSubOffset != nil {
+			have = *m.ForkSubOffset
+		}
+		if have != cfg.ForkSubOffset {
+			return false
+		}
+	}
+	return true
+}
+
+func equalPtr[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}

@@ -1,0 +1,139 @@
+package streamdb
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Delete deletes the stream at path. A stream that forks still read through is only
+// soft-deleted: it answers 410 from then on, keeps its data for the forks, and is removed
+// when the last fork goes away.
+func (s *Store) Delete(ctx context.Context, path string) error {
+	return s.WithTx(ctx, func(ctx context.Context, tx *Tx) error {
+		return tx.Delete(ctx, path)
+	})
+}
+
+// Delete deletes a stream inside the transaction; see Store.Delete.
+func (t *Tx) Delete(ctx context.Context, path string) error {
+	m, err := t.lockByPath(ctx, path)
+	if err != nil {
+		return err
+	}
+	if m == nil {
+		return ErrNotFound
+	}
+	if err := liveness(m, time.Now()); err != nil {
+		if err == ErrNotFound { // expired and unreferenced: finish the sweeper's job
+			if derr := t.hardDelete(ctx, m); derr != nil {
+				return derr
+			}
+		}
+		return err
+	}
+	if m.Refcount > 0 {
+		if _, err := t.tx.Exec(ctx, `UPDATE streams SET soft_deleted = true WHERE id = $1`, m.ID); err != nil {
+			return fmt.Errorf("streamdb: soft-delete stream: %w", err)
+		}
+		t.gone = append(t.gone, m.ID)
+		return nil
+	}
+	return t.hardDelete(ctx, m)
+}
+
+// hardDelete removes m and its data, then releases its fork source, removing that too
+// when it was waiting only for this fork.
+func (t *Tx) hardDelete(ctx context.Context, m *Meta) error {
+	for m != nil {
+		for _, q := range []string{
+			`DELETE FROM stream_messages WHERE stream_id = $1`,
+			`DELETE FROM stream_producers WHERE stream_id = $1`,
+			`DELETE FROM stream_dedupe WHERE stream_id = $1`,
+			`DELETE FROM streams WHERE id = $1`,
+		} {
+			if _, err := t.tx.Exec(ctx, q, m.ID); err != nil {
+				return fmt.Errorf("streamdb: delete stream: %w", err)
+			}
+		}
+		t.gone = append(t.gone, m.ID)
+		if !m.IsFork() {
+			return nil
+		}
+		var src *Meta
+		row := t.tx.QueryRow(ctx, `UPDATE streams SET refcount = refcount - 1 WHERE id = $1 RETURNING id`, m.ForkSourceID)
+		var id int64
+		if err := row.Scan(&id); err != nil {
+			return fmt.Errorf("streamdb: release fork source: %w", err)
+		}
+		src, err := t.metaByID(ctx, id)
+		if err != nil {
+			return err
+		}
+		if src.Refcount > 0 || !(src.SoftDeleted || src.Expired(time.Now())) {
+			return nil
+		}
+		m = src
+	}
+	return nil
+}
+
+// sweepLoop deletes expired, unreferenced streams in the background. Access paths check
+// expiry themselves, so the sweeper only reclaims space and may run rarely.
+func (s *Store) sweepLoop(ctx context.Context) {
+	t := time.NewTicker(s.opts.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n, err := s.Sweep(ctx)
+			if err != nil && ctx.Err() == nil {
+				s.log.Warn("expiry sweep failed", zap.Error(err))
+			} else if n > 0 {
+				s.log.Info("expired streams deleted", zap.Int("streams", n))
+			}
+		}
+	}
+}
+
+// Sweep deletes up to 500 expired, unreferenced streams and returns how many it deleted.
+func (s *Store) Sweep(ctx context.Context) (int, error) {
+	rows, err := s.pool.Query(ctx, `SELECT path FROM streams
+		WHERE refcount = 0 AND (expires_at <= now() OR last_access_at + ttl_seconds * interval '1 second' <= now())
+		LIMIT 500`)
+	if err != nil {
+		return 0, err
+	}
+	var paths []string
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		paths = append(paths, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range paths {
+		err := s.WithTx(ctx, func(ctx context.Context, tx *Tx) error {
+			m, err := tx.lockByPath(ctx, p)
+			if err != nil || m == nil || m.Refcount > 0 || !m.Expired(time.Now()) {
+				return err
+			}
+			n++
+			return tx.hardDelete(ctx, m)
+		})
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}

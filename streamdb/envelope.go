@@ -1,0 +1,63 @@
+package streamdb
+
+import (
+	"time"
+
+	"github.com/entityd/entityd/internal/rawjson"
+)
+
+// State Protocol operations.
+const (
+	OpInsert = "insert"
+	OpUpdate = "update"
+	OpDelete = "delete"
+	OpUpsert = "upsert"
+)
+
+// Event is a State Protocol change event: a typed, keyed change to a collection.
+// Value and OldValue are raw JSON embedded byte for byte; a delete carries no Value.
+type Event struct {
+	Type      string
+	Key       string
+	Value     []byte
+	OldValue  []byte
+	Operation string
+	Txid      string
+	Timestamp time.Time
+}
+
+// Marshal renders the event as
+// {"type","key","value"?,"old_value"?,"headers":{"operation","txid"?,"timestamp"?}}.
+func (e Event) Marshal() []byte {
+	var o rawjson.Object
+	o.String("type", e.Type).String("key", e.Key)
+	if e.Value != nil {
+		o.Raw("value", e.Value)
+	}
+	if e.OldValue != nil {
+		o.Raw("old_value", e.OldValue)
+	}
+	var h rawjson.Object
+	h.String("operation", e.Operation)
+	if e.Txid != "" {
+		h.String("txid", e.Txid)
+	}
+	if !e.Timestamp.IsZero() {
+		h.Time("timestamp", e.Timestamp)
+	}
+	o.Raw("headers", h.Bytes())
+	return o.Bytes()
+}
+
+// Control renders a State Protocol control message ("snapshot-start", "snapshot-end",
+// "reset"), optionally stamped with an offset.
+func Control(control string, offset *Offset) []byte {
+	var h rawjson.Object
+	h.String("control", control)
+	if offset != nil {
+		h.String("offset", offset.String())
+	}
+	var o rawjson.Object
+	o.Raw("headers", h.Bytes())
+	return o.Bytes()
+}

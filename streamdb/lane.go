@@ -1,0 +1,152 @@
+package streamdb
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"go.uber.org/zap"
+)
+
+// ErrClosed is returned by Append after Close.
+var ErrClosed = errors.New("streamdb: store is closed")
+
+// lane is one group-commit loop. Whatever arrived while its previous transaction was
+// committing goes into the next one, so under load each WAL flush carries many appends
+// and at low load an append waits for no timer.
+type lane struct {
+	store *Store
+	ch    chan *pending
+}
+
+type pending struct {
+	req  *AppendRequest
+	res  AppendResult
+	err  error
+	done chan struct{}
+}
+
+// Append appends through the group-commit lanes and returns after the transaction that
+// carried it committed (or failed). A stream always uses the same lane, so appends to one
+// stream are applied in the order they reached the lane.
+func (s *Store) Append(ctx context.Context, req *AppendRequest) (res AppendResult, err error) {
+	p := &pending{req: req, done: make(chan struct{})}
+	l := s.lanes[laneIndex(req.Path, len(s.lanes))]
+	defer func() {
+		if recover() != nil { // the lane channel was closed by Close
+			err = ErrClosed
+		}
+	}()
+	select {
+	case l.ch <- p:
+	case <-ctx.Done():
+		return AppendResult{}, ctx.Err()
+	}
+	// Once queued the append will be committed or refused; wait for the verdict even if
+	// the caller goes away, so that no caller is told "failed" for a committed append.
+	<-p.done
+	return p.res, p.err
+}
+
+func laneIndex(path string, n int) int {
+	if n == 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(path))
+	return int(h.Sum32() % uint32(n))
+}
+
+func (l *lane) run(ctx context.Context) {
+	max := l.store.opts.MaxBatch
+	batch := make([]*pending, 0, max)
+	for {
+		first, ok := <-l.ch
+		if !ok {
+			return
+		}
+		batch = append(batch[:0], first)
+	drain:
+		for len(batch) < max {
+			select {
+			case p, ok := <-l.ch:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, p)
+			default:
+				break drain
+			}
+		}
+		l.commit(ctx, batch)
+	}
+}
+
+// commit runs one transaction for batch and answers every request in it.
+func (l *lane) commit(ctx context.Context, batch []*pending) {
+	s := l.store
+	reqs := make([]*AppendRequest, len(batch))
+	for i, p := range batch {
+		reqs[i] = p.req
+	}
+	var (
+		results []AppendResult
+		errs    []error
+		w       *writeSet
+		err     error
+	)
+	for attempt := 0; ; attempt++ {
+		results, errs, w, err = s.appendTx(ctx, reqs)
+		if err == nil || !retryable(err) || attempt >= 3 {
+			break
+		}
+		time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
+	}
+	if err != nil {
+		s.log.Error("append transaction failed", zap.Int("appends", len(batch)), zap.Error(err))
+		for _, p := range batch {
+			p.err = err
+			close(p.done)
+		}
+		return
+	}
+	s.publish(w)
+	for i, p := range batch {
+		p.res, p.err = results[i], errs[i]
+		close(p.done)
+	}
+}
+
+func (s *Store) appendTx(ctx context.Context, reqs []*AppendRequest) ([]AppendResult, []error, *writeSet, error) {
+	txCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	tx, err := s.pool.BeginTx(txCtx, pgx.TxOptions{})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(txCtx)) }()
+	results, errs, w, err := s.runAppends(txCtx, tx, time.Now(), reqs, true)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if w.empty() {
+		return results, errs, w, nil
+	}
+	if err := tx.Commit(txCtx); err != nil {
+		return nil, nil, nil, err
+	}
+	return results, errs, w, nil
+}
+
+// retryable reports transaction failures worth running again: deadlocks and
+// serialization failures that Postgres resolved by aborting us.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "40P01" || pgErr.Code == "40001"
+	}
+	return false
+}

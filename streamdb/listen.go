@@ -1,0 +1,131 @@
+package streamdb
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap"
+)
+
+// maxNotifyPayload stays under Postgres's 8000-byte NOTIFY payload limit.
+const maxNotifyPayload = 7900
+
+// queueNotify adds the transaction's single NOTIFY: "<proc>|<id>:<seq>:<pos>:<flags>,...".
+// NOTIFY takes a database-wide lock at commit, so a transaction sends at most one, and
+// group commit makes that one cover many appends. Too many streams for one payload
+// degrade to "<proc>|*", which makes every listener re-check its readers.
+func (s *Store) queueNotify(b *pgx.Batch, w *writeSet) {
+	b.Queue(`SELECT pg_notify($1, $2)`, s.opts.NotifyChannel, s.notifyPayload(w))
+}
+
+func (s *Store) notifyPayload(w *writeSet) string {
+	var sb strings.Builder
+	sb.WriteString(s.procID)
+	sb.WriteByte('|')
+	for i, id := range w.order {
+		m := w.touched[id]
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(strconv.FormatInt(m.ID, 10))
+		sb.WriteByte(':')
+		sb.WriteString(strconv.FormatInt(m.Tail.Seq, 10))
+		sb.WriteByte(':')
+		sb.WriteString(strconv.FormatInt(m.Tail.Pos, 10))
+		sb.WriteByte(':')
+		if m.Closed {
+			sb.WriteByte('c')
+		}
+		if sb.Len() > maxNotifyPayload {
+			return s.procID + "|*"
+		}
+	}
+	return sb.String()
+}
+
+// publish wakes this process's readers of every stream w changed.
+func (s *Store) publish(w *writeSet) {
+	if w == nil {
+		return
+	}
+	for _, id := range w.order {
+		m := w.touched[id]
+		s.notifier.publish(id, tailState{tail: m.Tail, closed: m.Closed, known: true})
+	}
+}
+
+// publishGone wakes readers of a deleted stream.
+func (s *Store) publishGone(id int64) {
+	s.notifier.publish(id, tailState{gone: true, known: true})
+}
+
+// listen keeps a dedicated connection LISTENing for other processes' commits. When the
+// connection drops, notifications may have been missed, so every parked reader is woken
+// to re-check against the database before the loop reconnects.
+func (s *Store) listen(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := s.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		s.notifier.publishAll()
+		s.log.Warn("notification listener disconnected; reconnecting", zap.Error(err), zap.Duration("backoff", backoff))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		if backoff < 5*time.Second {
+			backoff *= 2
+		}
+	}
+}
+
+func (s *Store) listenOnce(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.opts.NotifyChannel}.Sanitize()); err != nil {
+		return err
+	}
+	// Anything committed while we were not listening is unknown to the readers.
+	s.notifier.publishAll()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		s.handleNotification(n.Payload)
+	}
+}
+
+func (s *Store) handleNotification(payload string) {
+	proc, body, ok := strings.Cut(payload, "|")
+	if !ok || proc == s.procID {
+		return
+	}
+	if body == "*" {
+		s.notifier.publishAll()
+		return
+	}
+	for _, item := range strings.Split(body, ",") {
+		parts := strings.Split(item, ":")
+		if len(parts) != 4 {
+			continue
+		}
+		id, err1 := strconv.ParseInt(parts[0], 10, 64)
+		seq, err2 := strconv.ParseInt(parts[1], 10, 64)
+		pos, err3 := strconv.ParseInt(parts[2], 10, 64)
+		if err1 != nil || err2 != nil || err3 != nil {
+			continue
+		}
+		s.notifier.publish(id, tailState{tail: Offset{Seq: seq, Pos: pos}, closed: strings.Contains(parts[3], "c"),
+			gone: strings.Contains(parts[3], "g"), known: true})
+	}
+}

@@ -1,0 +1,81 @@
+package streamdb
+
+import (
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ProducerTuple identifies one append of an idempotent producer.
+type ProducerTuple struct {
+	ID    string
+	Epoch int64
+	Seq   int64
+}
+
+// Meta is a stream's configuration and state as stored.
+type Meta struct {
+	ID            int64
+	Path          string
+	ContentType   string
+	Tail          Offset
+	Closed        bool
+	ClosedBy      *ProducerTuple
+	LastStreamSeq *string
+	TTLSeconds    *int64
+	ExpiresAt     *time.Time
+	LastAccessAt  time.Time
+	CreatedAt     time.Time
+	Refcount      int
+	SoftDeleted   bool
+
+	// Fork: messages with Seq <= ForkSeq are read from the source stream.
+	ForkSourceID   int64
+	ForkSourcePath string
+	ForkSeq        int64
+	ForkPos        int64
+	ForkOffset     *string
+	ForkSubOffset  *int64
+}
+
+// IsFork reports whether the stream inherits a prefix from another stream.
+func (m *Meta) IsFork() bool { return m.ForkSourceID != 0 }
+
+// Expired reports whether the stream's TTL or Expires-At has passed at now.
+func (m *Meta) Expired(now time.Time) bool {
+	if m.ExpiresAt != nil && !now.Before(*m.ExpiresAt) {
+		return true
+	}
+	if m.TTLSeconds != nil && !now.Before(m.LastAccessAt.Add(time.Duration(*m.TTLSeconds)*time.Second)) {
+		return true
+	}
+	return false
+}
+
+// HasTTL reports whether accesses must refresh last_access_at.
+func (m *Meta) HasTTL() bool { return m.TTLSeconds != nil }
+
+// metaColumns selects a Meta from "streams s" joined with its fork source "src".
+const metaColumns = `s.id, s.path, s.content_type, s.tail_seq, s.tail_pos, s.closed,
+	s.closed_producer_id, s.closed_producer_epoch, s.closed_producer_seq, s.last_stream_seq,
+	s.ttl_seconds, s.expires_at, s.last_access_at, s.created_at, s.refcount, s.soft_deleted,
+	coalesce(s.fork_source_id, 0), coalesce(src.path, ''), s.fork_seq, s.fork_pos, s.fork_offset, s.fork_sub_offset`
+
+const metaFrom = ` FROM streams s LEFT JOIN streams src ON src.id = s.fork_source_id `
+
+func scanMeta(row pgx.Row) (*Meta, error) {
+	m := &Meta{}
+	var cpID *string
+	var cpEpoch, cpSeq *int64
+	err := row.Scan(&m.ID, &m.Path, &m.ContentType, &m.Tail.Seq, &m.Tail.Pos, &m.Closed,
+		&cpID, &cpEpoch, &cpSeq, &m.LastStreamSeq,
+		&m.TTLSeconds, &m.ExpiresAt, &m.LastAccessAt, &m.CreatedAt, &m.Refcount, &m.SoftDeleted,
+		&m.ForkSourceID, &m.ForkSourcePath, &m.ForkSeq, &m.ForkPos, &m.ForkOffset, &m.ForkSubOffset)
+	if err != nil {
+		return nil, err
+	}
+	if cpID != nil && cpEpoch != nil && cpSeq != nil {
+		m.ClosedBy = &ProducerTuple{ID: *cpID, Epoch: *cpEpoch, Seq: *cpSeq}
+	}
+	return m, nil
+}

@@ -1,0 +1,192 @@
+package streamdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/singleflight"
+)
+
+// flightGroup coalesces identical concurrent reads: when a change wakes ten thousand
+// readers parked at the same offset, Postgres answers one query.
+type flightGroup = singleflight.Group
+
+// Message is one stored message and the offset right after it.
+type Message struct {
+	Data []byte
+	End  Offset
+}
+
+// Lookup returns the metadata of a readable stream. A stream past its TTL or Expires-At
+// is ErrNotFound (ErrGone while forks still read through it); a soft-deleted one ErrGone.
+func (s *Store) Lookup(ctx context.Context, path string) (*Meta, error) {
+	m, err := scanMeta(s.pool.QueryRow(ctx, `SELECT `+metaColumns+metaFrom+` WHERE s.path = $1`, path))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("streamdb: look up stream: %w", err)
+	}
+	if err := liveness(m, time.Now()); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func liveness(m *Meta, now time.Time) error {
+	if m.SoftDeleted {
+		return ErrGone
+	}
+	if m.Expired(now) {
+		if m.Refcount > 0 {
+			return ErrGone
+		}
+		return ErrNotFound
+	}
+	return nil
+}
+
+func (s *Store) lookupByID(ctx context.Context, id int64) (*Meta, error) {
+	m, err := scanMeta(s.pool.QueryRow(ctx, `SELECT `+metaColumns+metaFrom+` WHERE s.id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return m, err
+}
+
+// Touch refreshes the idle window of a stream with a TTL; reads call it, HEAD does not.
+func (s *Store) Touch(ctx context.Context, m *Meta) error {
+	if !m.HasTTL() {
+		return nil
+	}
+	_, err := s.pool.Exec(ctx, `UPDATE streams SET last_access_at = now() WHERE id = $1`, m.ID)
+	return err
+}
+
+// Read returns the messages after from up to and including tail, at most MaxReadBytes
+// of them (but always at least one message when any exists). Reads of a fork stitch the
+// inherited prefix from its source chain and the fork's own messages.
+func (s *Store) Read(ctx context.Context, m *Meta, from, tail Offset) ([]Message, error) {
+	if from.Seq >= tail.Seq {
+		return nil, nil
+	}
+	key := strconv.FormatInt(m.ID, 10) + ":" + strconv.FormatInt(from.Seq, 10) + ":" + strconv.FormatInt(tail.Seq, 10)
+	v, err, _ := s.reads.Do(key, func() (any, error) {
+		// shared by every reader waiting on this key: one caller leaving must not fail the rest
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		return s.readRange(ctx, m, from, tail.Seq, int64(s.opts.MaxReadBytes))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]Message), nil
+}
+
+func (s *Store) readRange(ctx context.Context, m *Meta, from Offset, toSeq, budget int64) ([]Message, error) {
+	var out []Message
+	if m.IsFork() && from.Seq < m.ForkSeq {
+		src, err := s.lookupByID(ctx, m.ForkSourceID)
+		if err != nil {
+			return nil, fmt.Errorf("streamdb: fork source of %s: %w", m.Path, err)
+		}
+		inherited, err := s.readRange(ctx, src, from, min(toSeq, m.ForkSeq), budget)
+		if err != nil {
+			return nil, err
+		}
+		out = inherited
+		for _, msg := range inherited {
+			budget -= int64(len(msg.Data))
+		}
+		if len(out) > 0 {
+			from = out[len(out)-1].End
+		}
+		if budget <= 0 || from.Seq < min(toSeq, m.ForkSeq) {
+			return out, nil
+		}
+	}
+	if toSeq <= from.Seq {
+		return out, nil
+	}
+	// end_pos is cumulative, so a byte budget is a bound on end_pos; the first message
+	// is always returned, however large.
+	rows, err := s.pool.Query(ctx, `SELECT seq, end_pos, data FROM stream_messages
+		WHERE stream_id = $1 AND seq > $2 AND seq <= $3 AND (seq = $2 + 1 OR end_pos <= $4)
+		ORDER BY seq LIMIT 100000`, m.ID, from.Seq, toSeq, from.Pos+budget)
+	if err != nil {
+		return nil, fmt.Errorf("streamdb: read messages: %w", err)
+	}
+	defer rows.Close()
+	expect := from.Seq + 1
+	for rows.Next() {
+		var msg Message
+		if err := rows.Scan(&msg.End.Seq, &msg.End.Pos, &msg.Data); err != nil {
+			return nil, err
+		}
+		if msg.End.Seq != expect {
+			break // the budget cut a run short; never skip over a message
+		}
+		expect++
+		out = append(out, msg)
+	}
+	return out, rows.Err()
+}
+
+// WaitResult is the stream state that ended a Wait.
+type WaitResult struct {
+	Tail   Offset
+	Closed bool
+}
+
+// Wait blocks until the stream has messages after from or is closed, and returns its
+// state then. It returns ctx's error when ctx ends first and ErrNotFound when the stream
+// is deleted meanwhile. Waiting costs no database work: commits in this process, and
+// NOTIFYs from others, wake the waiter with the new tail.
+func (s *Store) Wait(ctx context.Context, m *Meta, from Offset) (WaitResult, error) {
+	s.notifier.acquire(m.ID)
+	defer s.notifier.release(m.ID)
+	for {
+		ch, st := s.notifier.current(m.ID)
+		if !st.known {
+			var err error
+			st, err = s.freshState(ctx, m.ID)
+			if err != nil {
+				return WaitResult{}, err
+			}
+		}
+		if st.gone {
+			return WaitResult{}, ErrNotFound
+		}
+		if st.tail.Seq > from.Seq || st.closed {
+			return WaitResult{Tail: st.tail, Closed: st.closed}, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return WaitResult{Tail: st.tail, Closed: st.closed}, ctx.Err()
+		}
+	}
+}
+
+func (s *Store) freshState(ctx context.Context, id int64) (tailState, error) {
+	v, err, _ := s.reads.Do("state:"+strconv.FormatInt(id, 10), func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		var st tailState
+		err := s.pool.QueryRow(ctx, `SELECT tail_seq, tail_pos, closed, soft_deleted FROM streams WHERE id = $1`, id).
+			Scan(&st.tail.Seq, &st.tail.Pos, &st.closed, &st.gone)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return tailState{gone: true, known: true}, nil
+		}
+		st.known = true
+		return st, err
+	})
+	if err != nil {
+		return tailState{}, err
+	}
+	return v.(tailState), nil
+}

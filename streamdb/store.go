@@ -1,0 +1,111 @@
+package streamdb
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+)
+
+// Options tune a Store. Zero values take the defaults.
+type Options struct {
+	// Lanes is the number of group-commit lanes (concurrent append transactions).
+	Lanes int
+	// MaxBatch caps the appends one transaction carries.
+	MaxBatch int
+	// MaxReadBytes caps the bytes of one catch-up read (at least one message is returned).
+	MaxReadBytes int
+	// NotifyChannel is the Postgres channel used to tell other processes about commits.
+	NotifyChannel string
+	// SweepInterval is how often expired streams are deleted (0: 30s, <0: never).
+	SweepInterval time.Duration
+	Logger        *zap.Logger
+}
+
+func (o *Options) setDefaults() {
+	if o.Lanes <= 0 {
+		o.Lanes = 2
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 512
+	}
+	if o.MaxReadBytes <= 0 {
+		o.MaxReadBytes = 1 << 20
+	}
+	if o.NotifyChannel == "" {
+		o.NotifyChannel = "entityd_streams"
+	}
+	if o.SweepInterval == 0 {
+		o.SweepInterval = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+}
+
+// Store is the Postgres-backed stream store. It is safe for concurrent use.
+type Store struct {
+	pool   *pgxpool.Pool
+	opts   Options
+	log    *zap.Logger
+	procID string
+
+	notifier *notifier
+	lanes    []*lane
+	reads    flightGroup
+
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+	closeMu sync.Once
+}
+
+// Open starts a Store on pool: its commit lanes, the LISTEN loop that hears other
+// processes' commits, and the expiry sweeper. Close stops them.
+func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
+	opts.setDefaults()
+	var id [6]byte
+	_, _ = rand.Read(id[:])
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s := &Store{
+		pool:     pool,
+		opts:     opts,
+		log:      opts.Logger.Named("streamdb"),
+		procID:   hex.EncodeToString(id[:]),
+		notifier: newNotifier(),
+		stop:     cancel,
+	}
+	for i := 0; i < opts.Lanes; i++ {
+		l := &lane{store: s, ch: make(chan *pending, opts.MaxBatch*4)}
+		s.lanes = append(s.lanes, l)
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); l.run(runCtx) }()
+	}
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.listen(runCtx) }()
+	if opts.SweepInterval > 0 {
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); s.sweepLoop(runCtx) }()
+	}
+	return s, nil
+}
+
+// Close stops the background work. Appends in flight are finished first.
+func (s *Store) Close() {
+	s.closeMu.Do(func() {
+		for _, l := range s.lanes {
+			close(l.ch)
+		}
+		s.stop()
+		s.wg.Wait()
+	})
+}
+
+// Pool exposes the pool for sibling packages that keep their own tables next to streams.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Watched returns the number of streams that currently have parked readers.
+func (s *Store) Watched() int { return s.notifier.watched() }
