@@ -1,0 +1,351 @@
+package entity
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/entityd/entityd/internal/rawjson"
+	"github.com/entityd/entityd/slashcmd"
+	"github.com/entityd/entityd/streamdb"
+)
+
+// Statuses of the entity status machine.
+const (
+	StatusRunning  = "running"
+	StatusIdle     = "idle"
+	StatusPaused   = "paused"
+	StatusStopping = "stopping"
+	StatusStopped  = "stopped"
+	StatusKilled   = "killed"
+)
+
+// MainStreamSuffix ends the path of every entity's stream.
+const MainStreamSuffix = "/main"
+
+// Entity is a spawned entity.
+type Entity struct {
+	URL          string
+	Type         string
+	InstanceID   string
+	Status       string
+	StreamID     int64
+	Tags         map[string]string
+	SpawnArgs    json.RawMessage
+	Parent       *string
+	CreatedBy    *string
+	TypeRevision int
+	InboxSchemas json.RawMessage
+	StateSchemas json.RawMessage
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	// WriteToken authorises direct writes to the entity's stream; never shown publicly.
+	WriteToken string
+
+	inbox compiledSchemas
+}
+
+// URLFor is the URL of entity id of type typ.
+func URLFor(typ, id string) string { return "/" + typ + "/" + id }
+
+// MainStream is the path of the entity's stream.
+func (e *Entity) MainStream() string { return e.URL + MainStreamSuffix }
+
+// Terminal reports whether the entity can no longer change status.
+func (e *Entity) Terminal() bool { return e.Status == StatusStopped || e.Status == StatusKilled }
+
+// AcceptsWrites reports whether sends and other writes are allowed.
+func AcceptsWrites(status string) bool {
+	return status != StatusStopping && status != StatusStopped && status != StatusKilled
+}
+
+// MarshalJSON renders the public entity JSON; the write token is never included.
+func (e *Entity) MarshalJSON() ([]byte, error) { return e.JSONObject().Bytes(), nil }
+
+// JSONObject is the public entity JSON, open for the caller to add members (a txid).
+func (e *Entity) JSONObject() *rawjson.Object {
+	o := &rawjson.Object{}
+	o.String("url", e.URL).String("type", e.Type).String("status", e.Status)
+	var streams rawjson.Object
+	streams.String("main", e.MainStream())
+	o.Raw("streams", streams.Bytes())
+	tags := e.Tags
+	if tags == nil {
+		tags = map[string]string{}
+	}
+	o.Value("tags", tags)
+	if e.SpawnArgs != nil {
+		o.Raw("spawn_args", e.SpawnArgs)
+	}
+	if e.Parent != nil {
+		o.String("parent", *e.Parent)
+	}
+	if e.CreatedBy != nil {
+		o.String("created_by", *e.CreatedBy)
+	}
+	o.Int("created_at", e.CreatedAt.UnixMilli()).Int("updated_at", e.UpdatedAt.UnixMilli())
+	return o
+}
+
+const entityColumns = `url, type, instance_id, status, stream_id, tags, spawn_args, parent, created_by,
+	type_revision, inbox_schemas, state_schemas, created_at, updated_at, write_token`
+
+func scanEntity(row pgx.Row) (*Entity, error) {
+	e := &Entity{}
+	var args, is, ss []byte
+	err := row.Scan(&e.URL, &e.Type, &e.InstanceID, &e.Status, &e.StreamID, &e.Tags, &args, &e.Parent,
+		&e.CreatedBy, &e.TypeRevision, &is, &ss, &e.CreatedAt, &e.UpdatedAt, &e.WriteToken)
+	if err != nil {
+		return nil, err
+	}
+	e.SpawnArgs, e.InboxSchemas, e.StateSchemas = raw(args), raw(is), raw(ss)
+	return e, nil
+}
+
+// SpawnRequest describes an entity to create.
+type SpawnRequest struct {
+	Type       string
+	InstanceID string
+	Args       json.RawMessage // nil when absent
+	Tags       map[string]string
+	Parent     string
+	CreatedBy  string
+	// Initial are extra events appended after the seeded ones in the same transaction
+	// (the initial message, already validated by the caller).
+	Initial [][]byte
+}
+
+// SpawnResult is the spawned entity and the Postgres transaction id that created it.
+type SpawnResult struct {
+	Entity *Entity
+	Txid   int64
+}
+
+// CheckArgs validates spawn args against the type's creation schema. Absent args are
+// validated as {} so that a schema with required properties refuses a spawn without
+// args (the reference skips the check when args are absent).
+func (r *Registry) CheckArgs(t *Type, args json.RawMessage) error {
+	if t.CreationSchema == nil {
+		return nil
+	}
+	s, err := r.schemas.Get(t.CreationSchema)
+	if err != nil {
+		return fmt.Errorf("entity: compile creation schema of %s: %w", t.Name, err)
+	}
+	if args == nil {
+		args = json.RawMessage(`{}`)
+	}
+	if d := s.Validate(args); d != nil {
+		return &ValidationError{Message: "Validation failed", Details: d, Semantic: true}
+	}
+	return nil
+}
+
+// Spawn creates an entity and its stream in one transaction. The stream starts with the
+// entity_created event, one slash_command insert per static command of the type, and
+// req.Initial. Everything is checked before anything is written.
+func (r *Registry) Spawn(ctx context.Context, t *Type, req SpawnRequest) (*SpawnResult, error) {
+	if err := r.CheckArgs(t, req.Args); err != nil {
+		return nil, err
+	}
+	defs, err := slashcmd.ParseDefinitions(t.SlashCommands)
+	if err != nil {
+		return nil, fmt.Errorf("entity: static slash commands of %s: %w", t.Name, err)
+	}
+	url := URLFor(req.Type, req.InstanceID)
+	now := time.Now()
+	var token [24]byte
+	_, _ = rand.Read(token[:])
+	tags := req.Tags
+	if tags == nil {
+		tags = map[string]string{}
+	}
+	var parent, createdBy *string
+	if req.Parent != "" {
+		parent = &req.Parent
+	}
+	if req.CreatedBy != "" {
+		createdBy = &req.CreatedBy
+	}
+
+	var out SpawnResult
+	err = r.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+		if parent != nil {
+			var one int
+			err := tx.QueryRow(ctx, `SELECT 1 FROM entities WHERE url = $1`, *parent).Scan(&one)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return ErrParentNotFound
+			}
+			if err != nil {
+				return err
+			}
+		}
+		events := [][]byte{createdEvent(t.Name, req.Args, parent, now)}
+		for _, d := range defs {
+			events = append(events, slashcmd.StaticRow(d, now).Event(streamdb.OpInsert, "", now))
+		}
+		events = append(events, req.Initial...)
+		m, created, err := tx.Create(ctx, url+MainStreamSuffix, streamdb.CreateConfig{ContentType: "application/json"}, events)
+		if err != nil {
+			if isUniqueViolation(err) {
+				return ErrDuplicate
+			}
+			return err
+		}
+		if !created {
+			return ErrDuplicate
+		}
+		if err := slashcmd.SeedStatic(ctx, tx, url, defs, now); err != nil {
+			return err
+		}
+		e, err := scanEntity(tx.QueryRow(ctx, `INSERT INTO entities (url, type, instance_id, status, stream_id,
+				write_token, tags, spawn_args, parent, created_by, type_revision, inbox_schemas, state_schemas)
+			VALUES ($1, $2, $3, 'idle', $4, $5, $6, $7, $8, $9, $10, $11, $12)
+			ON CONFLICT (url) DO NOTHING RETURNING `+entityColumns,
+			url, req.Type, req.InstanceID, m.ID, hex.EncodeToString(token[:]), tags, nullable(req.Args),
+			parent, createdBy, t.Revision, nullable(t.InboxSchemas), nullable(t.StateSchemas)))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrDuplicate
+		}
+		if err != nil {
+			return err
+		}
+		out.Entity = e
+		return tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&out.Txid)
+	})
+	if err != nil {
+		if isUniqueViolation(err) {
+			return nil, ErrDuplicate
+		}
+		return nil, err
+	}
+	r.known.put(out.Entity)
+	return &out, nil
+}
+
+func createdEvent(typ string, args json.RawMessage, parent *string, now time.Time) []byte {
+	var v rawjson.Object
+	v.String("entity_type", typ).Time("timestamp", now)
+	if args != nil {
+		v.Raw("args", args)
+	} else {
+		v.Raw("args", []byte("{}"))
+	}
+	if parent != nil {
+		v.String("parent_url", *parent)
+	}
+	return streamdb.Event{Type: "entity_created", Key: "entity-created", Value: v.Bytes(),
+		Operation: streamdb.OpInsert, Timestamp: now}.Marshal()
+}
+
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}
+
+// Get reads an entity from the database.
+func (r *Registry) Get(ctx context.Context, url string) (*Entity, error) {
+	e, err := scanEntity(r.pool.QueryRow(ctx, `SELECT `+entityColumns+` FROM entities WHERE url = $1`, url))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("entity: read entity: %w", err)
+	}
+	r.known.put(e)
+	return e, nil
+}
+
+// Known returns an entity for the send path: from memory when it was seen before. Its
+// Status may be stale; see entityCache.
+func (r *Registry) Known(ctx context.Context, url string) (*Entity, error) {
+	if e := r.known.get(url); e != nil {
+		return e, nil
+	}
+	return r.Get(ctx, url)
+}
+
+// ByStream finds the entity whose main stream is path (nil, nil when none).
+func (r *Registry) ByStream(ctx context.Context, path string) (*Entity, error) {
+	url, ok := strings.CutSuffix(path, MainStreamSuffix)
+	if !ok {
+		return nil, nil
+	}
+	e, err := r.Known(ctx, url)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	return e, err
+}
+
+// Filter selects entities in List.
+type Filter struct {
+	Type, Status, Parent string
+	Limit                int
+}
+
+// List returns entities matching f, oldest first.
+func (r *Registry) List(ctx context.Context, f Filter) ([]*Entity, error) {
+	var where []string
+	var args []any
+	add := func(col, v string) {
+		if v != "" {
+			args = append(args, v)
+			where = append(where, fmt.Sprintf("%s = $%d", col, len(args)))
+		}
+	}
+	add("type", f.Type)
+	add("status", f.Status)
+	add("parent", f.Parent)
+	q := `SELECT ` + entityColumns + ` FROM entities`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	limit := f.Limit
+	if limit <= 0 || limit > 10000 {
+		limit = 10000
+	}
+	q += fmt.Sprintf(` ORDER BY created_at, url LIMIT %d`, limit)
+	rows, err := r.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("entity: list entities: %w", err)
+	}
+	defer rows.Close()
+	out := []*Entity{}
+	for rows.Next() {
+		e, err := scanEntity(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// SendAdmission refuses appends to the main stream of an entity that is stopping,
+// stopped or killed, and notes paused entities, inside the append transaction.
+var SendAdmission = &streamdb.Admission{
+	SQL: `SELECT e.url || '/main', e.status FROM entities e
+		WHERE e.url = ANY(SELECT left(p, -5) FROM unnest($1::text[]) AS p)
+		AND e.status IN ('stopping', 'stopped', 'killed', 'paused')`,
+	Refuse: func(status string) error {
+		if status == StatusPaused {
+			return nil
+		}
+		return ErrNotRunning
+	},
+}
+
+// Unpause moves a paused entity back to idle (a send with a mode other than paused does).
+func (r *Registry) Unpause(ctx context.Context, url string) error {
+	_, err := r.pool.Exec(ctx, `UPDATE entities SET status = 'idle', updated_at = now() WHERE url = $1 AND status = 'paused'`, url)
+	return err
+}

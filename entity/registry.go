@@ -1,0 +1,106 @@
+package entity
+
+import (
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	"github.com/entityd/entityd/internal/schemas"
+	"github.com/entityd/entityd/streamdb"
+)
+
+// Registry manages entity types and entities.
+type Registry struct {
+	pool    *pgxpool.Pool
+	streams *streamdb.Store
+	schemas *schemas.Cache
+	log     *zap.Logger
+	types   *typeCache
+	known   *entityCache
+}
+
+// New returns a Registry over the store's database.
+func New(streams *streamdb.Store, schemaCache *schemas.Cache, log *zap.Logger) *Registry {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Registry{
+		pool:    streams.Pool(),
+		streams: streams,
+		schemas: schemaCache,
+		log:     log.Named("entity"),
+		types:   &typeCache{ttl: typeCacheTTL, m: map[string]typeEntry{}},
+		known:   &entityCache{max: 100_000, m: map[string]*Entity{}},
+	}
+}
+
+// Schemas is the compiled-schema cache shared with the send path.
+func (r *Registry) Schemas() *schemas.Cache { return r.schemas }
+
+// typeCacheTTL bounds how long another server process's re-registration of a type can
+// go unseen here; registrations made through this process are seen at once.
+const typeCacheTTL = 2 * time.Second
+
+type typeCache struct {
+	ttl time.Duration
+	mu  sync.Mutex
+	m   map[string]typeEntry
+}
+
+type typeEntry struct {
+	t  *Type // nil: known not to exist
+	at time.Time
+}
+
+func (c *typeCache) get(name string) (*Type, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[name]
+	if !ok || time.Since(e.at) > c.ttl {
+		return nil, false
+	}
+	return e.t, true
+}
+
+func (c *typeCache) put(t *Type) {
+	c.mu.Lock()
+	c.m[t.Name] = typeEntry{t: t, at: time.Now()}
+	c.mu.Unlock()
+}
+
+func (c *typeCache) putMissing(name string) {
+	c.mu.Lock()
+	c.m[name] = typeEntry{at: time.Now()}
+	c.mu.Unlock()
+}
+
+// entityCache remembers entities for the send path. What it serves never changes after
+// spawn (URL, type, stream, schema snapshot); status is re-checked inside the append
+// transaction, so a stale status here is harmless.
+type entityCache struct {
+	max int
+	mu  sync.Mutex
+	m   map[string]*Entity
+}
+
+func (c *entityCache) get(url string) *Entity {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[url]
+}
+
+func (c *entityCache) put(e *Entity) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= c.max {
+		for k := range c.m { // evict an arbitrary tenth; entities are cheap to reload
+			delete(c.m, k)
+			if len(c.m) < c.max*9/10 {
+				break
+			}
+		}
+	}
+	c.m[e.URL] = e
+}

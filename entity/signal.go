@@ -1,0 +1,155 @@
+package entity
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/entityd/entityd/internal/rawjson"
+	"github.com/entityd/entityd/streamdb"
+)
+
+// Signals an entity accepts.
+const (
+	SIGINT  = "SIGINT"
+	SIGHUP  = "SIGHUP"
+	SIGTERM = "SIGTERM"
+	SIGKILL = "SIGKILL"
+	SIGSTOP = "SIGSTOP"
+	SIGCONT = "SIGCONT"
+	SIGUSR  = "SIGUSR"
+)
+
+// ValidSignal reports whether s is a signal name the API accepts.
+func ValidSignal(s string) bool {
+	switch s {
+	case SIGINT, SIGHUP, SIGTERM, SIGKILL, SIGSTOP, SIGCONT, SIGUSR:
+		return true
+	}
+	return false
+}
+
+// SignalRequest is a signal sent to an entity.
+type SignalRequest struct {
+	Signal  string
+	Reason  *string
+	Payload json.RawMessage
+}
+
+// SignalResult is the transition a signal caused.
+type SignalResult struct {
+	URL           string
+	Signal        string
+	PreviousState string
+	NewState      string
+	CreatedAt     time.Time
+	Txid          int64
+}
+
+// transition is the status machine: the status a signal leads to from a status, and
+// whether the entity's stream closes (terminal states accept no more writes).
+func transition(status, signal string) (next string, handled bool) {
+	if status == StatusPaused && signal != SIGKILL && signal != SIGCONT && signal != SIGTERM {
+		return status, false // a paused entity ignores everything but kill, term and cont
+	}
+	switch signal {
+	case SIGKILL:
+		return StatusKilled, true
+	case SIGTERM:
+		if status == StatusRunning || status == StatusStopping {
+			return StatusStopping, true
+		}
+		return StatusStopped, true
+	case SIGSTOP:
+		if status == StatusIdle || status == StatusRunning {
+			return StatusPaused, true
+		}
+		return status, false
+	case SIGCONT:
+		if status == StatusPaused {
+			return StatusIdle, true
+		}
+		return status, false
+	}
+	// SIGINT, SIGHUP, SIGUSR are for the entity's handler; the status does not change.
+	return status, false
+}
+
+// Signal applies a signal: the status change, a signal event on the entity's stream, and
+// for terminal states the closing of the stream, all in one transaction.
+func (r *Registry) Signal(ctx context.Context, url string, req SignalRequest) (*SignalResult, error) {
+	var out *SignalResult
+	err := r.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+		e, err := scanEntity(tx.QueryRow(ctx, `SELECT `+entityColumns+` FROM entities WHERE url = $1 FOR UPDATE`, url))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if e.Terminal() {
+			return &InvalidSignalError{Status: e.Status}
+		}
+		var txid int64
+		if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&txid); err != nil {
+			return err
+		}
+		next, handled := transition(e.Status, req.Signal)
+		now := time.Now()
+		closing := next == StatusKilled || next == StatusStopped
+		event := signalEvent(e, req, next, handled, now, strconv.FormatInt(txid, 10))
+		if _, err := tx.Append(ctx, &streamdb.AppendRequest{Path: e.MainStream(), Messages: [][]byte{event}, Close: closing}); err != nil {
+			return err
+		}
+		if next != e.Status {
+			if _, err := tx.Exec(ctx, `UPDATE entities SET status = $2, updated_at = now() WHERE url = $1`, url, next); err != nil {
+				return err
+			}
+		}
+		out = &SignalResult{URL: url, Signal: req.Signal, PreviousState: e.Status, NewState: next, CreatedAt: now, Txid: txid}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func signalEvent(e *Entity, req SignalRequest, next string, handled bool, now time.Time, txid string) []byte {
+	var v rawjson.Object
+	v.String("signal", req.Signal).String("sender", "/_electric/server")
+	if handled {
+		v.String("status", "handled")
+	} else {
+		v.String("status", "unhandled")
+	}
+	outcome := "delivered"
+	switch {
+	case next == StatusKilled:
+		outcome = "killed"
+	case next == StatusStopped:
+		outcome = "stopped"
+	case next == StatusStopping:
+		outcome = "stopping"
+	case next == StatusPaused && e.Status != StatusPaused:
+		outcome = "paused"
+	case next == StatusIdle && e.Status == StatusPaused:
+		outcome = "resumed"
+	case !handled && e.Status == StatusPaused:
+		outcome = "ignored"
+	}
+	v.String("outcome", outcome).String("previous_state", e.Status).String("new_state", next)
+	if req.Reason != nil {
+		v.String("reason", *req.Reason)
+	}
+	if req.Payload != nil {
+		v.Raw("payload", req.Payload)
+	}
+	v.Time("timestamp", now)
+	key := "signal-" + req.Signal + "-" + now.UTC().Format("20060102T150405.000000000Z")
+	return streamdb.Event{Type: "signal", Key: key, Value: v.Bytes(), Operation: streamdb.OpInsert, Txid: txid, Timestamp: now}.Marshal()
+}

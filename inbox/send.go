@@ -1,0 +1,254 @@
+package inbox
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/rawjson"
+	"github.com/entityd/entityd/internal/validation"
+	"github.com/entityd/entityd/streamdb"
+)
+
+// Modes of an inbox message.
+const (
+	ModeImmediate = "immediate"
+	ModeQueued    = "queued"
+	ModePaused    = "paused"
+	ModeSteer     = "steer"
+)
+
+// EventType is the State Protocol event type of inbox messages.
+const EventType = "inbox"
+
+// ValidMode reports whether m is an inbox mode.
+func ValidMode(m string) bool {
+	return m == ModeImmediate || m == ModeQueued || m == ModePaused || m == ModeSteer
+}
+
+// SendRequest is a message to deliver to an entity's inbox. Payload holds the payload's
+// raw JSON exactly as sent (nil when the field was absent).
+type SendRequest struct {
+	Payload       json.RawMessage
+	Type          string
+	Key           string
+	Mode          string
+	Position      string
+	From          string // the sender as the request named it (checked by the caller)
+	FromPrincipal string
+	FromAgent     string
+	// Sender is the authenticated principal's URL; it becomes the value's "from" unless
+	// FromPrincipal is set.
+	Sender string
+}
+
+// Errors of the send rules; the HTTP layer maps them to the reference's codes.
+var (
+	// ErrMissingPayload: the payload field was absent.
+	ErrMissingPayload = errors.New("Missing required field: payload")
+	// ErrKeyReused: the idempotency key was used before for a different message.
+	ErrKeyReused = errors.New("the key was already used for a different message to this entity")
+)
+
+// UnknownMessageTypeError: the entity declares inbox schemas, none for this type.
+type UnknownMessageTypeError struct{ Type string }
+
+func (e *UnknownMessageTypeError) Error() string { return "Unknown message type: " + e.Type }
+
+// InvalidPayloadError: the payload failed composer_input or JSON Schema validation.
+type InvalidPayloadError struct{ Details validation.Details }
+
+func (e *InvalidPayloadError) Error() string { return "Validation failed" }
+
+// Limits bound what a send may carry beyond the HTTP body limit.
+type Limits struct {
+	Composer ComposerLimits
+}
+
+// Sender applies the send rules and appends inbox events.
+type Sender struct {
+	registry *entity.Registry
+	streams  *streamdb.Store
+	limits   Limits
+	now      func() time.Time
+}
+
+// NewSender returns a Sender.
+func NewSender(registry *entity.Registry, streams *streamdb.Store, limits Limits) *Sender {
+	return &Sender{registry: registry, streams: streams, limits: limits, now: time.Now}
+}
+
+// Prepared is a validated message, ready to append.
+type Prepared struct {
+	Event  []byte
+	Txid   string
+	Key    string
+	Dedupe *streamdb.Dedupe
+	Mode   string
+}
+
+// Validate checks a message against the rules of spec §1.5: composer_input by its
+// built-in validator (the entity's inbox schemas are skipped), other typed messages by
+// the effective inbox schema of e (t is the entity's current type, nil if deleted).
+// The payload must be present.
+func (s *Sender) Validate(e *entity.Entity, t *entity.Type, req *SendRequest) error {
+	if req.Type == ComposerInputType {
+		if d := ValidateComposerInput(req.Payload, s.limits.Composer); d != nil {
+			return &InvalidPayloadError{Details: d}
+		}
+		return nil
+	}
+	if req.Type != "" {
+		schema, declared, err := s.registry.InboxSchema(e, t, req.Type)
+		if err != nil {
+			return fmt.Errorf("inbox: schema for %s: %w", req.Type, err)
+		}
+		if declared && schema == nil {
+			return &UnknownMessageTypeError{Type: req.Type}
+		}
+		if schema != nil && req.Payload != nil {
+			if d := schema.Validate(req.Payload); d != nil {
+				return &InvalidPayloadError{Details: d}
+			}
+		}
+	}
+	if req.Payload == nil {
+		return ErrMissingPayload
+	}
+	return nil
+}
+
+// Prepare builds the inbox event of a validated request.
+func (s *Sender) Prepare(req *SendRequest) *Prepared {
+	now := s.now()
+	mode := req.Mode
+	if mode == "" {
+		mode = ModeImmediate
+	}
+	key := req.Key
+	if key == "" {
+		key = "msg-in-" + strconv.FormatInt(now.UnixMilli(), 10) + "-" + randomBase36(6)
+	}
+	txid := uuid.NewString()
+	p := &Prepared{Txid: txid, Key: key, Mode: mode}
+	if req.Key != "" {
+		p.Dedupe = &streamdb.Dedupe{Key: req.Key, Hash: requestHash(req), Ref: txid}
+	}
+	var v rawjson.Object
+	from := req.Sender
+	if req.FromPrincipal != "" {
+		from = req.FromPrincipal
+	}
+	v.String("from", from).Raw("payload", req.Payload).Time("timestamp", now).String("mode", mode)
+	if mode == ModeQueued || mode == ModePaused {
+		v.String("status", "pending")
+		pos := req.Position
+		if pos == "" {
+			pos = fmt.Sprintf("%016d:a0", now.UnixMilli())
+		}
+		v.String("position", pos)
+	} else {
+		v.String("status", "processed").Time("processed_at", now)
+		if req.Position != "" {
+			v.String("position", req.Position)
+		}
+	}
+	if req.FromPrincipal != "" {
+		v.String("from_principal", req.FromPrincipal)
+	}
+	if req.FromAgent != "" {
+		v.String("from_agent", req.FromAgent)
+	}
+	if req.Type != "" {
+		v.String("message_type", req.Type)
+	}
+	p.Event = streamdb.Event{Type: EventType, Key: key, Value: v.Bytes(), Operation: streamdb.OpInsert,
+		Txid: txid, Timestamp: now}.Marshal()
+	return p
+}
+
+// SendResult is the outcome of a send.
+type SendResult struct {
+	Txid string
+	// Duplicate reports a retry of an earlier send with the same key and message: nothing
+	// was appended and Txid is the first send's.
+	Duplicate bool
+	Offset    streamdb.Offset
+}
+
+// Send validates req and appends it to e's stream. It returns after the append
+// committed. Errors: entity.ErrNotRunning, ErrKeyReused, *UnknownMessageTypeError,
+// *InvalidPayloadError, ErrMissingPayload.
+func (s *Sender) Send(ctx context.Context, e *entity.Entity, req *SendRequest) (*SendResult, error) {
+	t, err := s.registry.Type(ctx, e.Type)
+	if err != nil && !errors.Is(err, entity.ErrTypeNotFound) {
+		return nil, err
+	}
+	if err := s.Validate(e, t, req); err != nil {
+		// The reference refuses a send to a stopped entity before validating it. We
+		// validate first to keep the status read off the hot path, and read it only
+		// when we are about to refuse, so the precedence is the same.
+		if fresh, gerr := s.registry.Get(ctx, e.URL); gerr == nil && !entity.AcceptsWrites(fresh.Status) {
+			return nil, entity.ErrNotRunning
+		}
+		return nil, err
+	}
+	p := s.Prepare(req)
+	res, err := s.streams.Append(ctx, &streamdb.AppendRequest{
+		Path: e.MainStream(), Messages: [][]byte{p.Event}, Dedupe: p.Dedupe, Admission: entity.SendAdmission,
+	})
+	var closed *streamdb.ClosedError
+	switch {
+	case errors.As(err, &closed), errors.Is(err, entity.ErrNotRunning):
+		return nil, entity.ErrNotRunning
+	case errors.Is(err, streamdb.ErrDedupeConflict):
+		return nil, ErrKeyReused
+	case err != nil:
+		return nil, err
+	}
+	if res.Duplicate {
+		return &SendResult{Txid: res.DedupeRef, Duplicate: true, Offset: res.Tail}, nil
+	}
+	if res.Note == entity.StatusPaused && p.Mode != ModePaused {
+		if err := s.registry.Unpause(ctx, e.URL); err != nil {
+			return nil, err
+		}
+	}
+	return &SendResult{Txid: p.Txid, Offset: res.Tail}, nil
+}
+
+// requestHash fingerprints what makes two sends "the same message" for the idempotency
+// key: type, mode, position, sender fields and the payload (insignificant whitespace
+// ignored, member order kept).
+func requestHash(req *SendRequest) []byte {
+	h := sha256.New()
+	for _, f := range []string{req.Type, req.Mode, req.Position, req.From, req.FromPrincipal, req.FromAgent, req.Sender} {
+		h.Write([]byte(f))
+		h.Write([]byte{0})
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, req.Payload) == nil {
+		h.Write(buf.Bytes())
+	} else {
+		h.Write(req.Payload)
+	}
+	return h.Sum(nil)
+}
+
+func randomBase36(n int) string {
+	const digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = digits[rand.IntN(len(digits))]
+	}
+	return string(b)
+}
