@@ -1,0 +1,217 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/internal/principal"
+	"github.com/entityd/entityd/internal/validation"
+)
+
+const maxInstanceIDLength = 256
+
+// spawn is PUT /_electric/entities/:type/:id.
+func (s *Server) spawn(w http.ResponseWriter, r *http.Request) error {
+	typ, id := chi.URLParam(r, "type"), chi.URLParam(r, "id")
+	if typ == "principal" {
+		return newError(http.StatusBadRequest, CodeInvalidRequest, "principal entities cannot be spawned")
+	}
+	if !validSegment(id, maxInstanceIDLength) {
+		return newError(http.StatusBadRequest, CodeInvalidRequest,
+			"Instance ids must be 1-256 characters of letters, digits, '-', '_', '.', ':' and '@'")
+	}
+	b, err := s.readJSON(w, r)
+	if err != nil {
+		return err
+	}
+	args := b.object("args")
+	tags := b.stringMap("tags")
+	parent, _ := b.str("parent")
+	initialType, _ := b.str("initialMessageType")
+	if err := b.fail(); err != nil {
+		return err
+	}
+	t, err := s.registry.Type(r.Context(), typ)
+	if errors.Is(err, entity.ErrTypeNotFound) {
+		return newError(http.StatusNotFound, CodeUnknownEntityType, "Entity type not found: "+typ)
+	}
+	if err != nil {
+		return err
+	}
+	url := entity.URLFor(typ, id)
+	if _, err := s.registry.Get(r.Context(), url); err == nil {
+		return duplicateURL(url)
+	}
+	p := principal.FromHeader(r.Header.Get(principal.Header))
+	req := entity.SpawnRequest{Type: typ, InstanceID: id, Args: args, Tags: tags, Parent: parent, CreatedBy: p.URL()}
+	if err := s.registry.CheckArgs(t, args); err != nil {
+		return spawnError(err, url)
+	}
+	if b.has("initialMessage") {
+		// The initial message is validated like any send, and before anything exists, so
+		// a refused message leaves no half-created entity behind.
+		msg := &inbox.SendRequest{Payload: b.raw("initialMessage"), Type: initialType, Sender: p.URL()}
+		probe := &entity.Entity{URL: url, Type: typ, InboxSchemas: t.InboxSchemas}
+		if err := s.sender.Validate(probe, t, msg); err != nil {
+			return sendError(err)
+		}
+		req.Initial = [][]byte{s.sender.Prepare(msg).Event}
+	}
+	res, err := s.registry.Spawn(r.Context(), t, req)
+	if err != nil {
+		return spawnError(err, url)
+	}
+	o := res.Entity.JSONObject()
+	o.Int("txid", res.Txid)
+	w.Header().Set("X-Write-Token", res.Entity.WriteToken)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	_, _ = w.Write(o.Bytes())
+	return nil
+}
+
+func duplicateURL(url string) *Error {
+	return newError(http.StatusConflict, CodeDuplicateURL, "An entity already exists at "+url)
+}
+
+func spawnError(err error, url string) error {
+	var ve *entity.ValidationError
+	switch {
+	case errors.Is(err, entity.ErrDuplicate):
+		return duplicateURL(url)
+	case errors.Is(err, entity.ErrParentNotFound):
+		return newError(http.StatusNotFound, CodeNotFound, "Parent entity not found")
+	case errors.As(err, &ve):
+		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, ve.Message).withDetails(ve.Details)
+	}
+	return err
+}
+
+// entityAt loads the entity named by the route, answering 404 NOT_FOUND when the type
+// exists but the entity does not, and 404 UNKNOWN_ENTITY_TYPE when neither does.
+func (s *Server) entityAt(r *http.Request) (*entity.Entity, error) {
+	typ, id := chi.URLParam(r, "type"), chi.URLParam(r, "id")
+	url := entity.URLFor(typ, id)
+	e, err := s.registry.Get(r.Context(), url)
+	if errors.Is(err, entity.ErrNotFound) {
+		if _, terr := s.registry.Type(r.Context(), typ); errors.Is(terr, entity.ErrTypeNotFound) {
+			return nil, newError(http.StatusNotFound, CodeUnknownEntityType, "Entity type not found: "+typ)
+		}
+		return nil, newError(http.StatusNotFound, CodeNotFound, "Entity not found at "+url)
+	}
+	return e, err
+}
+
+func (s *Server) getEntity(w http.ResponseWriter, r *http.Request) error {
+	e, err := s.entityAt(r)
+	if err != nil {
+		return err
+	}
+	o := e.JSONObject()
+	if t, err := s.registry.Type(r.Context(), e.Type); err == nil && t.ExternallyWritableCollections != nil {
+		o.Raw("externally_writable_collections", t.ExternallyWritableCollections)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(o.Bytes())
+	return nil
+}
+
+func (s *Server) headEntity(w http.ResponseWriter, r *http.Request) error {
+	if _, err := s.entityAt(r); err != nil {
+		var apiErr *Error
+		if errors.As(err, &apiErr) {
+			w.WriteHeader(apiErr.Status)
+			return nil
+		}
+		return err
+	}
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+func (s *Server) listEntities(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	f := entity.Filter{Type: q.Get("type"), Status: q.Get("status"), Parent: q.Get("parent")}
+	if f.Status != "" && !validStatus(f.Status) {
+		return newError(http.StatusBadRequest, CodeInvalidRequest,
+			"status must be one of running, idle, paused, stopping, stopped, killed")
+	}
+	list, err := s.registry.List(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, list)
+	return nil
+}
+
+func validStatus(s string) bool {
+	switch s {
+	case entity.StatusRunning, entity.StatusIdle, entity.StatusPaused, entity.StatusStopping, entity.StatusStopped, entity.StatusKilled:
+		return true
+	}
+	return false
+}
+
+// killEntity is DELETE /_electric/entities/:type/:id, a SIGKILL.
+func (s *Server) killEntity(w http.ResponseWriter, r *http.Request) error {
+	e, err := s.entityAt(r)
+	if err != nil {
+		return err
+	}
+	res, err := s.registry.Signal(r.Context(), e.URL, entity.SignalRequest{Signal: entity.SIGKILL})
+	if err != nil {
+		return signalError(err)
+	}
+	writeJSON(w, http.StatusOK, map[string]int64{"txid": res.Txid})
+	return nil
+}
+
+// signal is POST /_electric/entities/:type/:id/signal.
+func (s *Server) signal(w http.ResponseWriter, r *http.Request) error {
+	e, err := s.entityAt(r)
+	if err != nil {
+		return err
+	}
+	b, err := s.readJSON(w, r)
+	if err != nil {
+		return err
+	}
+	sig, hasSig := b.str("signal")
+	reason, hasReason := b.str("reason")
+	if err := b.fail(); err != nil {
+		return err
+	}
+	if !hasSig || !entity.ValidSignal(sig) {
+		return schemaMismatch(validation.Details{{Path: "/signal",
+			Message: "must be one of " + strings.Join([]string{"SIGINT", "SIGHUP", "SIGTERM", "SIGKILL", "SIGSTOP", "SIGCONT", "SIGUSR"}, ", ")}})
+	}
+	req := entity.SignalRequest{Signal: sig, Payload: b.raw("payload")}
+	if hasReason {
+		req.Reason = &reason
+	}
+	res, err := s.registry.Signal(r.Context(), e.URL, req)
+	if err != nil {
+		return signalError(err)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"url": res.URL, "signal": res.Signal, "previous_state": res.PreviousState, "new_state": res.NewState,
+		"created_at": res.CreatedAt.UnixMilli(), "txid": res.Txid,
+	})
+	return nil
+}
+
+func signalError(err error) error {
+	var inv *entity.InvalidSignalError
+	switch {
+	case errors.As(err, &inv):
+		return newError(http.StatusConflict, CodeInvalidSignal, "Entity is "+inv.Status+" and accepts no signals")
+	case errors.Is(err, entity.ErrNotFound):
+		return newError(http.StatusNotFound, CodeNotFound, "Entity not found")
+	}
+	return err
+}

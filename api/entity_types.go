@@ -1,0 +1,231 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/schemas"
+	"github.com/entityd/entityd/internal/validation"
+	"github.com/entityd/entityd/slashcmd"
+)
+
+var typeFields = []string{"name", "description", "creation_schema", "inbox_schemas", "state_schemas",
+	"slash_commands", "serve_endpoint", "default_dispatch_policy", "permission_grants",
+	"externally_writable_collections"}
+
+// registerType is POST /_electric/entity-types: register or replace a type (an upsert
+// that bumps the revision).
+func (s *Server) registerType(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.readJSON(w, r)
+	if err != nil {
+		return err
+	}
+	b.only(typeFields...)
+	name, hasName := b.str("name")
+	description, hasDescription := b.str("description")
+	t := &entity.Type{
+		Name:                          name,
+		Description:                   description,
+		CreationSchema:                b.object("creation_schema"),
+		InboxSchemas:                  schemaMap(b, "inbox_schemas"),
+		StateSchemas:                  schemaMap(b, "state_schemas"),
+		DefaultDispatchPolicy:         b.object("default_dispatch_policy"),
+		ExternallyWritableCollections: b.object("externally_writable_collections"),
+	}
+	if v, ok := b.str("serve_endpoint"); ok {
+		t.ServeEndpoint = &v
+	}
+	if raw := b.raw("permission_grants"); raw != nil && kind(raw) != 'a' {
+		b.details.Add("/permission_grants", "must be array")
+	}
+	if raw := b.raw("slash_commands"); raw != nil && kind(raw) != 'n' {
+		b.details = append(b.details, slashcmd.CheckShape(raw, "/slash_commands")...)
+		t.SlashCommands = raw
+	}
+	if err := b.fail(); err != nil {
+		return err
+	}
+	if !hasName {
+		return newError(http.StatusBadRequest, CodeInvalidRequest, "Missing required field: name")
+	}
+	if err := checkTypeName(name); err != nil {
+		return err
+	}
+	if !hasDescription {
+		return newError(http.StatusBadRequest, CodeInvalidRequest, "Missing required field: description")
+	}
+	if d := checkSchemaKeywords(t); d != nil {
+		return newError(http.StatusBadRequest, CodeInvalidRequest, "Schema uses disallowed keywords").withDetails(d)
+	}
+	if d := slashcmd.ValidateDefinitions(t.SlashCommands, "/slash_commands", slashcmd.DefaultLimits); d != nil {
+		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, "Validation failed").withDetails(d)
+	}
+	if err := s.registry.Precompile(t); err != nil {
+		return schemaCompileError(err)
+	}
+	out, err := s.registry.RegisterType(r.Context(), t)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+// schemaMap reads a member that maps names to JSON Schemas.
+func schemaMap(b *body, name string) json.RawMessage {
+	v := b.object(name)
+	if v == nil {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(v, &m)
+	for _, k := range sortedKeys(m) {
+		if kind(m[k]) != 'o' {
+			b.details.Add(validation.Pointer(name, k), "must be object")
+		}
+	}
+	return v
+}
+
+func checkSchemaKeywords(t *entity.Type) validation.Details {
+	var d validation.Details
+	if t.CreationSchema != nil {
+		d = append(d, schemas.CheckKeywords(t.CreationSchema, "/creation_schema")...)
+	}
+	for _, m := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"inbox_schemas", t.InboxSchemas}, {"state_schemas", t.StateSchemas}} {
+		if m.raw == nil {
+			continue
+		}
+		var all map[string]json.RawMessage
+		_ = json.Unmarshal(m.raw, &all)
+		for _, k := range sortedKeys(all) {
+			d = append(d, schemas.CheckKeywords(all[k], validation.Pointer(m.name, k))...)
+		}
+	}
+	return d
+}
+
+func schemaCompileError(err error) error {
+	var ce *entity.SchemaCompileError
+	path := "/creation_schema"
+	if errors.As(err, &ce) {
+		path = "/" + ce.Key
+	}
+	return newError(http.StatusBadRequest, CodeInvalidRequest, "Invalid JSON Schema").
+		withDetails(validation.Details{{Path: path, Message: err.Error()}})
+}
+
+// checkTypeName keeps type names usable as the first segment of entity URLs.
+func checkTypeName(name string) error {
+	switch {
+	case name == "":
+		return newError(http.StatusBadRequest, CodeInvalidRequest, "Missing required field: name")
+	case name == "principal":
+		return newError(http.StatusBadRequest, CodeInvalidRequest, "The entity type name \"principal\" is reserved")
+	case name[0] == '_':
+		return newError(http.StatusBadRequest, CodeInvalidRequest, "Entity type names must not start with \"_\"")
+	case name == "v1":
+		return newError(http.StatusBadRequest, CodeInvalidRequest, "The entity type name \"v1\" is reserved for /v1/stream")
+	case !validSegment(name, 64):
+		return newError(http.StatusBadRequest, CodeInvalidRequest,
+			"Entity type names must be 1-64 characters of letters, digits, '-', '_' and '.'")
+	}
+	return nil
+}
+
+// validSegment reports whether s is a safe URL path segment: ASCII letters, digits,
+// '-', '_', '.', ':' and '@', not "." or "..", at most max bytes.
+func validSegment(s string, max int) bool {
+	if s == "" || len(s) > max || s == "." || s == ".." {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':' || c == '@') {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) listTypes(w http.ResponseWriter, r *http.Request) error {
+	types, err := s.registry.Types(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, types)
+	return nil
+}
+
+func (s *Server) getType(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.registry.Type(r.Context(), chi.URLParam(r, "name"))
+	if errors.Is(err, entity.ErrTypeNotFound) {
+		return newError(http.StatusNotFound, CodeNotFound, "Entity type not found: "+chi.URLParam(r, "name"))
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, t)
+	return nil
+}
+
+func (s *Server) deleteType(w http.ResponseWriter, r *http.Request) error {
+	err := s.registry.DeleteType(r.Context(), chi.URLParam(r, "name"))
+	if errors.Is(err, entity.ErrTypeNotFound) {
+		return newError(http.StatusNotFound, CodeNotFound, "Entity type not found: "+chi.URLParam(r, "name"))
+	}
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// amendSchemas is PATCH /_electric/entity-types/:name/schemas: add message schemas.
+func (s *Server) amendSchemas(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.readJSON(w, r)
+	if err != nil {
+		return err
+	}
+	b.only("inbox_schemas", "state_schemas")
+	inboxRaw, stateRaw := schemaMap(b, "inbox_schemas"), schemaMap(b, "state_schemas")
+	if err := b.fail(); err != nil {
+		return err
+	}
+	probe := &entity.Type{Name: chi.URLParam(r, "name"), InboxSchemas: inboxRaw, StateSchemas: stateRaw}
+	if d := checkSchemaKeywords(probe); d != nil {
+		return newError(http.StatusBadRequest, CodeInvalidRequest, "Schema uses disallowed keywords").withDetails(d)
+	}
+	if err := s.registry.Precompile(probe); err != nil {
+		return schemaCompileError(err)
+	}
+	var inbox, state map[string]json.RawMessage
+	_ = json.Unmarshal(orNull(inboxRaw), &inbox)
+	_ = json.Unmarshal(orNull(stateRaw), &state)
+	t, err := s.registry.AmendSchemas(r.Context(), probe.Name, inbox, state)
+	var exists *entity.SchemaKeyExistsError
+	switch {
+	case errors.Is(err, entity.ErrTypeNotFound):
+		return newError(http.StatusNotFound, CodeNotFound, "Entity type not found: "+probe.Name)
+	case errors.As(err, &exists):
+		return newError(http.StatusConflict, CodeSchemaKeyExists, "Schema key already exists: "+exists.Key)
+	case err != nil:
+		return err
+	}
+	writeJSON(w, http.StatusOK, t)
+	return nil
+}
+
+func orNull(r json.RawMessage) json.RawMessage {
+	if r == nil {
+		return json.RawMessage("null")
+	}
+	return r
+}

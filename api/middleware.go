@@ -1,0 +1,113 @@
+package api
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"go.uber.org/zap"
+)
+
+type ctxKey int
+
+const requestIDKey ctxKey = 0
+
+// requestID takes the caller's X-Request-Id when it looks sane, or makes one, and echoes
+// it on the response so a user can quote it when reporting a problem.
+func requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if id == "" || len(id) > 128 || strings.ContainsAny(id, "\r\n") {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(withRequestID(r.Context(), id)))
+	})
+}
+
+// accessLog logs one line per request: id, method, route pattern, status, bytes, latency.
+func accessLog(log *zap.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+			next.ServeHTTP(ww, r)
+			route := chi.RouteContext(r.Context()).RoutePattern()
+			status := ww.Status()
+			if status == 0 {
+				status = http.StatusOK
+			}
+			fields := []zap.Field{
+				zap.String("request_id", requestIDFrom(r.Context())),
+				zap.String("method", r.Method),
+				zap.String("route", route),
+				zap.String("path", r.URL.Path),
+				zap.Int("status", status),
+				zap.Int("bytes", ww.BytesWritten()),
+				zap.Duration("latency", time.Since(start)),
+			}
+			if status >= 500 {
+				log.Error("request", fields...)
+			} else if ce := log.Check(zap.DebugLevel, "request"); ce != nil {
+				ce.Write(fields...)
+			}
+		})
+	}
+}
+
+// recoverer turns a panic in a handler into a logged 500 that reveals nothing internal.
+func recoverer(log *zap.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer func() {
+				if v := recover(); v != nil {
+					if v == http.ErrAbortHandler {
+						panic(v)
+					}
+					log.Error("handler panicked", zap.String("request_id", requestIDFrom(r.Context())),
+						zap.Any("panic", v), zap.ByteString("stack", debug.Stack()))
+					writeError(w, newError(http.StatusInternalServerError, CodeInternal, "Internal server error"))
+				}
+			}()
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// Headers every response carries (CORS for browsers, and the security headers the
+// Durable Streams protocol asks for), and the answer to CORS preflights.
+const (
+	corsAllowMethods = "GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS"
+	corsAllowHeaders = "Content-Type, Authorization, If-None-Match, Stream-Seq, Stream-TTL, Stream-Expires-At, " +
+		"Stream-Closed, Stream-Forked-From, Stream-Fork-Offset, Stream-Fork-Sub-Offset, Producer-Id, Producer-Epoch, " +
+		"Producer-Seq, Electric-Claim-Token, Electric-Owner-Entity, Electric-Principal, Idempotency-Key, " +
+		"X-Request-Id, ngrok-skip-browser-warning"
+	corsExposeHeaders = "Stream-Next-Offset, Stream-Cursor, Stream-Up-To-Date, Stream-Closed, ETag, Location, " +
+		"Producer-Epoch, Producer-Seq, Producer-Expected-Seq, Producer-Received-Seq, Stream-SSE-Data-Encoding, " +
+		"X-Request-Id, X-Write-Token"
+)
+
+func commonHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", "*")
+		h.Set("Access-Control-Allow-Methods", corsAllowMethods)
+		h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+		h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Cross-Origin-Resource-Policy", "cross-origin")
+		if r.Method == http.MethodOptions {
+			h.Set("Access-Control-Max-Age", "86400")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

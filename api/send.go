@@ -1,0 +1,115 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/internal/principal"
+)
+
+const maxSendKeyLength = 256
+
+// send is POST /_electric/entities/:type/:id/send: validate a message and append it to
+// the entity's inbox. 200 {"txid"} is written only after the append committed.
+func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
+	e, err := s.entityAt(r)
+	if err != nil {
+		return err
+	}
+	b, err := s.readJSON(w, r)
+	if err != nil {
+		return err
+	}
+	req := &inbox.SendRequest{Payload: b.raw("payload")}
+	req.Type, _ = b.str("type")
+	req.Key, _ = b.str("key")
+	req.Mode, _ = b.enum("mode", inbox.ModeImmediate, inbox.ModeQueued, inbox.ModePaused, inbox.ModeSteer)
+	req.Position, _ = b.str("position")
+	afterMs, _ := b.number("afterMs")
+	req.From, _ = b.str("from")
+	req.FromPrincipal, _ = b.str("from_principal")
+	req.FromAgent, _ = b.str("from_agent")
+	if err := b.fail(); err != nil {
+		return err
+	}
+	if b.has("key") && (req.Key == "" || len(req.Key) > maxSendKeyLength) {
+		return schemaMismatch(validationDetails("/key", "must be a non-empty string of at most 256 characters"))
+	}
+	p := principal.FromHeader(r.Header.Get(principal.Header))
+	req.Sender = p.URL()
+	if req.From != "" && req.From != req.Sender {
+		return newError(http.StatusBadRequest, CodeInvalidRequest, "Request from must match Electric-Principal")
+	}
+	if req.FromPrincipal != "" && req.FromPrincipal != req.Sender {
+		return newError(http.StatusBadRequest, CodeInvalidRequest, "Request from_principal must match Electric-Principal")
+	}
+	if req.FromAgent != "" {
+		if err := s.checkFromAgent(r, req.FromAgent); err != nil {
+			return err
+		}
+	}
+	if afterMs > 0 {
+		return newError(http.StatusBadRequest, CodeInvalidRequest,
+			"afterMs (delayed sends) is not supported by this server yet; send the message when it is due")
+	}
+	res, err := s.sender.Send(r.Context(), e, req)
+	if err != nil {
+		return sendError(err)
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"txid": res.Txid})
+	return nil
+}
+
+// checkFromAgent accepts from_agent only from a caller holding that agent entity's write
+// token (Authorization: Bearer, or Electric-Claim-Token).
+func (s *Server) checkFromAgent(r *http.Request, agentURL string) error {
+	refuse := newError(http.StatusBadRequest, CodeInvalidRequest,
+		"Request from_agent must be backed by the write token of that agent entity")
+	token := bearerToken(r)
+	if token == "" {
+		return refuse
+	}
+	agent, err := s.registry.Get(r.Context(), agentURL)
+	if errors.Is(err, entity.ErrNotFound) {
+		return refuse
+	}
+	if err != nil {
+		return err
+	}
+	if !constantTimeEqual(agent.WriteToken, token) {
+		return refuse
+	}
+	return nil
+}
+
+func bearerToken(r *http.Request) string {
+	if t := r.Header.Get("Electric-Claim-Token"); t != "" {
+		return t
+	}
+	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+func sendError(err error) error {
+	var unknown *inbox.UnknownMessageTypeError
+	var invalid *inbox.InvalidPayloadError
+	switch {
+	case errors.Is(err, entity.ErrNotRunning):
+		return newError(http.StatusConflict, CodeNotRunning, "Entity is not accepting writes")
+	case errors.Is(err, inbox.ErrKeyReused):
+		return newError(http.StatusConflict, CodeIdempotencyKeyReused,
+			"This key was already used for a different message to this entity; use a new key for a new message")
+	case errors.As(err, &unknown):
+		return newError(http.StatusUnprocessableEntity, CodeUnknownMessageType, unknown.Error())
+	case errors.As(err, &invalid):
+		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, "Validation failed").withDetails(invalid.Details)
+	case errors.Is(err, inbox.ErrMissingPayload):
+		return newError(http.StatusBadRequest, CodeInvalidRequest, inbox.ErrMissingPayload.Error())
+	}
+	return err
+}

@@ -1,0 +1,130 @@
+// Package api is entityd's HTTP surface: the Electric Agents entity API under
+// /_electric, and the Durable Streams protocol for /v1/stream/* and every entity stream.
+// Handlers decode and check requests, call the packages that own the rules, and map their
+// errors to the error envelope; they never talk SQL.
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"go.uber.org/zap"
+
+	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/streamdb"
+)
+
+// Config holds the HTTP limits and timings.
+type Config struct {
+	// MaxBodyBytes caps JSON request bodies of the entity API (413 beyond).
+	MaxBodyBytes int64
+	// MaxAppendBytes caps the body of a stream append or create (413 beyond).
+	MaxAppendBytes int64
+	// LongPollTimeout is how long a live=long-poll read waits for data before 204.
+	LongPollTimeout time.Duration
+	// SSELifetime is how long a live=sse response stays open before the server ends it
+	// (clients reconnect from the last offset; this lets proxies and CDNs collapse).
+	SSELifetime time.Duration
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+	if c.MaxAppendBytes <= 0 {
+		c.MaxAppendBytes = 8 << 20
+	}
+	if c.LongPollTimeout <= 0 {
+		c.LongPollTimeout = 20 * time.Second
+	}
+	if c.SSELifetime <= 0 {
+		c.SSELifetime = 60 * time.Second
+	}
+}
+
+// Server serves the API.
+type Server struct {
+	cfg      Config
+	log      *zap.Logger
+	streams  *streamdb.Store
+	registry *entity.Registry
+	sender   *inbox.Sender
+
+	live     context.Context // cancelled by Shutdown
+	stopLive context.CancelFunc
+}
+
+// New returns a Server.
+func New(cfg Config, log *zap.Logger, streams *streamdb.Store, registry *entity.Registry, sender *inbox.Sender) *Server {
+	cfg.setDefaults()
+	live, stopLive := context.WithCancel(context.Background())
+	return &Server{cfg: cfg, log: log.Named("api"), streams: streams, registry: registry, sender: sender,
+		live: live, stopLive: stopLive}
+}
+
+// Handler returns the router.
+func (s *Server) Handler() http.Handler {
+	r := chi.NewRouter()
+	r.Use(requestID, commonHeaders, accessLog(s.log), recoverer(s.log))
+	r.NotFound(s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		return newError(http.StatusNotFound, CodeNotFound, "No route for "+r.Method+" "+r.URL.Path)
+	}))
+	r.MethodNotAllowed(s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "Method "+r.Method+" is not allowed on "+r.URL.Path)
+	}))
+
+	r.Route("/_electric", func(r chi.Router) {
+		r.Get("/health", s.handle(s.health))
+		r.Route("/entity-types", func(r chi.Router) {
+			r.Get("/", s.handle(s.listTypes))
+			r.Post("/", s.handle(s.registerType))
+			r.Get("/{name}", s.handle(s.getType))
+			r.Delete("/{name}", s.handle(s.deleteType))
+			r.Patch("/{name}/schemas", s.handle(s.amendSchemas))
+		})
+		r.Route("/entities", func(r chi.Router) {
+			r.Get("/", s.handle(s.listEntities))
+			r.Put("/{type}/{id}", s.handle(s.spawn))
+			r.Get("/{type}/{id}", s.handle(s.getEntity))
+			r.Head("/{type}/{id}", s.handle(s.headEntity))
+			r.Delete("/{type}/{id}", s.handle(s.killEntity))
+			r.Post("/{type}/{id}/send", s.handle(s.send))
+			r.Post("/{type}/{id}/signal", s.handle(s.signal))
+		})
+	})
+
+	streams := s.streamRoutes()
+	r.Handle("/v1/stream/*", streams)
+	r.Handle("/{type}/{id}/main", streams)
+	return r
+}
+
+// handlerFunc is a handler that reports failure by returning an error: an *Error is
+// written as the envelope, anything else is logged and answered with a bare 500.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (s *Server) handle(h handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		err := h(w, r)
+		if err == nil {
+			return
+		}
+		var apiErr *Error
+		if errors.As(err, &apiErr) {
+			writeError(w, apiErr)
+			return
+		}
+		s.log.Error("request failed", zap.String("request_id", requestIDFrom(r.Context())),
+			zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
+		writeError(w, newError(http.StatusInternalServerError, CodeInternal, "Internal server error"))
+	}
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}

@@ -1,0 +1,131 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/streamdb"
+)
+
+// Durable Streams error codes (the protocol fixes the statuses; the codes are ours).
+const (
+	CodeStreamNotFound     = "STREAM_NOT_FOUND"
+	CodeStreamGone         = "STREAM_GONE"
+	CodeStreamExists       = "STREAM_EXISTS"
+	CodeStreamClosed       = "STREAM_CLOSED"
+	CodeContentTypeMismach = "CONTENT_TYPE_MISMATCH"
+	CodeSequenceConflict   = "SEQUENCE_CONFLICT"
+	CodeProducerFenced     = "PRODUCER_STALE_EPOCH"
+	CodeProducerSeqGap     = "PRODUCER_SEQUENCE_GAP"
+)
+
+// streamRoutes serves the Durable Streams protocol for /v1/stream/* and entity streams
+// /<type>/<id>/main with one implementation. Entity streams are created and deleted only
+// through the entity API, and direct appends to them need the entity's write token.
+func (s *Server) streamRoutes() http.Handler {
+	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		path := r.URL.Path
+		isEntity := !strings.HasPrefix(path, "/v1/stream/")
+		if !isEntity && len(path) == len("/v1/stream/") {
+			return newError(http.StatusNotFound, CodeStreamNotFound, "A stream path needs a name after /v1/stream/")
+		}
+		switch r.Method {
+		case http.MethodGet:
+			return s.readStream(w, r, path)
+		case http.MethodHead:
+			return s.headStream(w, r, path)
+		case http.MethodPost:
+			if isEntity {
+				if err := s.authorizeEntityWrite(r, path); err != nil {
+					return err
+				}
+			}
+			return s.appendStream(w, r, path)
+		case http.MethodPut:
+			if isEntity {
+				return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+					"Entity streams are created by spawning the entity (PUT /_electric/entities/:type/:id)")
+			}
+			return s.createStream(w, r, path)
+		case http.MethodDelete:
+			if isEntity {
+				return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+					"Entity streams are closed by killing the entity (DELETE /_electric/entities/:type/:id)")
+			}
+			return s.deleteStream(w, r, path)
+		}
+		w.Header().Set("Allow", "GET, HEAD, POST, PUT, DELETE, OPTIONS")
+		return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "Method "+r.Method+" is not allowed on streams")
+	})
+}
+
+// authorizeEntityWrite is the hook that guards direct appends to an entity's stream:
+// only a holder of the entity's write token (Authorization: Bearer, or
+// Electric-Claim-Token) may append.
+func (s *Server) authorizeEntityWrite(r *http.Request, path string) error {
+	e, err := s.registry.ByStream(r.Context(), path)
+	if err != nil {
+		return err
+	}
+	if e == nil {
+		return newError(http.StatusNotFound, CodeStreamNotFound, "Stream not found")
+	}
+	token := bearerToken(r)
+	if token == "" || !constantTimeEqual(token, e.WriteToken) {
+		return newError(http.StatusUnauthorized, CodeUnauthorized, "Invalid write token")
+	}
+	return nil
+}
+
+// streamError maps streamdb errors to protocol answers.
+func streamError(w http.ResponseWriter, err error) error {
+	var closed *streamdb.ClosedError
+	var stale *streamdb.StaleEpochError
+	var gap *streamdb.SeqGapError
+	var refused *streamdb.RefusedError
+	switch {
+	case errors.Is(err, streamdb.ErrNotFound):
+		return newError(http.StatusNotFound, CodeStreamNotFound, "Stream not found")
+	case errors.Is(err, streamdb.ErrGone):
+		return newError(http.StatusGone, CodeStreamGone, "Stream was deleted")
+	case errors.Is(err, streamdb.ErrExists):
+		return newError(http.StatusConflict, CodeStreamExists, "A stream with a different configuration exists at this path")
+	case errors.Is(err, streamdb.ErrContentType):
+		return newError(http.StatusConflict, CodeContentTypeMismach, "Content-Type does not match the stream's content type")
+	case errors.Is(err, streamdb.ErrStreamSeq):
+		return newError(http.StatusConflict, CodeSequenceConflict, "Stream-Seq must be greater than the last one")
+	case errors.As(err, &closed):
+		w.Header().Set(hStreamClosed, "true")
+		w.Header().Set(hStreamNextOffset, closed.Tail.String())
+		return newError(http.StatusConflict, CodeStreamClosed, "Stream is closed")
+	case errors.As(err, &stale):
+		w.Header().Set(hProducerEpoch, strconv.FormatInt(stale.Current, 10))
+		return newError(http.StatusForbidden, CodeProducerFenced, stale.Error())
+	case errors.As(err, &gap):
+		w.Header().Set(hProducerExpectedSeq, strconv.FormatInt(gap.Expected, 10))
+		w.Header().Set(hProducerReceivedSeq, strconv.FormatInt(gap.Received, 10))
+		return newError(http.StatusConflict, CodeProducerSeqGap, gap.Error())
+	case errors.Is(err, streamdb.ErrEpochSeq):
+		return newError(http.StatusBadRequest, CodeInvalidRequest, err.Error())
+	case errors.Is(err, streamdb.ErrEmptyAppend):
+		return newError(http.StatusBadRequest, CodeInvalidRequest, "An append needs a body (or Stream-Closed: true)")
+	case errors.Is(err, streamdb.ErrForkSourceMissing):
+		return newError(http.StatusNotFound, CodeStreamNotFound, "Fork source stream not found")
+	case errors.Is(err, streamdb.ErrForkSourceGone):
+		return newError(http.StatusConflict, CodeStreamGone, "Fork source stream was deleted")
+	case errors.Is(err, streamdb.ErrForkOffset), errors.Is(err, streamdb.ErrForkSubOffset), errors.Is(err, streamdb.ErrOffsetBeyondTail):
+		return newError(http.StatusBadRequest, CodeInvalidRequest, err.Error())
+	case errors.As(err, &refused):
+		if errors.Is(refused.Err, entity.ErrNotRunning) {
+			return newError(http.StatusConflict, CodeNotRunning, "Entity is not accepting writes")
+		}
+		return newError(http.StatusConflict, CodeInvalidRequest, refused.Err.Error())
+	case errors.Is(err, context.Canceled):
+		return err
+	}
+	return err
+}

@@ -1,0 +1,200 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/entityd/entityd/streamdb"
+)
+
+// readQuery is the parsed query of a stream GET.
+type readQuery struct {
+	from   streamdb.Offset
+	kind   streamdb.OffsetKind
+	given  bool // the offset parameter was present
+	live   string
+	cursor string
+}
+
+func parseReadQuery(r *http.Request) (readQuery, error) {
+	q := r.URL.Query()
+	rq := readQuery{kind: streamdb.OffsetBeginning, live: q.Get("live"), cursor: q.Get("cursor")}
+	if vals, ok := q["offset"]; ok {
+		if len(vals) != 1 {
+			return rq, badRequest("offset must be given at most once")
+		}
+		if vals[0] == "" {
+			return rq, badRequest("offset must not be empty")
+		}
+		o, kind, err := streamdb.ParseOffset(vals[0])
+		if err != nil {
+			return rq, badRequest("offset is malformed: expected -1, now, or an offset returned by this server")
+		}
+		rq.from, rq.kind, rq.given = o, kind, true
+	}
+	switch rq.live {
+	case "", "long-poll", "sse":
+	default:
+		return rq, badRequest("live must be long-poll or sse")
+	}
+	if rq.live != "" && !rq.given {
+		return rq, badRequest("live reads need an offset")
+	}
+	return rq, nil
+}
+
+// headStream is HEAD on a stream: its metadata, no body. HEAD does not refresh a TTL.
+func (s *Server) headStream(w http.ResponseWriter, r *http.Request, path string) error {
+	m, err := s.streams.Lookup(r.Context(), path)
+	if err != nil {
+		if apiErr, ok := streamError(w, err).(*Error); ok {
+			w.WriteHeader(apiErr.Status)
+			return nil
+		}
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", m.ContentType)
+	h.Set("Cache-Control", "no-store")
+	setOffsetHeaders(h, m.Tail, false, m.Closed)
+	writeExpiry(h, m)
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+func writeExpiry(h http.Header, m *streamdb.Meta) {
+	if m.TTLSeconds != nil {
+		h.Set(hStreamTTL, itoa(*m.TTLSeconds))
+	}
+	if m.ExpiresAt != nil {
+		h.Set(hStreamExpiresAt, m.ExpiresAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
+	}
+}
+
+// readStream is GET on a stream: catch-up, long-poll or SSE.
+func (s *Server) readStream(w http.ResponseWriter, r *http.Request, path string) error {
+	rq, err := parseReadQuery(r)
+	if err != nil {
+		return err
+	}
+	m, err := s.streams.Lookup(r.Context(), path)
+	if err != nil {
+		return streamError(w, err)
+	}
+	if err := s.streams.Touch(r.Context(), m); err != nil {
+		return err
+	}
+	if rq.kind == streamdb.OffsetNow {
+		rq.from = m.Tail
+	}
+	if rq.from.Seq > m.Tail.Seq {
+		return badRequest("offset is beyond the tail of the stream")
+	}
+	switch rq.live {
+	case "long-poll":
+		return s.longPoll(w, r, m, rq)
+	case "sse":
+		return s.serveSSE(w, r, m, rq)
+	}
+	if rq.kind == streamdb.OffsetNow {
+		h := w.Header()
+		h.Set("Content-Type", m.ContentType)
+		h.Set("Cache-Control", "no-store")
+		setOffsetHeaders(h, m.Tail, true, m.Closed)
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(emptyBody(m))
+		return nil
+	}
+	return s.writeCatchUp(w, r, m, rq.from, m.Tail, m.Closed, "")
+}
+
+// writeCatchUp answers with the messages after from up to tail (a bounded chunk).
+func (s *Server) writeCatchUp(w http.ResponseWriter, r *http.Request, m *streamdb.Meta, from, tail streamdb.Offset, closed bool, cursor string) error {
+	msgs, err := s.streams.Read(r.Context(), m, from, tail)
+	if err != nil {
+		return err
+	}
+	next := from
+	if len(msgs) > 0 {
+		next = msgs[len(msgs)-1].End
+	}
+	upToDate := next.Seq >= tail.Seq
+	closedAtEnd := closed && upToDate
+	h := w.Header()
+	h.Set("Content-Type", m.ContentType)
+	setOffsetHeaders(h, next, upToDate, closedAtEnd)
+	if cursor != "" {
+		h.Set(hStreamCursor, cursor)
+	}
+	tag := etag(m.Path, from, next, closedAtEnd)
+	h.Set("ETag", tag)
+	if upToDate {
+		h.Set("Cache-Control", "no-cache")
+	} else {
+		h.Set("Cache-Control", "public, max-age=60, stale-while-revalidate=300")
+	}
+	if match := r.Header.Get("If-None-Match"); match != "" && match == tag {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(renderBody(m, msgs))
+	return nil
+}
+
+func renderBody(m *streamdb.Meta, msgs []streamdb.Message) []byte {
+	data := make([][]byte, len(msgs))
+	for i, msg := range msgs {
+		data[i] = msg.Data
+	}
+	if streamdb.IsJSON(m.ContentType) {
+		return streamdb.JoinJSON(data)
+	}
+	return bytes.Join(data, nil)
+}
+
+func emptyBody(m *streamdb.Meta) []byte {
+	if streamdb.IsJSON(m.ContentType) {
+		return []byte("[]")
+	}
+	return nil
+}
+
+// longPoll answers at once when there is data after the offset (or the stream is
+// closed), and otherwise waits for an append up to the long-poll timeout.
+func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, m *streamdb.Meta, rq readQuery) error {
+	cursor := nextCursor(rq.cursor)
+	if rq.from.Seq < m.Tail.Seq {
+		return s.writeCatchUp(w, r, m, rq.from, m.Tail, m.Closed, cursor)
+	}
+	if m.Closed {
+		return noContent(w, rq.from, true, "")
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.LongPollTimeout)
+	defer cancel()
+	defer s.liveContext(ctx, cancel)()
+	res, err := s.streams.Wait(ctx, m, rq.from)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled) && r.Context().Err() == nil:
+		return noContent(w, rq.from, false, cursor)
+	case err != nil:
+		return streamError(w, err)
+	}
+	if res.Tail.Seq > rq.from.Seq {
+		return s.writeCatchUp(w, r, m, rq.from, res.Tail, res.Closed, cursor)
+	}
+	return noContent(w, rq.from, res.Closed, cursor)
+}
+
+func noContent(w http.ResponseWriter, next streamdb.Offset, closed bool, cursor string) error {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	setOffsetHeaders(h, next, true, closed)
+	if cursor != "" && !closed {
+		h.Set(hStreamCursor, cursor)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,198 @@
+package api
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/entityd/entityd/streamdb"
+)
+
+// createStream is PUT on a stream: create it (201), confirm an identical one (200), or
+// refuse a different configuration (409). With Stream-Forked-From it creates a fork.
+func (s *Server) createStream(w http.ResponseWriter, r *http.Request, path string) error {
+	h := r.Header
+	cfg := streamdb.CreateConfig{ContentType: h.Get("Content-Type"), Closed: headerTrue(h, hStreamClosed)}
+	ttl, hasTTL := h.Get(hStreamTTL), h.Get(hStreamTTL) != ""
+	exp, hasExp := h.Get(hStreamExpiresAt), h.Get(hStreamExpiresAt) != ""
+	if hasTTL && hasExp {
+		return badRequest("Stream-TTL and Stream-Expires-At cannot be used together")
+	}
+	if hasTTL {
+		n, ok := parseDecimal(ttl, maxSafeInteger)
+		if !ok {
+			return badRequest("Stream-TTL must be a non-negative integer number of seconds")
+		}
+		cfg.TTLSeconds = &n
+	}
+	if hasExp {
+		t, err := time.Parse(time.RFC3339Nano, exp)
+		if err != nil {
+			return badRequest("Stream-Expires-At must be an RFC 3339 timestamp")
+		}
+		cfg.ExpiresAt = &t
+	}
+	if err := forkConfig(h, &cfg); err != nil {
+		return err
+	}
+	data, err := readBody(w, r, s.cfg.MaxAppendBytes)
+	if err != nil {
+		return err
+	}
+	var initial [][]byte
+	ct := cfg.ContentType
+	if ct == "" && cfg.ForkFrom == "" {
+		ct = streamdb.DefaultContentType
+	}
+	if len(data) > 0 {
+		if streamdb.IsJSON(ct) {
+			if initial, err = streamdb.SplitJSON(data); err != nil {
+				return badRequest("Body is not valid JSON")
+			}
+		} else {
+			initial = [][]byte{data}
+		}
+	}
+	m, created, err := s.streams.Create(r.Context(), path, cfg, initial)
+	if err != nil {
+		return streamError(w, err)
+	}
+	w.Header().Set("Content-Type", m.ContentType)
+	setOffsetHeaders(w.Header(), m.Tail, false, m.Closed)
+	if !created {
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
+	w.Header().Set("Location", absoluteURL(r, path))
+	w.WriteHeader(http.StatusCreated)
+	return nil
+}
+
+func forkConfig(h http.Header, cfg *streamdb.CreateConfig) error {
+	from := h.Get(hStreamForkedFrom)
+	offset := h.Get(hStreamForkOffset)
+	sub, hasSub := h.Get(hStreamForkSubOffset), h.Get(hStreamForkSubOffset) != ""
+	if from == "" {
+		if offset != "" || hasSub {
+			return badRequest("Stream-Fork-Offset and Stream-Fork-Sub-Offset need Stream-Forked-From")
+		}
+		return nil
+	}
+	if u, err := url.Parse(from); err == nil && u.IsAbs() {
+		from = u.Path
+	}
+	cfg.ForkFrom = from
+	if offset != "" {
+		o, kind, err := streamdb.ParseOffset(offset)
+		if err != nil || kind == streamdb.OffsetNow {
+			return badRequest("Stream-Fork-Offset is not a valid offset")
+		}
+		cfg.ForkOffset = &o
+	}
+	if hasSub {
+		n, ok := parseDecimal(sub, maxSafeInteger)
+		if !ok {
+			return badRequest("Stream-Fork-Sub-Offset must be a non-negative integer")
+		}
+		if n > 0 && cfg.ForkOffset == nil {
+			return badRequest("Stream-Fork-Sub-Offset needs Stream-Fork-Offset")
+		}
+		cfg.ForkSubOffset = n
+	}
+	return nil
+}
+
+// appendStream is POST on a stream: append, append and close, or close.
+func (s *Server) appendStream(w http.ResponseWriter, r *http.Request, path string) error {
+	h := r.Header
+	req := &streamdb.AppendRequest{Path: path, Close: headerTrue(h, hStreamClosed), StreamSeq: h.Get(hStreamSeq)}
+	producer, err := producerHeaders(h)
+	if err != nil {
+		return err
+	}
+	req.Producer = producer
+	data, err := readBody(w, r, s.cfg.MaxAppendBytes)
+	if err != nil {
+		return err
+	}
+	if len(data) == 0 && !req.Close {
+		return badRequest("An append needs a body (or Stream-Closed: true to close the stream)")
+	}
+	if len(data) > 0 {
+		req.ContentType = h.Get("Content-Type")
+		if req.ContentType == "" {
+			return badRequest("An append needs a Content-Type")
+		}
+		if streamdb.IsJSON(req.ContentType) {
+			msgs, err := streamdb.SplitJSON(data)
+			if err != nil {
+				return badRequest("Body is not valid JSON")
+			}
+			if len(msgs) == 0 {
+				return badRequest("An empty JSON array appends nothing")
+			}
+			req.Messages = msgs
+		} else {
+			req.Messages = [][]byte{data}
+		}
+	}
+	res, err := s.streams.Append(r.Context(), req)
+	if err != nil {
+		return streamError(w, err)
+	}
+	setOffsetHeaders(w.Header(), res.Tail, false, res.Closed)
+	status := http.StatusNoContent
+	if producer != nil {
+		w.Header().Set(hProducerEpoch, strconv.FormatInt(res.ProducerEpoch, 10))
+		w.Header().Set(hProducerSeq, strconv.FormatInt(res.ProducerSeq, 10))
+		if !res.Duplicate && len(req.Messages) > 0 {
+			status = http.StatusOK
+		}
+	}
+	w.WriteHeader(status)
+	return nil
+}
+
+func producerHeaders(h http.Header) (*streamdb.ProducerTuple, error) {
+	_, hasID := h[http.CanonicalHeaderKey(hProducerID)]
+	epoch, seq := h.Get(hProducerEpoch), h.Get(hProducerSeq)
+	if !hasID && epoch == "" && seq == "" {
+		return nil, nil
+	}
+	id := h.Get(hProducerID)
+	if !hasID || epoch == "" || seq == "" {
+		return nil, badRequest("Producer-Id, Producer-Epoch and Producer-Seq must be sent together")
+	}
+	if id == "" {
+		return nil, badRequest("Producer-Id must not be empty")
+	}
+	e, ok1 := parseDecimal(epoch, maxSafeInteger)
+	n, ok2 := parseDecimal(seq, maxSafeInteger)
+	if !ok1 || !ok2 {
+		return nil, badRequest("Producer-Epoch and Producer-Seq must be non-negative integers")
+	}
+	return &streamdb.ProducerTuple{ID: id, Epoch: e, Seq: n}, nil
+}
+
+func (s *Server) deleteStream(w http.ResponseWriter, r *http.Request, path string) error {
+	if err := s.streams.Delete(r.Context(), path); err != nil {
+		return streamError(w, err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func badRequest(msg string) *Error { return newError(http.StatusBadRequest, CodeInvalidRequest, msg) }
+
+// absoluteURL is the URL of path on this server as the client addressed it.
+func absoluteURL(r *http.Request, path string) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
+		scheme = p
+	}
+	return scheme + "://" + r.Host + path
+}

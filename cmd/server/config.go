@@ -1,0 +1,117 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// config is the server's configuration. Every setting has a flag and an environment
+// variable (ENTITYD_*, plus DATABASE_URL); a flag given on the command line wins.
+type config struct {
+	Addr              string
+	DatabaseURL       string
+	DataDir           string
+	LogLevel          string
+	LogFormat         string
+	MaxBodyBytes      int64
+	MaxAppendBytes    int64
+	ComposerMaxSource int
+	ComposerMaxNodes  int
+	LongPollTimeout   time.Duration
+	SSELifetime       time.Duration
+	ShutdownTimeout   time.Duration
+	DBMaxConns        int
+	CommitLanes       int
+	Demo              bool
+}
+
+func loadConfig(args []string) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("entityd", flag.ContinueOnError)
+	var envErrs []string
+	str := func(p *string, name, env, def, usage string) {
+		*p = def
+		if v, ok := os.LookupEnv(env); ok {
+			*p = v
+		}
+		fs.StringVar(p, name, *p, usage+" ($"+env+")")
+	}
+	i64 := func(p *int64, name, env string, def int64, usage string) {
+		*p = def
+		if v, ok := os.LookupEnv(env); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil || n <= 0 {
+				envErrs = append(envErrs, env+" must be a positive integer")
+			}
+			*p = n
+		}
+		fs.Int64Var(p, name, *p, usage+" ($"+env+")")
+	}
+	num := func(p *int, name, env string, def int, usage string) {
+		*p = def
+		if v, ok := os.LookupEnv(env); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 0 {
+				envErrs = append(envErrs, env+" must be a non-negative integer")
+			}
+			*p = n
+		}
+		fs.IntVar(p, name, *p, usage+" ($"+env+")")
+	}
+	dur := func(p *time.Duration, name, env string, def time.Duration, usage string) {
+		*p = def
+		if v, ok := os.LookupEnv(env); ok {
+			d, err := time.ParseDuration(strings.TrimSpace(v))
+			if err != nil || d <= 0 {
+				envErrs = append(envErrs, env+" must be a positive duration such as 20s or 500ms")
+			}
+			*p = d
+		}
+		fs.DurationVar(p, name, *p, usage+" ($"+env+")")
+	}
+
+	str(&c.Addr, "addr", "ENTITYD_ADDR", ":4437", "listen address")
+	str(&c.DatabaseURL, "database-url", "DATABASE_URL", "", "Postgres URL; empty starts a private cluster under --data-dir")
+	str(&c.DataDir, "data-dir", "ENTITYD_DATA_DIR", "./.entityd", "directory of the embedded Postgres cluster (used without DATABASE_URL)")
+	str(&c.LogLevel, "log-level", "ENTITYD_LOG_LEVEL", "info", "log level: debug, info, warn, error")
+	str(&c.LogFormat, "log-format", "ENTITYD_LOG_FORMAT", "console", "log format: console or json")
+	i64(&c.MaxBodyBytes, "max-body-bytes", "ENTITYD_MAX_BODY_BYTES", 1<<20, "largest JSON request body of the entity API, in bytes (413 beyond)")
+	i64(&c.MaxAppendBytes, "max-append-bytes", "ENTITYD_MAX_APPEND_BYTES", 8<<20, "largest stream append or create body, in bytes (413 beyond)")
+	num(&c.ComposerMaxSource, "composer-max-source", "ENTITYD_COMPOSER_MAX_SOURCE", 100_000, "longest composer_input source, in UTF-16 code units (0: no limit)")
+	num(&c.ComposerMaxNodes, "composer-max-nodes", "ENTITYD_COMPOSER_MAX_NODES", 1_000, "most composer_input nodes (0: no limit)")
+	dur(&c.LongPollTimeout, "long-poll-timeout", "ENTITYD_LONG_POLL_TIMEOUT", 20*time.Second, "how long a live=long-poll read waits before 204")
+	dur(&c.SSELifetime, "sse-lifetime", "ENTITYD_SSE_LIFETIME", 60*time.Second, "how long a live=sse response stays open")
+	dur(&c.ShutdownTimeout, "shutdown-timeout", "ENTITYD_SHUTDOWN_TIMEOUT", 30*time.Second, "how long shutdown waits for requests in flight")
+	num(&c.DBMaxConns, "db-max-conns", "ENTITYD_DB_MAX_CONNS", 32, "size of the Postgres connection pool")
+	num(&c.CommitLanes, "commit-lanes", "ENTITYD_COMMIT_LANES", 2, "concurrent group-commit transactions for appends")
+	c.Demo = true
+	if v, ok := os.LookupEnv("ENTITYD_DEMO"); ok {
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			envErrs = append(envErrs, "ENTITYD_DEMO must be true or false")
+		}
+		c.Demo = b
+	}
+	noDemo := fs.Bool("no-demo", false, "do not load the demo entity types ($ENTITYD_DEMO=false)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: entityd [flags]          serve\n       entityd migrate [flags]  apply database migrations and exit\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if len(envErrs) > 0 {
+		return nil, fmt.Errorf("invalid environment: %s", strings.Join(envErrs, "; "))
+	}
+	if *noDemo {
+		c.Demo = false
+	}
+	return c, nil
+}
