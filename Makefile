@@ -1,0 +1,42 @@
+# entityd — the two commands a newcomer needs are `make run` and `make test`.
+GO      ?= go
+BIN     := bin/entityd
+NPM     ?= npm
+
+.PHONY: all build run test test-go test-conformance conformance-deps migrate bench fuzz vet fmt clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/server
+
+## run: build and start the server on :4437 (embedded Postgres under ./.entityd unless DATABASE_URL is set)
+run: build
+	./$(BIN)
+
+## test: start a throwaway Postgres, run every Go test (with -race) and the conformance suites
+test: build conformance-deps
+	$(GO) run ./internal/tools/withpg -- $(MAKE) --no-print-directory test-go test-conformance
+
+test-go:
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+## test-conformance: the Durable Streams suite and the StreamDB client test against a fresh server
+test-conformance: build
+	$(GO) run ./internal/tools/suiterun -- $(NPM) --prefix conformance run --silent test
+
+conformance-deps:
+	cd conformance && $(NPM) ci --no-audit --no-fund --loglevel=error
+
+## migrate: apply database migrations to DATABASE_URL (or the embedded cluster) and exit
+migrate: build
+	./$(BIN) migrate
+
+vet:
+	$(GO) vet ./...
+
+fmt:
+	gofmt -l -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf bin

@@ -1,0 +1,42 @@
+// Runs the external suites against ENTITYD_URL and prints one summary line per suite.
+// Fails on any failed test, and on any skipped test that is not listed in ALLOWED_SKIPS
+// (each allowed skip is justified in the README).
+import { spawnSync } from "node:child_process"
+import { readFileSync, mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, dirname } from "node:path"
+import { fileURLToPath } from "node:url"
+
+process.chdir(dirname(fileURLToPath(import.meta.url)))
+
+const ALLOWED_SKIPS = {
+  "durable-streams.test.mjs": Number(process.env.DS_ALLOWED_SKIPS ?? 0),
+}
+
+const files = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ["durable-streams.test.mjs", "streamdb-client.test.mjs"]
+const out = join(mkdtempSync(join(tmpdir(), "entityd-conformance-")), "results.json")
+const res = spawnSync("npx", ["--no-install", "vitest", "run", "--config", "vitest.config.mjs",
+  "--reporter=default", "--reporter=json", `--outputFile.json=${out}`, ...files], { stdio: "inherit" })
+
+let report
+try {
+  report = JSON.parse(readFileSync(out, "utf8"))
+} catch (err) {
+  console.error(`conformance: no results (vitest exited ${res.status}): ${err.message}`)
+  process.exit(1)
+}
+let failed = false
+for (const file of report.testResults) {
+  const name = file.name.split("/").pop()
+  const count = (status) => file.assertionResults.filter((t) => t.status === status).length
+  const passed = count("passed")
+  const fails = count("failed")
+  const skipped = count("skipped") + count("pending") + count("todo")
+  console.log(`SUMMARY ${name}: ${passed} passed, ${fails} failed, ${skipped} skipped (${file.assertionResults.length} total)`)
+  if (fails > 0 || file.status === "failed") failed = true
+  if (skipped > (ALLOWED_SKIPS[name] ?? 0)) {
+    console.error(`conformance: ${name} skipped ${skipped} tests; only ${ALLOWED_SKIPS[name] ?? 0} are allowed`)
+    failed = true
+  }
+}
+process.exit(failed || res.status !== 0 ? 1 : 0)
