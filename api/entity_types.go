@@ -116,7 +116,7 @@ func schemaCompileError(err error) error {
 	var ce *entity.SchemaCompileError
 	path := "/creation_schema"
 	if errors.As(err, &ce) {
-		path = "/" + ce.Key
+		path = validation.Pointer(ce.Field, ce.Key)
 	}
 	return newError(http.StatusBadRequest, CodeInvalidRequest, "Invalid JSON Schema").
 		withDetails(validation.Details{{Path: path, Message: err.Error()}})

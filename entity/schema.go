@@ -67,17 +67,20 @@ func (r *Registry) Precompile(t *Type) error {
 			return err
 		}
 	}
-	for _, all := range []json.RawMessage{t.InboxSchemas, t.StateSchemas} {
-		if all == nil {
+	for _, f := range []struct {
+		name string
+		all  json.RawMessage
+	}{{"inbox_schemas", t.InboxSchemas}, {"state_schemas", t.StateSchemas}} {
+		if f.all == nil {
 			continue
 		}
 		var m map[string]json.RawMessage
-		if err := json.Unmarshal(all, &m); err != nil {
+		if err := json.Unmarshal(f.all, &m); err != nil {
 			return err
 		}
 		for _, k := range sortedKeys(m) {
 			if _, err := r.schemas.Get(m[k]); err != nil {
-				return &SchemaCompileError{Key: k, Err: err}
+				return &SchemaCompileError{Field: f.name, Key: k, Err: err}
 			}
 		}
 	}
@@ -86,8 +89,9 @@ func (r *Registry) Precompile(t *Type) error {
 
 // SchemaCompileError names the schema that failed to compile.
 type SchemaCompileError struct {
-	Key string
-	Err error
+	Field string // inbox_schemas or state_schemas
+	Key   string
+	Err   error
 }
 
 func (e *SchemaCompileError) Error() string { return "schema " + e.Key + ": " + e.Err.Error() }
