@@ -71,7 +71,7 @@ func (s *Server) registerType(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, out)
+	writeType(w, http.StatusCreated, out)
 	return nil
 }
 
@@ -160,8 +160,30 @@ func (s *Server) listTypes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, types)
+	body := []byte{'['}
+	for i, t := range types {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		b, _ := t.MarshalJSON()
+		body = append(body, b...)
+	}
+	writeRawJSON(w, http.StatusOK, append(body, ']'))
 	return nil
+}
+
+// writeType writes the type JSON. It does not go through json.Marshal, which compacts
+// and HTML-escapes what MarshalJSON returns: schemas must come back byte for byte as
+// they were registered.
+func writeType(w http.ResponseWriter, status int, t *entity.Type) {
+	b, _ := t.MarshalJSON()
+	writeRawJSON(w, status, b)
+}
+
+func writeRawJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
 }
 
 func (s *Server) getType(w http.ResponseWriter, r *http.Request) error {
@@ -172,7 +194,7 @@ func (s *Server) getType(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, t)
+	writeType(w, http.StatusOK, t)
 	return nil
 }
 
@@ -219,7 +241,7 @@ func (s *Server) amendSchemas(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return err
 	}
-	writeJSON(w, http.StatusOK, t)
+	writeType(w, http.StatusOK, t)
 	return nil
 }
 
