@@ -82,7 +82,9 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error)
 		l := &lane{store: s, ch: make(chan *pending, opts.MaxBatch*4)}
 		s.lanes = append(s.lanes, l)
 		s.wg.Add(1)
-		go func() { defer s.wg.Done(); l.run(runCtx) }()
+		// Not cancelled by Close: a lane drains its queue after Close, so appends already
+		// queued are committed rather than failed (appendTx bounds each transaction).
+		go func() { defer s.wg.Done(); l.run(context.WithoutCancel(runCtx)) }()
 	}
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.listen(runCtx) }()
