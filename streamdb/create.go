@@ -40,6 +40,12 @@ func (s *Store) Create(ctx context.Context, path string, cfg CreateConfig, initi
 // Create creates a stream inside the transaction; see Store.Create.
 func (t *Tx) Create(ctx context.Context, path string, cfg CreateConfig, initial [][]byte) (*Meta, bool, error) {
 	now := time.Now()
+	if cfg.ExpiresAt != nil {
+		// Postgres keeps microseconds (pgx truncates): compare with what gets stored, so
+		// that repeating a create with a nanosecond Expires-At is still the same config.
+		exp := cfg.ExpiresAt.Truncate(time.Microsecond)
+		cfg.ExpiresAt = &exp
+	}
 	existing, err := t.lockByPath(ctx, path)
 	if err != nil {
 		return nil, false, err
