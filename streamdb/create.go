@@ -9,6 +9,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// createLockClass is the first key of the transaction advisory lock that serializes
+// creates of one path (the second key is the hash of the path).
+const createLockClass int32 = 0x73747264 // "strd"
+
 // CreateConfig is the configuration of a new stream (the headers of a PUT).
 type CreateConfig struct {
 	// ContentType defaults to DefaultContentType, or to the fork source's.
@@ -45,6 +49,11 @@ func (t *Tx) Create(ctx context.Context, path string, cfg CreateConfig, initial 
 		// that repeating a create with a nanosecond Expires-At is still the same config.
 		exp := cfg.ExpiresAt.Truncate(time.Microsecond)
 		cfg.ExpiresAt = &exp
+	}
+	// Serialize creates of one path: without it two concurrent creates both find no row
+	// and the second fails on the unique path instead of finding the first's stream.
+	if _, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, createLockClass, path); err != nil {
+		return nil, false, fmt.Errorf("streamdb: lock path: %w", err)
 	}
 	existing, err := t.lockByPath(ctx, path)
 	if err != nil {
