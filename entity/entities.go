@@ -188,10 +188,8 @@ func (r *Registry) Spawn(ctx context.Context, t *Type, req SpawnRequest) (*Spawn
 				return err
 			}
 		}
-		events := [][]byte{createdEvent(t.Name, req.Args, parent, now)}
-		for _, d := range defs {
-			events = append(events, slashcmd.StaticRow(d, now).Event(streamdb.OpInsert, "", now))
-		}
+		commandEvents := slashcmd.StaticEvents(defs, now)
+		events := append([][]byte{createdEvent(t.Name, req.Args, parent, now)}, commandEvents...)
 		events = append(events, req.Initial...)
 		m, created, err := tx.Create(ctx, url+MainStreamSuffix, streamdb.CreateConfig{ContentType: "application/json"}, events)
 		if err != nil {
@@ -203,12 +201,12 @@ func (r *Registry) Spawn(ctx context.Context, t *Type, req SpawnRequest) (*Spawn
 		if !created {
 			return ErrDuplicate
 		}
-		if err := slashcmd.SeedStatic(ctx, tx, url, defs, now); err != nil {
+		if err := slashcmd.SeedStatic(ctx, tx, url, defs, commandEvents, now); err != nil {
 			return err
 		}
 		e, err := scanEntity(tx.QueryRow(ctx, `INSERT INTO entities (url, type, instance_id, status, stream_id,
-				write_token, tags, spawn_args, parent, created_by, type_revision, inbox_schemas, state_schemas)
-			VALUES ($1, $2, $3, 'idle', $4, $5, $6, $7, $8, $9, $10, $11, $12)
+				write_token, tags, spawn_args, parent, created_by, type_revision, inbox_schemas, state_schemas, commands_revision)
+			VALUES ($1, $2, $3, 'idle', $4, $5, $6, $7, $8, $9, $10, $11, $12, $10)
 			ON CONFLICT (url) DO NOTHING RETURNING `+entityColumns,
 			url, req.Type, req.InstanceID, m.ID, hex.EncodeToString(token[:]), tags, nullable(req.Args),
 			parent, createdBy, t.Revision, nullable(t.InboxSchemas), nullable(t.StateSchemas)))

@@ -8,17 +8,19 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/entityd/entityd/internal/schemas"
+	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/streamdb"
 )
 
 // Registry manages entity types and entities.
 type Registry struct {
-	pool    *pgxpool.Pool
-	streams *streamdb.Store
-	schemas *schemas.Cache
-	log     *zap.Logger
-	types   *typeCache
-	known   *entityCache
+	pool     *pgxpool.Pool
+	streams  *streamdb.Store
+	schemas  *schemas.Cache
+	log      *zap.Logger
+	types    *typeCache
+	known    *entityCache
+	commands *slashcmd.Service
 }
 
 // New returns a Registry over the store's database.
@@ -27,14 +29,18 @@ func New(streams *streamdb.Store, schemaCache *schemas.Cache, log *zap.Logger) *
 		log = zap.NewNop()
 	}
 	return &Registry{
-		pool:    streams.Pool(),
-		streams: streams,
-		schemas: schemaCache,
-		log:     log.Named("entity"),
-		types:   &typeCache{ttl: typeCacheTTL, m: map[string]typeEntry{}},
-		known:   &entityCache{max: 100_000, m: map[string]*Entity{}},
+		pool:     streams.Pool(),
+		streams:  streams,
+		schemas:  schemaCache,
+		log:      log.Named("entity"),
+		types:    &typeCache{ttl: typeCacheTTL, m: map[string]typeEntry{}},
+		known:    &entityCache{max: 100_000, m: map[string]*Entity{}},
+		commands: slashcmd.NewService(streams, slashcmd.DefaultLimits),
 	}
 }
+
+// Commands is the slash-command service over the same store.
+func (r *Registry) Commands() *slashcmd.Service { return r.commands }
 
 // Schemas is the compiled-schema cache shared with the send path.
 func (r *Registry) Schemas() *schemas.Cache { return r.schemas }

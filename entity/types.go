@@ -131,6 +131,9 @@ func (r *Registry) RegisterType(ctx context.Context, t *Type) (*Type, error) {
 		return nil, fmt.Errorf("entity: register type: %w", err)
 	}
 	r.types.put(out)
+	if _, err := r.reconcileCommands(ctx, out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 

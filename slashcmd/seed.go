@@ -9,10 +9,27 @@ import (
 	"github.com/entityd/entityd/streamdb"
 )
 
-// SeedStatic records the static commands of a newly spawned entity in the effective-rows
-// table. The matching slash_command insert events are part of the stream's initial
-// messages, written by the same transaction.
-func SeedStatic(ctx context.Context, tx *streamdb.Tx, entityURL string, defs []Definition, at time.Time) error {
+// StaticEvents returns one slash_command insert per static definition, all stamped at.
+// Spawn puts them in the entity's main stream right after entity_created.
+func StaticEvents(defs []Definition, at time.Time) [][]byte {
+	events := make([][]byte, len(defs))
+	for i, d := range defs {
+		events[i] = StaticRow(d, at).Event(streamdb.OpInsert, "", at)
+	}
+	return events
+}
+
+// SeedStatic sets up the slash commands of a newly spawned entity inside the spawn's
+// transaction: it creates the entity's collection stream holding events (the same
+// inserts as the main stream), and records the static rows in the slash_commands table.
+func SeedStatic(ctx context.Context, tx *streamdb.Tx, entityURL string, defs []Definition, events [][]byte, at time.Time) error {
+	_, created, err := tx.Create(ctx, CollectionPath(entityURL), streamdb.CreateConfig{ContentType: "application/json"}, events)
+	if err != nil {
+		return fmt.Errorf("slashcmd: create collection stream: %w", err)
+	}
+	if !created {
+		return fmt.Errorf("slashcmd: collection stream of %s already exists", entityURL)
+	}
 	if len(defs) == 0 {
 		return nil
 	}
@@ -35,7 +52,7 @@ func SeedStatic(ctx context.Context, tx *streamdb.Tx, entityURL string, defs []D
 		}
 		statics[i] = s
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO slash_commands (entity_url, name, description, arguments, source, updated_at, static_def)
+	_, err = tx.Exec(ctx, `INSERT INTO slash_commands (entity_url, name, description, arguments, source, updated_at, static_def)
 		SELECT $1, u.name, u.description, u.arguments, 'static', $2, u.static_def
 		FROM unnest($3::text[], $4::text[], $5::jsonb[], $6::jsonb[]) AS u(name, description, arguments, static_def)`,
 		entityURL, at, names, descs, args, statics)

@@ -1,0 +1,270 @@
+package slashcmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/entityd/entityd/internal/rawjson"
+	"github.com/entityd/entityd/streamdb"
+)
+
+// CollectionSuffix ends the path of an entity's slash-command collection stream, which
+// carries only slash_command events and starts every read from the beginning with a
+// snapshot of the current rows.
+const CollectionSuffix = "/slash-commands"
+
+// CollectionPath is the collection stream of the entity at entityURL.
+func CollectionPath(entityURL string) string { return entityURL + CollectionSuffix }
+
+// Errors of the materialization.
+var (
+	ErrEntityNotFound = errors.New("entity has no slash-command streams")
+	ErrEntityClosed   = errors.New("entity's stream is closed")
+)
+
+// Service materializes slash-command changes: every change updates the slash_commands
+// table and appends slash_command events to the entity's main stream and to its
+// collection stream, all in one transaction.
+type Service struct {
+	streams *streamdb.Store
+	limits  Limits
+}
+
+// NewService returns a Service enforcing limits on registrations.
+func NewService(streams *streamdb.Store, limits Limits) *Service {
+	return &Service{streams: streams, limits: limits}
+}
+
+// Result is what an Apply wrote.
+type Result struct {
+	Changes []Change // only the ones that produced events
+	// Txid stamps the events' headers.txid (empty when nothing was written), so a
+	// client can wait for them on either stream.
+	Txid string
+	Rows []Row // the effective rows after the change, sorted by name
+}
+
+// Apply runs fn on the entity's command set in a new transaction and writes what changed.
+func (s *Service) Apply(ctx context.Context, entityURL string, fn func(*Set) error) (*Result, error) {
+	var res *Result
+	err := s.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+		var err error
+		res, err = s.ApplyTx(ctx, tx, entityURL, fn)
+		return err
+	})
+	return res, err
+}
+
+// ApplyTx is Apply inside the caller's transaction (for callers that must commit the
+// change together with their own writes).
+func (s *Service) ApplyTx(ctx context.Context, tx *streamdb.Tx, entityURL string, fn func(*Set) error) (*Result, error) {
+	entries, err := load(ctx, tx, entityURL, true)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	set := NewSet(entries, s.limits, now)
+	if err := fn(set); err != nil {
+		return nil, err
+	}
+	res := &Result{Rows: set.List()}
+	var events [][]byte
+	txid := uuid.NewString()
+	for _, c := range set.Changes() {
+		if err := persist(ctx, tx, entityURL, c); err != nil {
+			return nil, err
+		}
+		switch c.Op {
+		case "insert", "update":
+			events = append(events, c.Row.Event(c.Op, txid, now))
+		case "delete":
+			events = append(events, DeleteEvent(c.Name, txid, now))
+		default:
+			continue
+		}
+		res.Changes = append(res.Changes, c)
+	}
+	if len(events) == 0 {
+		return res, nil
+	}
+	res.Txid = txid
+	for _, path := range []string{entityURL + "/main", CollectionPath(entityURL)} {
+		_, err := tx.Append(ctx, &streamdb.AppendRequest{Path: path, Messages: events})
+		var closed *streamdb.ClosedError
+		switch {
+		case errors.As(err, &closed):
+			return nil, ErrEntityClosed
+		case errors.Is(err, streamdb.ErrNotFound):
+			return nil, ErrEntityNotFound
+		case err != nil:
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// List returns the entity's effective rows sorted by name.
+func (s *Service) List(ctx context.Context, entityURL string) ([]Row, error) {
+	var rows []Row
+	err := s.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+		entries, err := load(ctx, tx, entityURL, false)
+		if err != nil {
+			return err
+		}
+		rows = NewSet(entries, s.limits, time.Now()).List()
+		return nil
+	})
+	return rows, err
+}
+
+// For returns the Go API for one entity's commands (what a handler gets as
+// ctx.SlashCommands): each call is its own transaction.
+func (s *Service) For(entityURL string) *Commands { return &Commands{svc: s, url: entityURL} }
+
+// Commands manages one entity's slash commands.
+type Commands struct {
+	svc *Service
+	url string
+}
+
+// Get returns the effective command name.
+func (c *Commands) Get(ctx context.Context, name string) (Row, bool, error) {
+	rows, err := c.svc.List(ctx, c.url)
+	if err != nil {
+		return Row{}, false, err
+	}
+	for _, r := range rows {
+		if r.Name == name {
+			return r, true, nil
+		}
+	}
+	return Row{}, false, nil
+}
+
+// List returns the effective commands sorted by name.
+func (c *Commands) List(ctx context.Context) ([]Row, error) { return c.svc.List(ctx, c.url) }
+
+// Register adds or replaces the owner's layer for the command and puts it on top.
+func (c *Commands) Register(ctx context.Context, reg Registration) error {
+	_, err := c.svc.Apply(ctx, c.url, func(s *Set) error { return s.Register(reg) })
+	return err
+}
+
+// Unregister removes owner's layer for name ("" = the current top owner's).
+func (c *Commands) Unregister(ctx context.Context, name, owner string) error {
+	_, err := c.svc.Apply(ctx, c.url, func(s *Set) error { s.Unregister(name, owner); return nil })
+	return err
+}
+
+// ReplaceOwned makes owner's registrations exactly regs, atomically.
+func (c *Commands) ReplaceOwned(ctx context.Context, owner string, regs []Registration) error {
+	_, err := c.svc.Apply(ctx, c.url, func(s *Set) error { return s.ReplaceOwned(owner, regs) })
+	return err
+}
+
+func load(ctx context.Context, tx *streamdb.Tx, entityURL string, forUpdate bool) ([]*Entry, error) {
+	return loadWith(ctx, tx, entityURL, forUpdate)
+}
+
+// querier is what load needs from a transaction (streamdb.Tx or a pgx.Tx).
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func loadWith(ctx context.Context, tx querier, entityURL string, forUpdate bool) ([]*Entry, error) {
+	q := `SELECT name, description, arguments, source, owner, version, updated_at, static_def, dynamic_layers
+		FROM slash_commands WHERE entity_url = $1 ORDER BY name`
+	if forUpdate {
+		q += ` FOR UPDATE`
+	}
+	rows, err := tx.Query(ctx, q, entityURL)
+	if err != nil {
+		return nil, fmt.Errorf("slashcmd: load: %w", err)
+	}
+	defer rows.Close()
+	var out []*Entry
+	for rows.Next() {
+		var (
+			r               Row
+			args, st, layrs []byte
+			updated         time.Time
+		)
+		if err := rows.Scan(&r.Name, &r.Description, &args, &r.Source, &r.Owner, &r.Version, &updated, &st, &layrs); err != nil {
+			return nil, err
+		}
+		r.Key, r.UpdatedAt = r.Name, rawjson.ISOTime(updated)
+		e := &Entry{Name: r.Name, Row: &r}
+		if args != nil {
+			if err := json.Unmarshal(args, &r.Arguments); err != nil {
+				return nil, err
+			}
+		}
+		if st != nil {
+			e.Static = &Definition{}
+			if err := json.Unmarshal(st, e.Static); err != nil {
+				return nil, err
+			}
+		}
+		if err := json.Unmarshal(layrs, &e.Layers); err != nil {
+			return nil, err
+		}
+		if len(e.Layers) > 0 {
+			r.DynamicLayers = append([]Layer(nil), e.Layers...)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+func persist(ctx context.Context, tx *streamdb.Tx, entityURL string, c Change) error {
+	e := c.Entry
+	if e.Static == nil && len(e.Layers) == 0 {
+		_, err := tx.Exec(ctx, `DELETE FROM slash_commands WHERE entity_url = $1 AND name = $2`, entityURL, e.Name)
+		return err
+	}
+	r := c.Row
+	if r == nil {
+		r = e.effective(time.Now(), e.Row)
+	}
+	var args, static []byte
+	var err error
+	if r.Arguments != nil {
+		if args, err = json.Marshal(r.Arguments); err != nil {
+			return err
+		}
+	}
+	if e.Static != nil {
+		if static, err = json.Marshal(e.Static); err != nil {
+			return err
+		}
+	}
+	layers, err := json.Marshal(nonNilLayers(e.Layers))
+	if err != nil {
+		return err
+	}
+	updated, err := time.Parse(time.RFC3339Nano, r.UpdatedAt)
+	if err != nil {
+		return fmt.Errorf("slashcmd: updated_at %q: %w", r.UpdatedAt, err)
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO slash_commands (entity_url, name, description, arguments, source, owner, version,
+			updated_at, static_def, dynamic_layers)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+		ON CONFLICT (entity_url, name) DO UPDATE SET description = excluded.description, arguments = excluded.arguments,
+			source = excluded.source, owner = excluded.owner, version = excluded.version, updated_at = excluded.updated_at,
+			static_def = excluded.static_def, dynamic_layers = excluded.dynamic_layers`,
+		entityURL, e.Name, r.Description, args, r.Source, r.Owner, r.Version, updated, static, layers)
+	return err
+}
+
+func nonNilLayers(l []Layer) []Layer {
+	if l == nil {
+		return []Layer{}
+	}
+	return l
+}
