@@ -94,12 +94,16 @@ func (s *Server) Handler() http.Handler {
 			r.Delete("/{type}/{id}", s.handle(s.killEntity))
 			r.Post("/{type}/{id}/send", s.handle(s.send))
 			r.Post("/{type}/{id}/signal", s.handle(s.signal))
+			r.Get("/{type}/{id}/slash-commands", s.handle(s.listSlashCommands))
+			r.Put("/{type}/{id}/slash-commands/{name}", s.handle(s.putSlashCommand))
+			r.Delete("/{type}/{id}/slash-commands/{name}", s.handle(s.deleteSlashCommand))
 		})
 	})
 
 	streams := s.streamRoutes()
 	r.Handle("/v1/stream/*", streams)
 	r.Handle("/{type}/{id}/main", streams)
+	r.Handle("/{type}/{id}/slash-commands", streams)
 	return r
 }
 

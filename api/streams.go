@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -39,6 +40,10 @@ func (s *Server) streamRoutes() http.Handler {
 		case http.MethodHead:
 			return s.headStream(w, r, path)
 		case http.MethodPost:
+			if isCollection(path) {
+				return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+					"The slash-command collection is written through PUT and DELETE /_electric/entities/:type/:id/slash-commands/:name")
+			}
 			if isEntity {
 				if err := s.authorizeEntityWrite(r, path); err != nil {
 					return err
@@ -61,6 +66,11 @@ func (s *Server) streamRoutes() http.Handler {
 		w.Header().Set("Allow", "GET, HEAD, POST, PUT, DELETE, OPTIONS")
 		return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "Method "+r.Method+" is not allowed on streams")
 	})
+}
+
+// isCollection reports whether path is an entity's slash-command collection stream.
+func isCollection(path string) bool {
+	return !strings.HasPrefix(path, "/v1/stream/") && strings.HasSuffix(path, slashcmd.CollectionSuffix)
 }
 
 // authorizeEntityWrite is the hook that guards direct appends to an entity's stream:

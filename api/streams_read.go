@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
+	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -92,11 +94,14 @@ func (s *Server) readStream(w http.ResponseWriter, r *http.Request, path string)
 	if rq.from.Seq > m.Tail.Seq {
 		return badRequest("offset is beyond the tail of the stream")
 	}
+	if isCollection(path) && rq.kind != streamdb.OffsetNow && rq.from.Seq == 0 {
+		return s.readCollectionSnapshot(w, r, m, rq)
+	}
 	switch rq.live {
 	case "long-poll":
 		return s.longPoll(w, r, m, rq)
 	case "sse":
-		return s.serveSSE(w, r, m, rq)
+		return s.serveSSE(w, r, m, rq, nil)
 	}
 	if rq.kind == streamdb.OffsetNow {
 		h := w.Header()
@@ -196,5 +201,38 @@ func noContent(w http.ResponseWriter, next streamdb.Offset, closed bool, cursor 
 		h.Set(hStreamCursor, cursor)
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// readCollectionSnapshot answers a read of an entity's slash-command collection from the
+// start with a snapshot of the current rows (snapshot-start, one insert per row,
+// snapshot-end) positioned at the collection's tail, instead of the change history: a
+// picker fills itself with one small response and then follows live changes.
+func (s *Server) readCollectionSnapshot(w http.ResponseWriter, r *http.Request, m *streamdb.Meta, rq readQuery) error {
+	url := strings.TrimSuffix(m.Path, slashcmd.CollectionSuffix)
+	rows, tail, err := s.registry.Commands().Snapshot(r.Context(), url)
+	if err != nil {
+		return err
+	}
+	body := streamdb.JoinJSON(slashcmd.SnapshotEvents(rows, tail))
+	if rq.live == "sse" {
+		return s.serveSSE(w, r, m, rq, &ssePreamble{body: body, next: tail})
+	}
+	closed := m.Closed && tail.Seq >= m.Tail.Seq
+	h := w.Header()
+	h.Set("Content-Type", m.ContentType)
+	setOffsetHeaders(h, tail, true, closed)
+	if rq.live == "long-poll" {
+		h.Set(hStreamCursor, nextCursor(rq.cursor))
+	}
+	tag := etag(m.Path, streamdb.Start, tail, closed)
+	h.Set("ETag", tag)
+	h.Set("Cache-Control", "no-cache")
+	if match := r.Header.Get("If-None-Match"); match != "" && match == tag {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
 	return nil
 }

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -21,7 +20,13 @@ const sseKeepAlive = 15 * time.Second
 // followed by its own "control" event carrying the next offset, the cursor and whether
 // the reader is up to date or the stream closed. The response ends after SSELifetime
 // (clients reconnect from the last offset) or once a closed stream is fully delivered.
-func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, m *streamdb.Meta, rq readQuery) error {
+// ssePreamble is a first batch sent before reading the stream (a collection snapshot).
+type ssePreamble struct {
+	body []byte
+	next streamdb.Offset
+}
+
+func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, m *streamdb.Meta, rq readQuery, pre *ssePreamble) error {
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -32,10 +37,12 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, m *streamdb.Me
 		h.Set(hSSEDataEncoding, "base64")
 	}
 	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriterSize(w, 8<<10)
+	// net/http already buffers the response; writing through it directly keeps an idle
+	// subscriber's memory to the connection's own buffers.
+	bw := &sseWriter{w: w}
 	flush := func() error {
-		if err := bw.Flush(); err != nil {
-			return err
+		if bw.err != nil {
+			return bw.err
 		}
 		return rc.Flush()
 	}
@@ -46,6 +53,19 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, m *streamdb.Me
 	cursor := nextCursor(rq.cursor)
 	from, tail, closed := rq.from, m.Tail, m.Closed
 	announced := false // an up-to-date control was sent for the current tail
+	if pre != nil {
+		from = pre.next
+		if tail.Seq < from.Seq {
+			tail = from
+		}
+		writeSSEData(bw, pre.body, binary)
+		upToDate := from.Seq >= tail.Seq
+		writeSSEControl(bw, from, cursor, upToDate, closed && upToDate)
+		if err := flush(); err != nil || (closed && upToDate) {
+			return nil
+		}
+		announced = upToDate
+	}
 	for {
 		if from.Seq < tail.Seq {
 			msgs, err := s.streams.Read(ctx, m, from, tail)
@@ -99,7 +119,7 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, m *streamdb.Me
 
 // writeSSEData writes one data event. Text is split into data lines on CR, LF and CRLF,
 // so bytes in the payload can never end the event early; binary is one base64 line.
-func writeSSEData(bw *bufio.Writer, payload []byte, binary bool) {
+func writeSSEData(bw *sseWriter, payload []byte, binary bool) {
 	_, _ = bw.WriteString("event: data\n")
 	if binary {
 		_, _ = bw.WriteString("data:")
@@ -127,7 +147,7 @@ func writeSSEData(bw *bufio.Writer, payload []byte, binary bool) {
 	_ = bw.WriteByte('\n')
 }
 
-func writeSSEControl(bw *bufio.Writer, next streamdb.Offset, cursor string, upToDate, closed bool) {
+func writeSSEControl(bw *sseWriter, next streamdb.Offset, cursor string, upToDate, closed bool) {
 	var o rawjson.Object
 	o.String("streamNextOffset", next.String())
 	if !closed {
@@ -146,11 +166,34 @@ func writeSSEControl(bw *bufio.Writer, next streamdb.Offset, cursor string, upTo
 
 // writeDataLine writes "data:<line>". SSE parsers drop one space after the colon, so a
 // line that itself starts with a space gets an extra one to keep its own.
-func writeDataLine(bw *bufio.Writer, line []byte) {
+func writeDataLine(bw *sseWriter, line []byte) {
 	_, _ = bw.WriteString("data:")
 	if len(line) > 0 && line[0] == ' ' {
 		_ = bw.WriteByte(' ')
 	}
 	_, _ = bw.Write(line)
 	_ = bw.WriteByte('\n')
+}
+
+// sseWriter writes SSE text to the response, remembering the first error so that a
+// vanished client ends the loop at the next flush.
+type sseWriter struct {
+	w   http.ResponseWriter
+	err error
+}
+
+func (s *sseWriter) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	s.err = err
+	return n, err
+}
+
+func (s *sseWriter) WriteString(v string) (int, error) { return s.Write([]byte(v)) }
+
+func (s *sseWriter) WriteByte(c byte) error {
+	_, err := s.Write([]byte{c})
+	return err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/entityd/entityd/internal/rawjson"
+	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -104,6 +105,11 @@ func (r *Registry) Signal(ctx context.Context, url string, req SignalRequest) (*
 		event := signalEvent(e, req, next, handled, now, strconv.FormatInt(txid, 10))
 		if _, err := tx.Append(ctx, &streamdb.AppendRequest{Path: e.MainStream(), Messages: [][]byte{event}, Close: closing}); err != nil {
 			return err
+		}
+		if closing { // the slash-command collection ends with the entity
+			if _, err := tx.Append(ctx, &streamdb.AppendRequest{Path: slashcmd.CollectionPath(url), Close: true}); err != nil {
+				return err
+			}
 		}
 		if next != e.Status {
 			if _, err := tx.Exec(ctx, `UPDATE entities SET status = $2, updated_at = now() WHERE url = $1`, url, next); err != nil {

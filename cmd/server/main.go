@@ -112,6 +112,9 @@ func serve(ctx context.Context, command string, cfg *config, log *zap.Logger) er
 		}
 		log.Info("demo entity types loaded (turn off with --no-demo)")
 	}
+	if err := registry.ReconcileAll(ctx); err != nil {
+		return fmt.Errorf("reconcile static slash commands: %w", err)
+	}
 	apiServer := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxAppendBytes: cfg.MaxAppendBytes,
 		LongPollTimeout: cfg.LongPollTimeout, SSELifetime: cfg.SSELifetime}, log, store, registry, sender)
 	httpServer := &http.Server{

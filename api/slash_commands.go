@@ -1,0 +1,161 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/validation"
+	"github.com/entityd/entityd/slashcmd"
+)
+
+// listSlashCommands is GET /_electric/entities/:type/:id/slash-commands: the effective
+// commands sorted by name. The ETag is the collection stream's tail, so revalidation
+// costs one indexed lookup.
+func (s *Server) listSlashCommands(w http.ResponseWriter, r *http.Request) error {
+	url := entity.URLFor(chi.URLParam(r, "type"), chi.URLParam(r, "id"))
+	m, err := s.streams.Lookup(r.Context(), slashcmd.CollectionPath(url))
+	if err != nil {
+		if _, err := s.entityAt(r); err != nil {
+			return err
+		}
+		return streamError(w, err)
+	}
+	tag := `"` + m.Tail.String() + `"`
+	w.Header().Set("ETag", tag)
+	w.Header().Set("Cache-Control", "no-cache")
+	if match := r.Header.Get("If-None-Match"); match != "" && match == tag {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	rows, err := s.registry.Commands().List(r.Context(), url)
+	if err != nil {
+		return err
+	}
+	if rows == nil {
+		rows = []slashcmd.Row{}
+	}
+	writeJSON(w, http.StatusOK, rows)
+	return nil
+}
+
+// commandChange is the answer to a registration or unregistration over HTTP.
+type commandChange struct {
+	Changed bool          `json:"changed"`
+	Txid    string        `json:"txid,omitempty"`
+	Command *slashcmd.Row `json:"command"`
+}
+
+// putSlashCommand is PUT /_electric/entities/:type/:id/slash-commands/:name?owner=…:
+// register a dynamic command (the owner's layer goes on top) for handlers not written in Go.
+func (s *Server) putSlashCommand(w http.ResponseWriter, r *http.Request) error {
+	e, err := s.entityAt(r)
+	if err != nil {
+		return err
+	}
+	name := chi.URLParam(r, "name")
+	b, err := s.readJSON(w, r)
+	if err != nil {
+		return err
+	}
+	b.only("name", "description", "arguments", "version")
+	if v, ok := b.str("name"); ok && v != name {
+		b.details.Add("/name", "must equal the command name in the URL")
+	}
+	version, hasVersion := b.str("version")
+	def := map[string]json.RawMessage{"name": mustJSON(name)}
+	for _, k := range []string{"description", "arguments"} {
+		if v := b.raw(k); v != nil {
+			def[k] = v
+		}
+	}
+	shape := slashcmd.CheckShape(mustJSON([]any{def}), "")
+	for _, d := range shape {
+		b.details.Add(trimFirstIndex(d.Path), d.Message)
+	}
+	if err := b.fail(); err != nil {
+		return err
+	}
+	defs, err := slashcmd.ParseDefinitions(mustJSON([]any{def}))
+	if err != nil {
+		return badRequest("Invalid slash command definition")
+	}
+	reg := slashcmd.Registration{Definition: defs[0], Owner: r.URL.Query().Get("owner")}
+	if hasVersion {
+		reg.Version = &version
+	}
+	res, err := s.registry.Commands().Apply(r.Context(), e.URL, func(set *slashcmd.Set) error { return set.Register(reg) })
+	if err != nil {
+		return commandError(err)
+	}
+	out := commandChange{Changed: len(res.Changes) > 0, Txid: res.Txid}
+	for i := range res.Rows {
+		if res.Rows[i].Name == name {
+			out.Command = &res.Rows[i]
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// deleteSlashCommand is DELETE /_electric/entities/:type/:id/slash-commands/:name?owner=…:
+// remove the owner's layer (without owner: the top layer's owner), revealing the next
+// layer, then the static command, or removing the row.
+func (s *Server) deleteSlashCommand(w http.ResponseWriter, r *http.Request) error {
+	e, err := s.entityAt(r)
+	if err != nil {
+		return err
+	}
+	name := chi.URLParam(r, "name")
+	owner := r.URL.Query().Get("owner")
+	res, err := s.registry.Commands().Apply(r.Context(), e.URL, func(set *slashcmd.Set) error {
+		set.Unregister(name, owner)
+		return nil
+	})
+	if err != nil {
+		return commandError(err)
+	}
+	out := commandChange{Changed: len(res.Changes) > 0, Txid: res.Txid}
+	for i := range res.Rows {
+		if res.Rows[i].Name == name {
+			out.Command = &res.Rows[i]
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func commandError(err error) error {
+	var invalid *slashcmd.InvalidError
+	switch {
+	case errors.As(err, &invalid):
+		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, "Validation failed").withDetails(invalid.Details)
+	case errors.Is(err, slashcmd.ErrTooManyCommands):
+		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, "Too many slash commands").
+			withDetails(validation.Details{{Path: "/", Message: "an entity can have at most 500 slash commands"}})
+	case errors.Is(err, slashcmd.ErrEntityClosed):
+		return newError(http.StatusConflict, CodeNotRunning, "Entity is not accepting writes")
+	}
+	return err
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// trimFirstIndex turns "/0/description" into "/description".
+func trimFirstIndex(p string) string {
+	if len(p) >= 2 && p[:2] == "/0" {
+		if p = p[2:]; p == "" {
+			return "/"
+		}
+	}
+	return p
+}
