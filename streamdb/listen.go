@@ -21,7 +21,9 @@ func (s *Store) queueNotify(b *pgx.Batch, w *writeSet) {
 	b.Queue(`SELECT pg_notify($1, $2)`, s.opts.NotifyChannel, s.notifyPayload(w))
 }
 
-func (s *Store) notifyPayload(w *writeSet) string {
+// Streams a transaction deleted (gone) follow as "<id>:0:0:g", so that other processes
+// end the waits parked on them.
+func (s *Store) notifyPayload(w *writeSet, gone ...int64) string {
 	var sb strings.Builder
 	sb.WriteString(s.procID)
 	sb.WriteByte('|')
@@ -39,6 +41,16 @@ func (s *Store) notifyPayload(w *writeSet) string {
 		if m.Closed {
 			sb.WriteByte('c')
 		}
+		if sb.Len() > maxNotifyPayload {
+			return s.procID + "|*"
+		}
+	}
+	for _, id := range gone {
+		if sb.Len() > len(s.procID)+1 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(strconv.FormatInt(id, 10))
+		sb.WriteString(":0:0:g")
 		if sb.Len() > maxNotifyPayload {
 			return s.procID + "|*"
 		}
