@@ -46,18 +46,45 @@ var ErrTooManyCommands = errors.New("too many slash commands for one entity")
 type Set struct {
 	entries map[string]*Entry
 	orig    map[string]*Row
+	stored  map[string]string // storedState of each entry as loaded
 	limits  Limits
 	now     time.Time
 }
 
 // NewSet starts a change of the entries as loaded (their Row is what is materialized).
 func NewSet(entries []*Entry, limits Limits, now time.Time) *Set {
-	s := &Set{entries: map[string]*Entry{}, orig: map[string]*Row{}, limits: limits, now: now}
+	s := &Set{entries: map[string]*Entry{}, orig: map[string]*Row{}, stored: map[string]string{}, limits: limits, now: now}
 	for _, e := range entries {
 		s.entries[e.Name] = e
 		s.orig[e.Name] = e.Row
+		s.stored[e.Name] = storedState(e)
 	}
 	return s
+}
+
+// storedState renders what the table keeps of an entry besides its effective row: the
+// static definition and the layers (operations change Layers in place, so NewSet keeps
+// this copy to compare with).
+func storedState(e *Entry) string {
+	layers := e.Layers
+	if len(layers) == 0 {
+		layers = nil
+	}
+	b, _ := json.Marshal(struct {
+		Static *Definition
+		Layers []Layer
+	}{e.Static, layers})
+	return string(b)
+}
+
+// storedChanged reports whether the static definition or the layers of e differ from
+// what was loaded (an entry that was not loaded had neither).
+func (s *Set) storedChanged(e *Entry) bool {
+	before, ok := s.stored[e.Name]
+	if !ok {
+		before = storedState(&Entry{Name: e.Name})
+	}
+	return storedState(e) != before
 }
 
 func (s *Set) entry(name string) *Entry {
@@ -235,7 +262,7 @@ func (s *Set) Changes() []Change {
 		after := e.effective(s.now, before)
 		switch {
 		case before == nil && after == nil:
-			if e.Row != nil || e.Static != nil || len(e.Layers) > 0 {
+			if s.storedChanged(e) {
 				out = append(out, Change{Name: name, Entry: e})
 			}
 		case before == nil:
@@ -244,8 +271,8 @@ func (s *Set) Changes() []Change {
 			out = append(out, Change{Name: name, Op: "delete", Entry: e})
 		case !sameRow(*before, *after):
 			out = append(out, Change{Name: name, Op: "update", Row: after, Entry: e})
-		default:
-			out = append(out, Change{Name: name, Entry: e}) // stored state may differ; no event
+		case s.storedChanged(e):
+			out = append(out, Change{Name: name, Entry: e}) // no event, but the table changes
 		}
 	}
 	return out
