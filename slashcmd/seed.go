@@ -46,7 +46,7 @@ func SeedStatic(ctx context.Context, tx *streamdb.Tx, entityURL string, defs []D
 			}
 			args[i] = a
 		}
-		s, err := json.Marshal(d)
+		s, err := staticJSON(d)
 		if err != nil {
 			return err
 		}

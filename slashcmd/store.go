@@ -240,7 +240,7 @@ func persist(ctx context.Context, tx *streamdb.Tx, entityURL string, c Change) e
 		}
 	}
 	if e.Static != nil {
-		if static, err = json.Marshal(e.Static); err != nil {
+		if static, err = staticJSON(*e.Static); err != nil {
 			return err
 		}
 	}
@@ -260,6 +260,18 @@ func persist(ctx context.Context, tx *streamdb.Tx, entityURL string, c Change) e
 			static_def = excluded.static_def, dynamic_layers = excluded.dynamic_layers`,
 		entityURL, e.Name, r.Description, args, r.Source, r.Owner, r.Version, updated, static, layers)
 	return err
+}
+
+// staticJSON renders a static definition for the static_def column. Unlike
+// json.Marshal(Definition), whose omitempty drops an empty arguments list, it keeps
+// "arguments":[] apart from an absent list, so the definition loads back showing the
+// same row it was written with.
+func staticJSON(d Definition) ([]byte, error) {
+	return json.Marshal(struct {
+		Name        string     `json:"name"`
+		Description *string    `json:"description,omitempty"`
+		Arguments   []Argument `json:"arguments"`
+	}{d.Name, d.Description, d.Arguments})
 }
 
 func nonNilLayers(l []Layer) []Layer {
