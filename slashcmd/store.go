@@ -22,6 +22,10 @@ const CollectionSuffix = "/slash-commands"
 // CollectionPath is the collection stream of the entity at entityURL.
 func CollectionPath(entityURL string) string { return entityURL + CollectionSuffix }
 
+// applyLockClass is the first key of the transaction advisory lock that serializes the
+// changes of one entity's commands (the second key is the hash of its URL).
+const applyLockClass int32 = 0x736c7368 // "slsh"
+
 // Errors of the materialization.
 var (
 	ErrEntityNotFound = errors.New("entity has no slash-command streams")
@@ -64,6 +68,12 @@ func (s *Service) Apply(ctx context.Context, entityURL string, fn func(*Set) err
 // ApplyTx is Apply inside the caller's transaction (for callers that must commit the
 // change together with their own writes).
 func (s *Service) ApplyTx(ctx context.Context, tx *streamdb.Tx, entityURL string, fn func(*Set) error) (*Result, error) {
+	// Row locks (load's FOR UPDATE) cannot cover names that have no row yet: two
+	// registrations of a new name would both insert it, and the later upsert would drop
+	// the earlier one's layer. Changes of one entity's commands therefore take turns.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, applyLockClass, entityURL); err != nil {
+		return nil, fmt.Errorf("slashcmd: lock %s: %w", entityURL, err)
+	}
 	entries, err := load(ctx, tx, entityURL, true)
 	if err != nil {
 		return nil, err
