@@ -70,10 +70,14 @@ func storedState(e *Entry) string {
 	if len(layers) == 0 {
 		layers = nil
 	}
+	var static json.RawMessage
+	if e.Static != nil {
+		static, _ = staticJSON(*e.Static) // keeps "arguments":[] apart from none
+	}
 	b, _ := json.Marshal(struct {
-		Static *Definition
+		Static json.RawMessage
 		Layers []Layer
-	}{e.Static, layers})
+	}{static, layers})
 	return string(b)
 }
 
