@@ -16,6 +16,7 @@ import (
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wake"
 )
 
 // Config holds the HTTP limits and timings.
@@ -56,6 +57,8 @@ type Server struct {
 
 	live     context.Context // cancelled by Shutdown
 	stopLive context.CancelFunc
+
+	dispatcher *wake.Dispatcher
 }
 
 // New returns a Server.
@@ -94,6 +97,7 @@ func (s *Server) Handler() http.Handler {
 			r.Delete("/{type}/{id}", s.handle(s.killEntity))
 			r.Post("/{type}/{id}/send", s.handle(s.send))
 			r.Post("/{type}/{id}/signal", s.handle(s.signal))
+			r.Get("/{type}/{id}/wake", s.handle(s.wakeStatus))
 			r.Get("/{type}/{id}/slash-commands", s.handle(s.listSlashCommands))
 			r.Put("/{type}/{id}/slash-commands/{name}", s.handle(s.putSlashCommand))
 			r.Delete("/{type}/{id}/slash-commands/{name}", s.handle(s.deleteSlashCommand))

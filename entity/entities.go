@@ -216,6 +216,10 @@ func (r *Registry) Spawn(ctx context.Context, t *Type, req SpawnRequest) (*Spawn
 		if err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, `INSERT INTO entity_wake (entity_url, stream_id, entity_type) VALUES ($1, $2, $3)`,
+			url, m.ID, req.Type); err != nil {
+			return err
+		}
 		out.Entity = e
 		return tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&out.Txid)
 	})
@@ -332,7 +336,7 @@ func (r *Registry) List(ctx context.Context, f Filter) ([]*Entity, error) {
 // stopped or killed, and notes paused entities, inside the append transaction.
 var SendAdmission = &streamdb.Admission{
 	SQL: `SELECT e.url || '/main', e.status FROM entities e
-		WHERE e.url = ANY(SELECT left(p, -5) FROM unnest($1::text[]) AS p)
+		WHERE e.url = ANY(SELECT left(u.p, -5) FROM unnest($1::text[], $2::text[]) AS u(p, k))
 		AND e.status IN ('stopping', 'stopped', 'killed', 'paused')`,
 	Refuse: func(status string) error {
 		if status == StatusPaused {

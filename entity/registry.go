@@ -1,6 +1,7 @@
 package entity
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -21,6 +22,22 @@ type Registry struct {
 	types    *typeCache
 	known    *entityCache
 	commands *slashcmd.Service
+
+	// handled reports whether a Go handler runs entities of a type here (SIGTERM then
+	// lets the handler finish instead of stopping the entity at once).
+	handled func(entityType string) bool
+	// onEnd runs inside the transaction that stops or kills an entity.
+	onEnd func(ctx context.Context, tx *streamdb.Tx, url, status string) error
+}
+
+// SetHandled tells the registry which entity types have handlers: for those, SIGTERM
+// moves an idle entity to "stopping" and the entity stops after its handler has been
+// woken by the signal.
+func (r *Registry) SetHandled(fn func(entityType string) bool) { r.handled = fn }
+
+// SetEndHook registers fn to run inside the transaction that stops or kills an entity.
+func (r *Registry) SetEndHook(fn func(ctx context.Context, tx *streamdb.Tx, url, status string) error) {
+	r.onEnd = fn
 }
 
 // New returns a Registry over the store's database.

@@ -51,9 +51,10 @@ type SignalResult struct {
 	Txid          int64
 }
 
-// transition is the status machine: the status a signal leads to from a status, and
-// whether the entity's stream closes (terminal states accept no more writes).
-func transition(status, signal string) (next string, handled bool) {
+// transition is the status machine: the status a signal leads to from a status.
+// withHandler is true when a Go handler runs the entity here: SIGTERM then asks it to
+// finish (stopping) rather than stopping it at once.
+func transition(status, signal string, withHandler bool) (next string, handled bool) {
 	if status == StatusPaused && signal != SIGKILL && signal != SIGCONT && signal != SIGTERM {
 		return status, false // a paused entity ignores everything but kill, term and cont
 	}
@@ -61,7 +62,7 @@ func transition(status, signal string) (next string, handled bool) {
 	case SIGKILL:
 		return StatusKilled, true
 	case SIGTERM:
-		if status == StatusRunning || status == StatusStopping {
+		if status == StatusRunning || status == StatusStopping || (withHandler && status == StatusIdle) {
 			return StatusStopping, true
 		}
 		return StatusStopped, true
@@ -99,7 +100,7 @@ func (r *Registry) Signal(ctx context.Context, url string, req SignalRequest) (*
 		if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&txid); err != nil {
 			return err
 		}
-		next, handled := transition(e.Status, req.Signal)
+		next, handled := transition(e.Status, req.Signal, r.handled != nil && r.handled(e.Type))
 		now := time.Now()
 		closing := next == StatusKilled || next == StatusStopped
 		event := signalEvent(e, req, next, handled, now, strconv.FormatInt(txid, 10))
@@ -109,6 +110,11 @@ func (r *Registry) Signal(ctx context.Context, url string, req SignalRequest) (*
 		if closing { // the slash-command collection ends with the entity
 			if _, err := tx.Append(ctx, &streamdb.AppendRequest{Path: slashcmd.CollectionPath(url), Close: true}); err != nil {
 				return err
+			}
+			if r.onEnd != nil {
+				if err := r.onEnd(ctx, tx, url, next); err != nil {
+					return err
+				}
 			}
 		}
 		if next != e.Status {

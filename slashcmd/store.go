@@ -290,3 +290,18 @@ func nonNilLayers(l []Layer) []Layer {
 	}
 	return l
 }
+
+// Load returns the entity's command entries as stored, for callers that apply changes in
+// memory first (the runtime's ctx.SlashCommands) and replay them at commit.
+func (s *Service) Load(ctx context.Context, entityURL string) ([]*Entry, error) {
+	var entries []*Entry
+	err := s.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+		var err error
+		entries, err = load(ctx, tx, entityURL, false)
+		return err
+	})
+	return entries, err
+}
+
+// Limits are the limits the service enforces.
+func (s *Service) Limits() Limits { return s.limits }

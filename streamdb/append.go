@@ -26,6 +26,19 @@ type AppendRequest struct {
 	Dedupe *Dedupe
 	// Admission lets the caller refuse the append from its own rows, in the same transaction.
 	Admission *Admission
+	// AdmissionKey is passed to the Admission's SQL as $2 (one per request), for checks
+	// that depend on the request (a fencing token, say).
+	AdmissionKey string
+	// Also are statements of the caller's that run in the append's transaction when the
+	// append is admitted (after its messages are written). A request with Also may carry
+	// no messages: it then only serializes with the stream's appends and runs Also.
+	Also []Statement
+}
+
+// Statement is a SQL statement with its arguments.
+type Statement struct {
+	SQL  string
+	Args []any
 }
 
 // Dedupe keys an append. A later append with the same Key and Hash writes nothing and
@@ -37,10 +50,12 @@ type Dedupe struct {
 }
 
 // Admission is a caller's check that runs inside the append transaction, after the target
-// streams are locked. SQL receives the target paths as $1 (text[]) and returns one
-// (path, code) row per stream that needs attention; Refuse turns a code into the error
-// the caller reports, or nil to admit the append and hand the code back as
-// AppendResult.Note. Requests that share an Admission are checked by one query.
+// streams are locked. SQL receives the requests' paths as $1 (text[]) and their
+// AdmissionKeys as $2 (text[], same order) and returns one (path, code) row per stream
+// that needs attention; Refuse turns a code into the error the caller reports, or nil to
+// admit the append and hand the code back as AppendResult.Note. Requests that share an
+// Admission are checked by one query. The SQL may lock rows of the caller's tables (FOR
+// UPDATE, in a fixed order) to make its verdict hold until commit.
 type Admission struct {
 	SQL    string
 	Refuse func(code string) error
@@ -164,7 +179,8 @@ func queueLoad(b *pgx.Batch, st *appendState, reqs []*AppendRequest) {
 			continue
 		}
 		seen[a] = true
-		b.Queue(a.SQL, admissionPaths(reqs, a)).Query(func(rows pgx.Rows) error {
+		paths, keys := admissionArgs(reqs, a)
+		b.Queue(a.SQL, paths, keys).Query(func(rows pgx.Rows) error {
 			codes := map[string]string{}
 			for rows.Next() {
 				var path, code string
@@ -201,14 +217,13 @@ func uniquePaths(reqs []*AppendRequest) []string {
 	return out
 }
 
-func admissionPaths(reqs []*AppendRequest, a *Admission) []string {
-	var sub []*AppendRequest
+func admissionArgs(reqs []*AppendRequest, a *Admission) (paths, keys []string) {
 	for _, r := range reqs {
 		if r.Admission == a {
-			sub = append(sub, r)
+			paths, keys = append(paths, r.Path), append(keys, r.AdmissionKey)
 		}
 	}
-	return uniquePaths(sub)
+	return paths, keys
 }
 
 // plan applies one request to the loaded state. It returns the result, or the error the
@@ -293,7 +308,7 @@ func (st *appendState) plan(r *AppendRequest, w *writeSet) (AppendResult, error)
 	if r.StreamSeq != "" && m.LastStreamSeq != nil && r.StreamSeq <= *m.LastStreamSeq {
 		return AppendResult{}, ErrStreamSeq
 	}
-	if len(r.Messages) == 0 && !r.Close {
+	if len(r.Messages) == 0 && !r.Close && len(r.Also) == 0 {
 		return AppendResult{}, ErrEmptyAppend
 	}
 
@@ -323,7 +338,10 @@ func (st *appendState) plan(r *AppendRequest, w *writeSet) (AppendResult, error)
 	if r.Dedupe != nil {
 		st.dedupe[dedupeKey{m.ID, r.Dedupe.Key}] = &dedupeRow{hash: r.Dedupe.Hash, ref: r.Dedupe.Ref, seq: m.Tail.Seq, new: true}
 	}
-	w.touch(m)
+	w.also = append(w.also, r.Also...)
+	if len(r.Messages) > 0 || r.Close || r.StreamSeq != "" || len(r.Also) == 0 {
+		w.touch(m) // a statement-only request leaves the stream row alone
+	}
 	res.Tail, res.Closed = m.Tail, m.Closed
 	return res, nil
 }
@@ -337,6 +355,7 @@ type writeSet struct {
 	msgData   [][]byte
 	touched   map[int64]*Meta
 	order     []int64
+	also      []Statement
 }
 
 func (w *writeSet) addMessage(stream int64, end Offset, data []byte) {
@@ -356,7 +375,7 @@ func (w *writeSet) touch(m *Meta) {
 	w.touched[m.ID] = m
 }
 
-func (w *writeSet) empty() bool { return len(w.touched) == 0 }
+func (w *writeSet) empty() bool { return len(w.touched) == 0 && len(w.also) == 0 }
 
 // queueWrites queues the statements that persist w and the producer/dedupe changes in st.
 func queueWrites(b *pgx.Batch, st *appendState, w *writeSet) {
@@ -423,6 +442,9 @@ func queueWrites(b *pgx.Batch, st *appendState, w *writeSet) {
 			SELECT * FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[])`,
 			dStream, dKey, dHash, dRef, dSeq)
 	}
+	for _, st := range w.also {
+		b.Queue(st.SQL, st.Args...)
+	}
 }
 
 // runAppends locks, plans and writes reqs inside tx. It returns one result or error per
@@ -446,7 +468,7 @@ func (s *Store) runAppends(ctx context.Context, tx pgx.Tx, now time.Time, reqs [
 	}
 	b = &pgx.Batch{}
 	queueWrites(b, st, w)
-	if notify {
+	if notify && len(w.touched) > 0 {
 		s.queueNotify(b, w)
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {

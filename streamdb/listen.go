@@ -60,13 +60,16 @@ func (s *Store) notifyPayload(w *writeSet, gone ...int64) string {
 
 // publish wakes this process's readers of every stream w changed.
 func (s *Store) publish(w *writeSet) {
-	if w == nil {
+	if w == nil || len(w.order) == 0 {
 		return
 	}
+	changes := make([]Change, 0, len(w.order))
 	for _, id := range w.order {
 		m := w.touched[id]
 		s.notifier.publish(id, tailState{tail: m.Tail, closed: m.Closed, known: true})
+		changes = append(changes, Change{StreamID: id, Tail: m.Tail, Closed: m.Closed, Local: true, Path: m.Path})
 	}
+	s.tellObservers(changes)
 }
 
 // publishGone wakes readers of a deleted stream.
@@ -85,6 +88,7 @@ func (s *Store) listen(ctx context.Context) {
 			return
 		}
 		s.notifier.publishAll()
+		s.tellObservers(nil)
 		s.log.Warn("notification listener disconnected; reconnecting", zap.Error(err), zap.Duration("backoff", backoff))
 		select {
 		case <-ctx.Done():
@@ -108,6 +112,7 @@ func (s *Store) listenOnce(ctx context.Context) error {
 	}
 	// Anything committed while we were not listening is unknown to the readers.
 	s.notifier.publishAll()
+	s.tellObservers(nil)
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
@@ -124,9 +129,12 @@ func (s *Store) handleNotification(payload string) {
 	}
 	if body == "*" {
 		s.notifier.publishAll()
+		s.tellObservers(nil)
 		return
 	}
-	for _, item := range strings.Split(body, ",") {
+	items := strings.Split(body, ",")
+	changes := make([]Change, 0, len(items))
+	for _, item := range items {
 		parts := strings.Split(item, ":")
 		if len(parts) != 4 {
 			continue
@@ -137,7 +145,12 @@ func (s *Store) handleNotification(payload string) {
 		if err1 != nil || err2 != nil || err3 != nil {
 			continue
 		}
-		s.notifier.publish(id, tailState{tail: Offset{Seq: seq, Pos: pos}, closed: strings.Contains(parts[3], "c"),
-			gone: strings.Contains(parts[3], "g"), known: true})
+		st := tailState{tail: Offset{Seq: seq, Pos: pos}, closed: strings.Contains(parts[3], "c"),
+			gone: strings.Contains(parts[3], "g"), known: true}
+		s.notifier.publish(id, st)
+		changes = append(changes, Change{StreamID: id, Tail: st.tail, Closed: st.closed})
+	}
+	if len(changes) > 0 {
+		s.tellObservers(changes)
 	}
 }

@@ -96,3 +96,12 @@ func (n *notifier) watched() int {
 	defer n.mu.Unlock()
 	return len(n.watches)
 }
+
+// setIfUnknown records st for a watched stream whose state no publish has set yet.
+func (n *notifier) setIfUnknown(id int64, st tailState) {
+	n.mu.Lock()
+	if w := n.watches[id]; w != nil && !w.state.known {
+		w.state = st
+	}
+	n.mu.Unlock()
+}

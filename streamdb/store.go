@@ -55,6 +55,7 @@ type Store struct {
 	procID string
 
 	notifier *notifier
+	obs      observers
 	lanes    []*lane
 	reads    flightGroup
 

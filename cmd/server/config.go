@@ -27,6 +27,11 @@ type config struct {
 	DBMaxConns        int
 	CommitLanes       int
 	Demo              bool
+	SkillsDir         string
+	WakeLease         time.Duration
+	WakeMaxAttempts   int
+	WakeBackoff       time.Duration
+	HandlerTimeout    time.Duration
 }
 
 func loadConfig(args []string) (*config, error) {
@@ -88,6 +93,11 @@ func loadConfig(args []string) (*config, error) {
 	dur(&c.ShutdownTimeout, "shutdown-timeout", "ENTITYD_SHUTDOWN_TIMEOUT", 30*time.Second, "how long shutdown waits for requests in flight")
 	num(&c.DBMaxConns, "db-max-conns", "ENTITYD_DB_MAX_CONNS", 32, "size of the Postgres connection pool")
 	num(&c.CommitLanes, "commit-lanes", "ENTITYD_COMMIT_LANES", 2, "concurrent group-commit transactions for appends")
+	dur(&c.WakeLease, "wake-lease", "ENTITYD_WAKE_LEASE", 10*time.Second, "how long a crashed process keeps its entities before others redeliver their work")
+	num(&c.WakeMaxAttempts, "wake-max-attempts", "ENTITYD_WAKE_MAX_ATTEMPTS", 5, "handler attempts per message before it is marked failed")
+	dur(&c.WakeBackoff, "wake-backoff", "ENTITYD_WAKE_BACKOFF", 200*time.Millisecond, "delay before the first retry of a failed handler (doubles each time, up to 30s)")
+	dur(&c.HandlerTimeout, "handler-timeout", "ENTITYD_HANDLER_TIMEOUT", 5*time.Minute, "longest a handler may run before its wake fails")
+	str(&c.SkillsDir, "skills-dir", "ENTITYD_SKILLS_DIR", "./skills", "SKILL.md files of the demo assistant")
 	c.Demo = true
 	if v, ok := os.LookupEnv("ENTITYD_DEMO"); ok {
 		b, err := strconv.ParseBool(strings.TrimSpace(v))

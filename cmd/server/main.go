@@ -1,5 +1,5 @@
 // Command entityd is the entity runtime server: the Electric Agents entity API and the
-// Durable Streams protocol over Postgres.
+// Durable Streams protocol over Postgres, with the demo entity types built in.
 //
 //	entityd [flags]          serve (see -h for flags and their ENTITYD_* variables)
 //	entityd migrate [flags]  apply database migrations and exit
@@ -10,23 +10,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
 	"github.com/entityd/entityd/api"
-	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/pgcluster"
-	"github.com/entityd/entityd/internal/schemas"
-	"github.com/entityd/entityd/migrations"
-	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/runtime"
+	"github.com/entityd/entityd/server"
+	"github.com/entityd/entityd/wake"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -51,9 +46,34 @@ func run(args []string) int {
 	}
 	defer func() { _ = log.Sync() }()
 
+	var defs []runtime.EntityDefinition
+	if cfg.Demo {
+		defs = demoDefinitions(cfg.SkillsDir)
+		log.Info("demo entity types enabled (turn off with --no-demo)")
+	}
+	srv := server.New(server.Config{
+		Addr:        cfg.Addr,
+		DatabaseURL: cfg.DatabaseURL,
+		DataDir:     cfg.DataDir,
+		DBMaxConns:  cfg.DBMaxConns,
+		CommitLanes: cfg.CommitLanes,
+		API: api.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxAppendBytes: cfg.MaxAppendBytes,
+			LongPollTimeout: cfg.LongPollTimeout, SSELifetime: cfg.SSELifetime},
+		Limits: inbox.Limits{Composer: inbox.ComposerLimits{MaxSourceUnits: cfg.ComposerMaxSource, MaxNodes: cfg.ComposerMaxNodes}},
+		Wake: wake.Options{Lease: cfg.WakeLease, MaxAttempts: cfg.WakeMaxAttempts, BaseBackoff: cfg.WakeBackoff,
+			HandlerTimeout: cfg.HandlerTimeout},
+		ShutdownTimeout: cfg.ShutdownTimeout,
+		Logger:          log,
+	}, defs...)
+
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := serve(ctx, command, cfg, log); err != nil {
+	if command == "migrate" {
+		err = srv.Migrate(ctx)
+	} else {
+		err = srv.Run(ctx)
+	}
+	if err != nil {
 		log.Error("entityd stopped with an error", zap.Error(err))
 		if errors.Is(err, pgcluster.ErrNotInstalled) {
 			fmt.Fprintln(os.Stderr, "entityd:", pgcluster.ErrNotInstalled)
@@ -61,106 +81,4 @@ func run(args []string) int {
 		return 1
 	}
 	return 0
-}
-
-func serve(ctx context.Context, command string, cfg *config, log *zap.Logger) error {
-	dbURL := cfg.DatabaseURL
-	if dbURL == "" {
-		cluster, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: cfg.DataDir + "/pg", Database: "entityd",
-			Logger: log, Fsync: true})
-		if err != nil {
-			return fmt.Errorf("embedded Postgres: %w", err)
-		}
-		defer func() {
-			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			defer cancel()
-			if err := cluster.Stop(stopCtx); err != nil {
-				log.Warn("embedded Postgres did not stop cleanly", zap.Error(err))
-			}
-		}()
-		dbURL = cluster.URL()
-		log.Info("using the embedded Postgres cluster", zap.String("data_dir", cfg.DataDir+"/pg"), zap.Int("port", cluster.Port()))
-	}
-	poolCfg, err := pgxpool.ParseConfig(dbURL)
-	if err != nil {
-		return fmt.Errorf("DATABASE_URL: %w", err)
-	}
-	poolCfg.MaxConns = int32(cfg.DBMaxConns)
-	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
-	if err != nil {
-		return fmt.Errorf("connect to Postgres: %w", err)
-	}
-	defer pool.Close()
-	if err := migrate(ctx, pool, log); err != nil {
-		return err
-	}
-	if command == "migrate" {
-		return nil
-	}
-
-	store, err := streamdb.Open(ctx, pool, streamdb.Options{Lanes: cfg.CommitLanes, Logger: log})
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	registry := entity.New(store, schemas.NewCache(), log)
-	sender := inbox.NewSender(registry, store, inbox.Limits{Composer: inbox.ComposerLimits{
-		MaxSourceUnits: cfg.ComposerMaxSource, MaxNodes: cfg.ComposerMaxNodes}})
-	if cfg.Demo {
-		if err := loadDemo(ctx, registry); err != nil {
-			return fmt.Errorf("load demo entity types: %w", err)
-		}
-		log.Info("demo entity types loaded (turn off with --no-demo)")
-	}
-	if err := registry.ReconcileAll(ctx); err != nil {
-		return fmt.Errorf("reconcile static slash commands: %w", err)
-	}
-	apiServer := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxAppendBytes: cfg.MaxAppendBytes,
-		LongPollTimeout: cfg.LongPollTimeout, SSELifetime: cfg.SSELifetime}, log, store, registry, sender)
-	httpServer := &http.Server{
-		Addr:              cfg.Addr,
-		Handler:           apiServer.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          zap.NewStdLog(log.Named("http")),
-	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
-	}
-	log.Info("entityd listening", zap.String("addr", ln.Addr().String()))
-	served := make(chan error, 1)
-	go func() { served <- httpServer.Serve(ln) }()
-
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	log.Info("shutting down", zap.Duration("timeout", cfg.ShutdownTimeout))
-	apiServer.Shutdown() // end live reads now; they would otherwise hold shutdown up
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
-	defer cancel()
-	if err := httpServer.Shutdown(shutdownCtx); err != nil {
-		log.Warn("requests still in flight at shutdown", zap.Error(err))
-	}
-	return nil
-}
-
-func migrate(ctx context.Context, pool *pgxpool.Pool, log *zap.Logger) error {
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("connect to Postgres: %w", err)
-	}
-	defer conn.Release()
-	res, err := migrations.Up(ctx, conn.Conn())
-	if err != nil {
-		return err
-	}
-	if res.From != res.To {
-		log.Info("database migrated", zap.Int32("from", res.From), zap.Int32("to", res.To))
-	} else {
-		log.Info("database schema is current", zap.Int32("version", res.To))
-	}
-	return nil
 }

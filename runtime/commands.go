@@ -1,0 +1,78 @@
+package runtime
+
+import (
+	"time"
+
+	"github.com/entityd/entityd/slashcmd"
+)
+
+// SlashCommands manages the woken entity's slash commands with the layer rules of
+// package slashcmd: each owner has one layer per command name, the newest registration is
+// on top, any dynamic layer beats the static command, unregistering reveals the next
+// layer, then the static command. Reads see this run's own changes; the changes are
+// committed with the wake's acknowledgement, replayed against the stored state, and
+// changing nothing (an identical registration) writes nothing.
+type SlashCommands struct {
+	c   *Context
+	set *slashcmd.Set
+}
+
+func (s *SlashCommands) load() (*slashcmd.Set, error) {
+	if s.set != nil {
+		return s.set, nil
+	}
+	svc := s.c.rt.registry.Commands()
+	entries, err := svc.Load(s.c, s.c.Entity.URL)
+	if err != nil {
+		return nil, err
+	}
+	s.set = slashcmd.NewSet(entries, svc.Limits(), time.Now())
+	return s.set, nil
+}
+
+func (s *SlashCommands) apply(op func(*slashcmd.Set) error) error {
+	set, err := s.load()
+	if err != nil {
+		return err
+	}
+	if err := op(set); err != nil {
+		return err
+	}
+	s.c.eff.commandOps = append(s.c.eff.commandOps, op)
+	return nil
+}
+
+// Get returns the effective command name.
+func (s *SlashCommands) Get(name string) (SlashCommandRow, bool, error) {
+	set, err := s.load()
+	if err != nil {
+		return SlashCommandRow{}, false, err
+	}
+	row, ok := set.Get(name)
+	return row, ok, nil
+}
+
+// List returns the effective commands sorted by name.
+func (s *SlashCommands) List() ([]SlashCommandRow, error) {
+	set, err := s.load()
+	if err != nil {
+		return nil, err
+	}
+	return set.List(), nil
+}
+
+// Register puts reg on top of its name's layers (owner "handler" when empty).
+func (s *SlashCommands) Register(reg SlashCommandRegistration) error {
+	return s.apply(func(set *slashcmd.Set) error { return set.Register(reg) })
+}
+
+// Unregister removes owner's layer for name ("" = the top layer's owner).
+func (s *SlashCommands) Unregister(name, owner string) error {
+	return s.apply(func(set *slashcmd.Set) error { set.Unregister(name, owner); return nil })
+}
+
+// ReplaceOwned makes owner's registrations exactly regs; the whole set is validated
+// first and applied as one change.
+func (s *SlashCommands) ReplaceOwned(owner string, regs []SlashCommandRegistration) error {
+	return s.apply(func(set *slashcmd.Set) error { return set.ReplaceOwned(owner, regs) })
+}

@@ -1,0 +1,222 @@
+// Package server assembles a complete entityd: Postgres (a URL, or a private cluster
+// started from the machine's binaries), migrations, the stream store, the entity
+// registry, the send path, the Go runtime with its entity definitions, wake delivery, and
+// the HTTP API. cmd/server and programs that embed entityd with their own entities both
+// use it:
+//
+//	srv := server.New(server.Config{Addr: ":4437"}, myEntityDefinition)
+//	err := srv.Run(ctx) // until ctx is cancelled, then a graceful shutdown
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	"github.com/entityd/entityd/api"
+	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/internal/pgcluster"
+	"github.com/entityd/entityd/internal/schemas"
+	"github.com/entityd/entityd/migrations"
+	"github.com/entityd/entityd/runtime"
+	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wake"
+)
+
+// Config configures a server. Zero values take the defaults documented in the README.
+type Config struct {
+	// Addr is the listen address (default ":4437").
+	Addr string
+	// DatabaseURL is the Postgres URL; empty starts a private cluster under DataDir/pg.
+	DatabaseURL string
+	// DataDir holds the private cluster (default "./.entityd").
+	DataDir string
+	// DBMaxConns sizes the connection pool (default 32).
+	DBMaxConns int
+	// CommitLanes is the number of concurrent group-commit transactions (default 2).
+	CommitLanes int
+	API         api.Config
+	Limits      inbox.Limits
+	Wake        wake.Options
+	// ShutdownTimeout bounds the graceful shutdown (default 30s).
+	ShutdownTimeout time.Duration
+	// Logger defaults to a production zap logger.
+	Logger *zap.Logger
+	// Ready, if set, is called with the listening address once the server serves.
+	Ready func(addr net.Addr)
+}
+
+// Server is an entityd instance.
+type Server struct {
+	cfg  Config
+	defs []runtime.EntityDefinition
+	log  *zap.Logger
+}
+
+// New returns a server that runs the handlers of defs.
+func New(cfg Config, defs ...runtime.EntityDefinition) *Server {
+	if cfg.Addr == "" {
+		cfg.Addr = ":4437"
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = "./.entityd"
+	}
+	if cfg.DBMaxConns <= 0 {
+		cfg.DBMaxConns = 32
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger, _ = zap.NewProduction()
+	}
+	cfg.Wake.Logger = cfg.Logger
+	return &Server{cfg: cfg, defs: defs, log: cfg.Logger}
+}
+
+// Migrate applies the database migrations and returns.
+func (s *Server) Migrate(ctx context.Context) error {
+	pool, stop, err := s.openDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	defer pool.Close()
+	return migrate(ctx, pool, s.log)
+}
+
+// Run serves until ctx is cancelled, then shuts down gracefully: live reads end, requests
+// in flight and running handlers finish, held entities are released, Postgres (if
+// private) stops.
+func (s *Server) Run(ctx context.Context) error {
+	pool, stopDB, err := s.openDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopDB()
+	defer pool.Close()
+	if err := migrate(ctx, pool, s.log); err != nil {
+		return err
+	}
+	store, err := streamdb.Open(ctx, pool, streamdb.Options{Lanes: s.cfg.CommitLanes, Logger: s.log})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	registry := entity.New(store, schemas.NewCache(), s.log)
+	sender := inbox.NewSender(registry, store, s.cfg.Limits)
+	rt := runtime.New(registry, store, sender, s.log)
+	if err := rt.Define(s.defs...); err != nil {
+		return err
+	}
+	registry.SetHandled(rt.Handles)
+	registry.SetEndHook(wake.NotifyEnd)
+	if err := rt.Register(ctx); err != nil {
+		return fmt.Errorf("register entity types: %w", err)
+	}
+	if err := registry.ReconcileAll(ctx); err != nil {
+		return fmt.Errorf("reconcile static slash commands: %w", err)
+	}
+	dispatcher := wake.New(store, rt, rt.Types(), s.cfg.Wake)
+	rt.SetTimerPoke(dispatcher.PokeTimers)
+
+	apiServer := api.New(s.cfg.API, s.log, store, registry, sender)
+	apiServer.SetDispatcher(dispatcher)
+	httpServer := &http.Server{
+		Handler:           apiServer.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
+	}
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
+	}
+	if err := dispatcher.Start(ctx); err != nil {
+		ln.Close()
+		return fmt.Errorf("start wake delivery: %w", err)
+	}
+	s.log.Info("entityd listening", zap.String("addr", ln.Addr().String()), zap.Strings("entity_types", rt.Types()))
+	served := make(chan error, 1)
+	go func() { served <- httpServer.Serve(ln) }()
+	if s.cfg.Ready != nil {
+		s.cfg.Ready(ln.Addr())
+	}
+
+	var runErr error
+	select {
+	case err := <-served:
+		if !errors.Is(err, http.ErrServerClosed) {
+			runErr = err
+		}
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down", zap.Duration("timeout", s.cfg.ShutdownTimeout))
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+	defer cancel()
+	apiServer.Shutdown() // end live reads now; they would otherwise hold shutdown up
+	if err := httpServer.Shutdown(shutdownCtx); err != nil {
+		s.log.Warn("requests still in flight at shutdown", zap.Error(err))
+	}
+	dispatcher.Stop(shutdownCtx)
+	return runErr
+}
+
+// openDB connects to DatabaseURL, or starts the private cluster.
+func (s *Server) openDB(ctx context.Context) (*pgxpool.Pool, func(), error) {
+	stop := func() {}
+	dbURL := s.cfg.DatabaseURL
+	if dbURL == "" {
+		dir := s.cfg.DataDir + "/pg"
+		cluster, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: dir, Database: "entityd", Logger: s.log, Fsync: true})
+		if err != nil {
+			return nil, stop, fmt.Errorf("embedded Postgres: %w", err)
+		}
+		stop = func() {
+			stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := cluster.Stop(stopCtx); err != nil {
+				s.log.Warn("embedded Postgres did not stop cleanly", zap.Error(err))
+			}
+		}
+		dbURL = cluster.URL()
+		s.log.Info("using the embedded Postgres cluster", zap.String("data_dir", dir), zap.Int("port", cluster.Port()))
+	}
+	poolCfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		stop()
+		return nil, func() {}, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	poolCfg.MaxConns = int32(s.cfg.DBMaxConns)
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		stop()
+		return nil, func() {}, fmt.Errorf("connect to Postgres: %w", err)
+	}
+	return pool, stop, nil
+}
+
+func migrate(ctx context.Context, pool *pgxpool.Pool, log *zap.Logger) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("connect to Postgres: %w", err)
+	}
+	defer conn.Release()
+	res, err := migrations.Up(ctx, conn.Conn())
+	if err != nil {
+		return err
+	}
+	if res.From != res.To {
+		log.Info("database migrated", zap.Int32("from", res.From), zap.Int32("to", res.To))
+	} else {
+		log.Info("database schema is current", zap.Int32("version", res.To))
+	}
+	return nil
+}

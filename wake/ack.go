@@ -1,0 +1,258 @@
+package wake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/entityd/entityd/internal/rawjson"
+	"github.com/entityd/entityd/streamdb"
+)
+
+var (
+	// ErrFenced means another process claimed the entity: this process's claim is stale
+	// and its writes were refused.
+	ErrFenced = errors.New("wake: the entity was claimed by another process; this claim is stale")
+	// errFullPath asks the acknowledgement to take the transactional path (the entity has
+	// observers to notify).
+	errFullPath = errors.New("wake: acknowledgement needs the full path")
+	// ErrEntityEnded means the entity's stream closed (stopped or killed).
+	ErrEntityEnded = errors.New("wake: the entity has ended")
+)
+
+// fence is the claim an acknowledgement must still hold.
+type fence struct {
+	url    string
+	holder string
+	epoch  int64
+}
+
+func (f fence) key() string { return strconv.FormatInt(f.epoch, 10) + "/" + f.holder }
+
+func (f fence) stream() string { return f.url + "/main" }
+
+// fenceAdmission checks, under the entity_wake row's lock and in the same transaction as
+// the acknowledgement's appends, that the claim still holds; it also sends
+// acknowledgements of observed entities down the full path, which notifies observers.
+var fenceAdmission = &streamdb.Admission{
+	SQL: `WITH req AS (SELECT left(p, -5) AS url, k FROM unnest($1::text[], $2::text[]) AS u(p, k)),
+		locked AS (SELECT w.entity_url, w.epoch, w.holder FROM entity_wake w
+			WHERE w.entity_url IN (SELECT url FROM req) ORDER BY w.entity_url FOR UPDATE)
+		SELECT r.url || '/main',
+			CASE WHEN l.entity_url IS NULL OR l.epoch::text || '/' || coalesce(l.holder, '') <> r.k
+				THEN 'fenced' ELSE 'observed' END
+		FROM req r LEFT JOIN locked l ON l.entity_url = r.url
+		WHERE l.entity_url IS NULL OR l.epoch::text || '/' || coalesce(l.holder, '') <> r.k
+			OR EXISTS (SELECT 1 FROM wake_observations o WHERE o.source_url = r.url)`,
+	Refuse: func(code string) error {
+		if code == "fenced" {
+			return ErrFenced
+		}
+		return errFullPath
+	},
+}
+
+// progress is what an acknowledgement records besides the handler's writes.
+type progress struct {
+	scanned  int64
+	consumed []int64
+	held     []heldOp
+	// stop finishes a SIGTERM: the entity becomes stopped and its streams close.
+	stop bool
+}
+
+func (p progress) statements(url string) []streamdb.Statement {
+	consumed := p.consumed
+	if consumed == nil {
+		consumed = []int64{}
+	}
+	out := []streamdb.Statement{{SQL: `UPDATE entity_wake SET scanned_seq = $2, attempts = 0, retry_at = NULL,
+			last_error = NULL, consumed = $3, updated_at = now() WHERE entity_url = $1`,
+		Args: []any{url, p.scanned, consumed}}}
+	for _, op := range p.held {
+		if op.del {
+			out = append(out, streamdb.Statement{SQL: `DELETE FROM inbox_held WHERE entity_url = $1 AND key = $2`,
+				Args: []any{url, op.key}})
+			continue
+		}
+		out = append(out, streamdb.Statement{SQL: `INSERT INTO inbox_held (entity_url, key, seq, value) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (entity_url, key) DO UPDATE SET seq = excluded.seq, value = excluded.value`,
+			Args: []any{url, op.key, op.seq, []byte(op.value)}})
+	}
+	return out
+}
+
+// acknowledge commits a successful run: its effects, the scan position and the held
+// messages, fenced by the claim. Plain runs (own events only) share a group commit with
+// every other append; the rest take their own transaction.
+func (d *Dispatcher) acknowledge(ctx context.Context, f fence, eff Effects, p progress) error {
+	if !eff.Extra() && !p.stop {
+		_, err := d.streams.Append(ctx, &streamdb.AppendRequest{
+			Path: f.stream(), Messages: eff.Events(), Admission: fenceAdmission, AdmissionKey: f.key(),
+			Also: p.statements(f.url),
+		})
+		switch {
+		case err == nil:
+			eff.Committed()
+			return nil
+		case errors.Is(err, errFullPath):
+		default:
+			return ackError(err)
+		}
+	}
+	err := d.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+		if err := checkFence(ctx, tx, f); err != nil {
+			return err
+		}
+		if events := eff.Events(); len(events) > 0 {
+			if _, err := tx.Append(ctx, &streamdb.AppendRequest{Path: f.stream(), Messages: events}); err != nil {
+				return err
+			}
+			if err := notifyObservers(ctx, tx, f.url, events); err != nil {
+				return err
+			}
+		}
+		if err := eff.Apply(ctx, tx); err != nil {
+			return err
+		}
+		if p.stop {
+			if err := d.finishStop(ctx, tx, f.url); err != nil {
+				return err
+			}
+		}
+		return execAll(ctx, tx, p.statements(f.url))
+	})
+	if err != nil {
+		return ackError(err)
+	}
+	eff.Committed()
+	return nil
+}
+
+// skip records scan progress without a handler run (events that were not work), so an
+// entity released by this process is not picked up again for nothing.
+func (d *Dispatcher) skip(ctx context.Context, f fence, p progress) error {
+	_, err := d.streams.Append(ctx, &streamdb.AppendRequest{Path: f.stream(), Admission: fenceAdmission,
+		AdmissionKey: f.key(), Also: p.statements(f.url)})
+	if errors.Is(err, errFullPath) {
+		err = d.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+			if err := checkFence(ctx, tx, f); err != nil {
+				return err
+			}
+			return execAll(ctx, tx, p.statements(f.url))
+		})
+	}
+	return ackError(err)
+}
+
+// failure records a failed run: an error event on the entity's stream, and either a
+// retry after a backoff or, after the last attempt, the work marked failed and skipped.
+// Nothing else the run wrote is kept.
+type failure struct {
+	it       *item
+	err      error
+	attempt  int
+	max      int
+	retryAt  time.Time
+	giveUp   bool
+	progress progress // for giveUp: past the failed item
+}
+
+func (d *Dispatcher) recordFailure(ctx context.Context, f fence, fl failure) error {
+	now := time.Now()
+	var v rawjson.Object
+	v.String("message", fl.err.Error()).String("wake", fl.it.wake.Kind()).String("key", fl.it.key).
+		String("offset", fl.it.offset.String()).Int("attempt", int64(fl.attempt)).Int("max_attempts", int64(fl.max))
+	v.Bool("will_retry", !fl.giveUp)
+	if !fl.giveUp {
+		v.Time("retry_at", fl.retryAt)
+	}
+	v.Time("timestamp", now)
+	events := [][]byte{streamdb.Event{Type: "error", Key: "error-" + strconv.FormatInt(fl.it.seq, 10) + "-" + strconv.Itoa(fl.attempt),
+		Value: v.Bytes(), Operation: streamdb.OpInsert, Timestamp: now}.Marshal()}
+	if fl.giveUp {
+		if _, ok := fl.it.wake.(InboxWake); ok {
+			var u rawjson.Object
+			u.String("status", "failed").Time("failed_at", now).String("error", fl.err.Error()).Int("attempts", int64(fl.attempt))
+			events = append(events, streamdb.Event{Type: "inbox", Key: fl.it.key, Value: u.Bytes(),
+				Operation: streamdb.OpUpdate, Timestamp: now}.Marshal())
+		}
+	}
+	err := d.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+		if err := checkFence(ctx, tx, f); err != nil {
+			return err
+		}
+		if _, err := tx.Append(ctx, &streamdb.AppendRequest{Path: f.stream(), Messages: events}); err != nil {
+			return err
+		}
+		if !fl.giveUp {
+			_, err := tx.Exec(ctx, `UPDATE entity_wake SET attempts = $2, retry_at = $3, last_error = $4, updated_at = now()
+				WHERE entity_url = $1`, f.url, fl.attempt, fl.retryAt, fl.err.Error())
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO wake_failures (entity_url, seq, kind, key, attempts, error)
+			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (entity_url, seq) DO NOTHING`,
+			f.url, fl.it.seq, fl.it.wake.Kind(), fl.it.key, fl.attempt, fl.err.Error()); err != nil {
+			return err
+		}
+		return execAll(ctx, tx, fl.progress.statements(f.url))
+	})
+	return ackError(err)
+}
+
+func checkFence(ctx context.Context, tx *streamdb.Tx, f fence) error {
+	var epoch int64
+	var holder *string
+	err := tx.QueryRow(ctx, `SELECT epoch, holder FROM entity_wake WHERE entity_url = $1 FOR UPDATE`, f.url).Scan(&epoch, &holder)
+	if err != nil {
+		return fmt.Errorf("wake: read claim: %w", err)
+	}
+	if epoch != f.epoch || holder == nil || *holder != f.holder {
+		return ErrFenced
+	}
+	return nil
+}
+
+func execAll(ctx context.Context, tx *streamdb.Tx, stmts []streamdb.Statement) error {
+	for _, st := range stmts {
+		if _, err := tx.Exec(ctx, st.SQL, st.Args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func ackError(err error) error {
+	var closed *streamdb.ClosedError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrFenced):
+		return ErrFenced
+	case errors.As(err, &closed):
+		return ErrEntityEnded
+	}
+	return err
+}
+
+// finishStop completes a graceful stop after the SIGTERM wake: the entity becomes
+// stopped, its streams close, and its observers hear about it.
+func (d *Dispatcher) finishStop(ctx context.Context, tx *streamdb.Tx, url string) error {
+	tag, err := tx.Exec(ctx, `UPDATE entities SET status = 'stopped', updated_at = now() WHERE url = $1 AND status = 'stopping'`, url)
+	if err != nil || tag.RowsAffected() == 0 {
+		return err
+	}
+	now := time.Now()
+	var v rawjson.Object
+	v.String("status", "stopped").Time("timestamp", now)
+	ev := streamdb.Event{Type: "entity_stopped", Key: "entity-stopped", Value: v.Bytes(), Operation: streamdb.OpInsert, Timestamp: now}.Marshal()
+	if _, err := tx.Append(ctx, &streamdb.AppendRequest{Path: url + "/main", Messages: [][]byte{ev}, Close: true}); err != nil {
+		return err
+	}
+	if _, err := tx.Append(ctx, &streamdb.AppendRequest{Path: url + "/slash-commands", Close: true}); err != nil && !errors.Is(err, streamdb.ErrNotFound) {
+		return err
+	}
+	return NotifyEnd(ctx, tx, url, "stopped")
+}

@@ -1,0 +1,397 @@
+package wake
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	"github.com/entityd/entityd/streamdb"
+)
+
+// Options tune delivery. Zero values take the defaults.
+type Options struct {
+	// Lease is how long this process's claims outlive its last heartbeat: after a crash,
+	// its entities are redelivered by another process after at most about this long.
+	Lease time.Duration
+	// Heartbeat is how often the lease is renewed.
+	Heartbeat time.Duration
+	// IdleRelease lets go of an entity that had no work for this long.
+	IdleRelease time.Duration
+	// MaxAttempts is how many times a failing unit of work is tried before it is marked
+	// failed and skipped.
+	MaxAttempts int
+	// BaseBackoff and MaxBackoff bound the exponential delay between attempts.
+	BaseBackoff time.Duration
+	MaxBackoff  time.Duration
+	// HandlerTimeout cancels a handler run that takes longer (the run then fails).
+	HandlerTimeout time.Duration
+	// SweepInterval is how often unheld entities with pending work are looked for (work
+	// left by a crashed process, or whose notification was missed).
+	SweepInterval time.Duration
+	Logger        *zap.Logger
+}
+
+func (o *Options) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.Lease, 10*time.Second)
+	def(&o.Heartbeat, 2*time.Second)
+	def(&o.IdleRelease, 30*time.Second)
+	def(&o.BaseBackoff, 200*time.Millisecond)
+	def(&o.MaxBackoff, 30*time.Second)
+	def(&o.HandlerTimeout, 5*time.Minute)
+	def(&o.SweepInterval, 5*time.Second)
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 5
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+}
+
+// Dispatcher finds work for the entities whose types this process handles, claims them
+// and runs one worker per claimed entity.
+type Dispatcher struct {
+	opts    Options
+	streams *streamdb.Store
+	pool    *pgxpool.Pool
+	runner  Runner
+	log     *zap.Logger
+	holder  string
+	types   []string
+
+	mu        sync.Mutex
+	workers   map[string]*worker
+	byStream  map[int64]entityRef
+	notEntity map[int64]struct{}
+
+	changes chan []streamdb.Change
+	rescan  chan struct{}
+	timers  *timerService
+
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+	workWG  sync.WaitGroup
+	started bool
+}
+
+type entityRef struct {
+	url, entityType string
+}
+
+// New returns a Dispatcher that runs handlers of the given types through runner.
+func New(streams *streamdb.Store, runner Runner, types []string, opts Options) *Dispatcher {
+	opts.setDefaults()
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	d := &Dispatcher{
+		opts: opts, streams: streams, pool: streams.Pool(), runner: runner, log: opts.Logger.Named("wake"),
+		holder: "h-" + hex.EncodeToString(id[:]), types: types,
+		workers: map[string]*worker{}, byStream: map[int64]entityRef{}, notEntity: map[int64]struct{}{},
+		changes: make(chan []streamdb.Change, 4096), rescan: make(chan struct{}, 1),
+	}
+	d.timers = &timerService{d: d, poke: make(chan struct{}, 1)}
+	streams.OnCommit(d.observe)
+	return d
+}
+
+// Holder is this process's holder id.
+func (d *Dispatcher) Holder() string { return d.holder }
+
+// Start registers this process as a holder and starts finding and delivering work.
+func (d *Dispatcher) Start(ctx context.Context) error {
+	if err := registerHolder(ctx, d.pool, d.holder, d.opts.Lease); err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	d.stop = cancel
+	d.started = true
+	d.wg.Add(3)
+	go func() { defer d.wg.Done(); d.heartbeatLoop(runCtx) }()
+	go func() { defer d.wg.Done(); d.loop(runCtx) }()
+	go func() { defer d.wg.Done(); d.timers.run(runCtx) }()
+	d.requestRescan()
+	d.log.Info("wake dispatcher started", zap.String("holder", d.holder), zap.Strings("types", d.types))
+	return nil
+}
+
+// Stop stops delivering: running handlers finish (their acknowledgements commit), and
+// every entity this process holds is released so that others take over at once.
+func (d *Dispatcher) Stop(ctx context.Context) {
+	if !d.started {
+		return
+	}
+	d.stop()
+	d.wg.Wait()
+	done := make(chan struct{})
+	go func() { d.workWG.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		// A handler is still running: keep its claim (the lease lapses on its own) rather
+		// than let another process run the entity at the same time.
+		d.log.Warn("handlers still running at shutdown; their entities are redelivered when the lease lapses")
+		return
+	}
+	if err := unregisterHolder(ctx, d.pool, d.holder); err != nil {
+		d.log.Warn("could not release entities at shutdown; they are redelivered when the lease lapses", zap.Error(err))
+	}
+}
+
+// observe hears about every stream commit (this process's and others'); it runs on the
+// committing goroutine, so it only hands the changes over.
+func (d *Dispatcher) observe(changes []streamdb.Change) {
+	if changes == nil {
+		d.requestRescan()
+		return
+	}
+	select {
+	case d.changes <- changes:
+	default:
+		d.requestRescan() // too much at once: look for work in the database instead
+	}
+}
+
+func (d *Dispatcher) requestRescan() {
+	select {
+	case d.rescan <- struct{}{}:
+	default:
+	}
+}
+
+func (d *Dispatcher) heartbeatLoop(ctx context.Context) {
+	t := time.NewTicker(d.opts.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := heartbeat(ctx, d.pool, d.holder, d.opts.Lease); err != nil && ctx.Err() == nil {
+				d.log.Warn("lease heartbeat failed", zap.Error(err))
+			}
+		}
+	}
+}
+
+func (d *Dispatcher) loop(ctx context.Context) {
+	sweep := time.NewTicker(d.opts.SweepInterval)
+	defer sweep.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case changes := <-d.changes:
+			d.onChanges(ctx, changes)
+		case <-d.rescan:
+			d.sweep(ctx)
+		case <-sweep.C:
+			d.sweep(ctx)
+		}
+	}
+}
+
+// onChanges pokes the workers of changed entities and claims the others.
+func (d *Dispatcher) onChanges(ctx context.Context, changes []streamdb.Change) {
+	// take everything queued so far, to claim in one statement
+	for more := true; more; {
+		select {
+		case c := <-d.changes:
+			changes = append(changes, c...)
+		default:
+			more = false
+		}
+	}
+	var unknown []int64
+	var refs []entityRef
+	d.mu.Lock()
+	for _, c := range changes {
+		if ref, ok := d.byStream[c.StreamID]; ok {
+			refs = append(refs, ref)
+		} else if _, no := d.notEntity[c.StreamID]; !no {
+			unknown = append(unknown, c.StreamID)
+		}
+	}
+	d.mu.Unlock()
+	if len(unknown) > 0 {
+		found, err := d.resolve(ctx, unknown)
+		if err != nil {
+			d.log.Warn("could not resolve streams to entities", zap.Error(err))
+			d.requestRescan()
+		}
+		refs = append(refs, found...)
+	}
+	d.dispatch(ctx, refs)
+}
+
+// resolve maps stream ids to the entities whose main stream they are, caching the
+// answer (including "not an entity's main stream").
+func (d *Dispatcher) resolve(ctx context.Context, ids []int64) ([]entityRef, error) {
+	rows, err := d.pool.Query(ctx, `SELECT stream_id, entity_url, entity_type FROM entity_wake WHERE stream_id = ANY($1)`, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	found := map[int64]entityRef{}
+	for rows.Next() {
+		var id int64
+		var ref entityRef
+		if err := rows.Scan(&id, &ref.url, &ref.entityType); err != nil {
+			return nil, err
+		}
+		found[id] = ref
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.notEntity) > 100_000 {
+		d.notEntity = map[int64]struct{}{}
+	}
+	if len(d.byStream) > 1_000_000 {
+		d.byStream = map[int64]entityRef{}
+	}
+	out := make([]entityRef, 0, len(found))
+	for _, id := range ids {
+		if ref, ok := found[id]; ok {
+			d.byStream[id] = ref
+			out = append(out, ref)
+		} else {
+			d.notEntity[id] = struct{}{}
+		}
+	}
+	return out, nil
+}
+
+// dispatch pokes running workers and claims entities that have none here.
+func (d *Dispatcher) dispatch(ctx context.Context, refs []entityRef) {
+	var claimURLs []string
+	seen := map[string]bool{}
+	d.mu.Lock()
+	for _, ref := range refs {
+		if seen[ref.url] || !d.runner.Handles(ref.entityType) {
+			continue
+		}
+		seen[ref.url] = true
+		if w := d.workers[ref.url]; w != nil {
+			w.poke()
+			continue
+		}
+		claimURLs = append(claimURLs, ref.url)
+	}
+	d.mu.Unlock()
+	if len(claimURLs) > 0 {
+		d.claimAndStart(ctx, claimURLs)
+	}
+}
+
+func (d *Dispatcher) claimAndStart(ctx context.Context, urls []string) {
+	got, err := claim(ctx, d.pool, d.holder, urls)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log.Warn("claim failed", zap.Error(err))
+		}
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range got {
+		if !d.runner.Handles(c.entityType) || ctx.Err() != nil {
+			_ = release(context.WithoutCancel(ctx), d.pool, d.holder, c.url, c.epoch)
+			continue
+		}
+		if old := d.workers[c.url]; old != nil {
+			// our own worker is still winding down; the claim just fenced it, so hand the
+			// entity to a fresh one
+			old.poke()
+		}
+		w := newWorker(d, c)
+		d.workers[c.url] = w
+		d.byStream[c.streamID] = entityRef{url: c.url, entityType: c.entityType}
+		d.workWG.Add(1)
+		go func() { defer d.workWG.Done(); w.run(ctx) }()
+	}
+}
+
+// workerDone forgets a finished worker; when work arrived while it was letting go,
+// the entity is claimed again.
+func (d *Dispatcher) workerDone(ctx context.Context, w *worker, reclaim bool) {
+	d.mu.Lock()
+	if d.workers[w.url] == w {
+		delete(d.workers, w.url)
+	}
+	d.mu.Unlock()
+	if reclaim && ctx.Err() == nil {
+		d.claimAndStart(ctx, []string{w.url})
+	}
+}
+
+// sweep claims unheld entities with pending work.
+func (d *Dispatcher) sweep(ctx context.Context) {
+	if len(d.types) == 0 {
+		return
+	}
+	for ctx.Err() == nil {
+		urls, err := pendingUnheld(ctx, d.pool, d.types, 500)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.log.Warn("sweep for pending work failed", zap.Error(err))
+			}
+			return
+		}
+		d.mu.Lock()
+		var fresh []string
+		for _, u := range urls {
+			if d.workers[u] == nil {
+				fresh = append(fresh, u)
+			}
+		}
+		d.mu.Unlock()
+		if len(fresh) == 0 {
+			return
+		}
+		before := d.workerCount()
+		d.claimAndStart(ctx, fresh)
+		if d.workerCount() == before || len(urls) < 500 {
+			return
+		}
+	}
+}
+
+func (d *Dispatcher) workerCount() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.workers)
+}
+
+// Held returns the entities this process currently holds (for the API and tests).
+func (d *Dispatcher) Held() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]string, 0, len(d.workers))
+	for u := range d.workers {
+		out = append(out, u)
+	}
+	return out
+}
+
+// backoff is the delay before attempt n+1 after n failures.
+func (d *Dispatcher) backoff(failures int) time.Duration {
+	b := d.opts.BaseBackoff
+	for i := 1; i < failures && b < d.opts.MaxBackoff; i++ {
+		b *= 2
+	}
+	if b > d.opts.MaxBackoff {
+		b = d.opts.MaxBackoff
+	}
+	return b
+}

@@ -1,0 +1,59 @@
+package wake
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Status is the delivery state of one entity, as the API shows it.
+type Status struct {
+	// ScannedSeq: every event of the stream up to this sequence number was handled.
+	ScannedSeq int64      `json:"scanned_seq"`
+	Held       bool       `json:"held"`
+	Holder     *string    `json:"holder"`
+	Epoch      int64      `json:"epoch"`
+	Attempts   int        `json:"attempts"`
+	RetryAt    *time.Time `json:"retry_at"`
+	LastError  *string    `json:"last_error"`
+	Paused     int        `json:"paused_messages"`
+	Failures   []Failure  `json:"failures"`
+}
+
+// Failure is a unit of work given up on after the last attempt.
+type Failure struct {
+	Seq      int64     `json:"seq"`
+	Kind     string    `json:"kind"`
+	Key      string    `json:"key"`
+	Attempts int       `json:"attempts"`
+	Error    string    `json:"error"`
+	FailedAt time.Time `json:"failed_at"`
+}
+
+// StatusOf reads an entity's delivery state.
+func StatusOf(ctx context.Context, pool *pgxpool.Pool, url string) (*Status, error) {
+	st := &Status{Failures: []Failure{}}
+	err := pool.QueryRow(ctx, `SELECT w.scanned_seq, w.holder, w.epoch, w.attempts, w.retry_at, w.last_error,
+			w.holder IS NOT NULL AND EXISTS (SELECT 1 FROM wake_holders h WHERE h.holder_id = w.holder AND h.lease_until > now()),
+			(SELECT count(*) FROM inbox_held i WHERE i.entity_url = w.entity_url)
+		FROM entity_wake w WHERE w.entity_url = $1`, url).
+		Scan(&st.ScannedSeq, &st.Holder, &st.Epoch, &st.Attempts, &st.RetryAt, &st.LastError, &st.Held, &st.Paused)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := pool.Query(ctx, `SELECT seq, kind, key, attempts, error, failed_at FROM wake_failures
+		WHERE entity_url = $1 ORDER BY seq`, url)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var f Failure
+		if err := rows.Scan(&f.Seq, &f.Kind, &f.Key, &f.Attempts, &f.Error, &f.FailedAt); err != nil {
+			return nil, err
+		}
+		st.Failures = append(st.Failures, f)
+	}
+	return st, rows.Err()
+}

@@ -1,0 +1,126 @@
+package wake
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/entityd/entityd/internal/rawjson"
+	"github.com/entityd/entityd/streamdb"
+)
+
+// Schedule records timer id for an entity inside tx: at due, a schedule wake with
+// payload is appended to the entity's stream.
+func Schedule(ctx context.Context, tx *streamdb.Tx, id, entityURL string, due time.Time, payload json.RawMessage) error {
+	var p any
+	if payload != nil {
+		p = []byte(payload)
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO wake_timers (id, entity_url, due_at, payload) VALUES ($1, $2, $3, $4)`, id, entityURL, due, p)
+	return err
+}
+
+// PokeTimers makes the timer service look for due timers now (after a Schedule commits).
+func (d *Dispatcher) PokeTimers() {
+	select {
+	case d.timers.poke <- struct{}{}:
+	default:
+	}
+}
+
+// timerService fires due timers: it appends their wake events (deduplicated by timer id,
+// so a timer fires once even if two processes race) and deletes them, in one transaction
+// per batch. It sleeps until the next due timer, at most a second.
+type timerService struct {
+	d    *Dispatcher
+	poke chan struct{}
+}
+
+func (t *timerService) run(ctx context.Context) {
+	for {
+		next, err := t.fire(ctx)
+		if err != nil && ctx.Err() == nil {
+			t.d.log.Warn("firing timers failed", zap.Error(err))
+		}
+		wait := time.Second
+		if next != nil {
+			if d := time.Until(*next); d < wait {
+				wait = max(d, 5*time.Millisecond)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.poke:
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (t *timerService) fire(ctx context.Context) (*time.Time, error) {
+	for {
+		fired := 0
+		err := t.d.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+			fired = 0
+			rows, err := tx.Query(ctx, `SELECT id, entity_url, due_at, payload FROM wake_timers
+				WHERE due_at <= now() ORDER BY due_at LIMIT 100 FOR UPDATE SKIP LOCKED`)
+			if err != nil {
+				return err
+			}
+			type due struct {
+				id, url string
+				at      time.Time
+				payload []byte
+			}
+			var list []due
+			for rows.Next() {
+				var d due
+				if err := rows.Scan(&d.id, &d.url, &d.at, &d.payload); err != nil {
+					rows.Close()
+					return err
+				}
+				list = append(list, d)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			for _, d := range list {
+				now := time.Now()
+				var v rawjson.Object
+				v.String("kind", "schedule").String("id", d.id)
+				if d.payload != nil {
+					v.Raw("payload", d.payload)
+				}
+				v.Time("due_at", d.at).Time("fired_at", now)
+				ev := streamdb.Event{Type: "wake", Key: "timer-" + d.id, Value: v.Bytes(), Operation: streamdb.OpInsert,
+					Timestamp: now}.Marshal()
+				hash := sha256.Sum256([]byte(d.id))
+				_, err := tx.Append(ctx, &streamdb.AppendRequest{Path: d.url + "/main", Messages: [][]byte{ev},
+					Dedupe: &streamdb.Dedupe{Key: "timer:" + d.id, Hash: hash[:], Ref: d.id}})
+				var closed *streamdb.ClosedError
+				if err != nil && !errors.As(err, &closed) && !errors.Is(err, streamdb.ErrNotFound) {
+					return err
+				}
+				if _, err := tx.Exec(ctx, `DELETE FROM wake_timers WHERE id = $1`, d.id); err != nil {
+					return err
+				}
+				fired++
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if fired < 100 {
+			break
+		}
+	}
+	var next *time.Time
+	err := t.d.pool.QueryRow(ctx, `SELECT min(due_at) FROM wake_timers`).Scan(&next)
+	return next, err
+}
