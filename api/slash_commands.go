@@ -138,6 +138,8 @@ func commandError(err error) error {
 			withDetails(validation.Details{{Path: "/", Message: "an entity can have at most 500 slash commands"}})
 	case errors.Is(err, slashcmd.ErrEntityClosed):
 		return newError(http.StatusConflict, CodeNotRunning, "Entity is not accepting writes")
+	case errors.Is(err, slashcmd.ErrEntityNotFound):
+		return newError(http.StatusNotFound, CodeNotFound, "Entity has no slash-command collection")
 	}
 	return err
 }

@@ -434,7 +434,7 @@ func TestCollectionStreamReads(t *testing.T) {
 	// From the start: the snapshot, at the tail.
 	tail := h.collTail(u)
 	_, rows := h.listCmds(u)
-	for _, q := range []string{"offset=-1", "", "offset=0000000000000000_0000000000000000"} {
+	for _, q := range []string{"offset=-1", ""} {
 		r, events := h.readColl(u, q)
 		requireStatus(t, r, http.StatusOK)
 		require.Equal(t, tail, r.Header.Get("Stream-Next-Offset"), q)
@@ -443,6 +443,13 @@ func TestCollectionStreamReads(t *testing.T) {
 		requireSnapshot(t, events, tail, rows)
 	}
 	require.Equal(t, []string{"help", "review"}, rowNames(t, rows))
+
+	// An explicit offset, even the very first one, reads the changes after it (the
+	// history), not a snapshot: the spawn's two inserts and the update.
+	r0, history := h.readColl(u, "offset=0000000000000000_0000000000000000")
+	requireStatus(t, r0, http.StatusOK)
+	require.Equal(t, tail, r0.Header.Get("Stream-Next-Offset"))
+	require.Len(t, history, 3)
 
 	// From the tail: nothing yet.
 	r, events := h.readColl(u, "offset="+tail)
@@ -625,4 +632,22 @@ func nextSSE(t *testing.T, ch <-chan sseEvent) sseEvent {
 		t.Fatal("no SSE event")
 		return sseEvent{}
 	}
+}
+
+// A picker following an entity with no commands at all parks at the collection's tail
+// (0_0) instead of receiving the empty snapshot over and over.
+func TestEmptyCollectionLongPollWaits(t *testing.T) {
+	h := setup(t, testserver.Options{API: api.Config{LongPollTimeout: 300 * time.Millisecond}})
+	h.registerType(`{"name":"bare","description":"no commands"}`)
+	h.mustSpawn("bare", "one", nil)
+	r, events := h.readColl("/bare/one", "offset=-1")
+	requireStatus(t, r, http.StatusOK)
+	tail := r.Header.Get("Stream-Next-Offset")
+	require.Equal(t, "0000000000000000_0000000000000000", tail)
+	require.Len(t, events, 2, "snapshot-start and snapshot-end only")
+
+	start := time.Now()
+	r, _ = h.readColl("/bare/one", "offset="+tail+"&live=long-poll")
+	requireStatus(t, r, http.StatusNoContent)
+	require.GreaterOrEqual(t, time.Since(start), 250*time.Millisecond, "the long-poll waited for a change")
 }

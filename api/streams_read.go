@@ -94,7 +94,10 @@ func (s *Server) readStream(w http.ResponseWriter, r *http.Request, path string)
 	if rq.from.Seq > m.Tail.Seq {
 		return badRequest("offset is beyond the tail of the stream")
 	}
-	if isCollection(path) && rq.kind != streamdb.OffsetNow && rq.from.Seq == 0 {
+	// A read "from the beginning" (-1 or no offset) gets the snapshot; an explicit offset,
+	// even 0_0, gets the changes after it, so a client parked at an empty collection's
+	// tail waits instead of receiving the (empty) snapshot again and again.
+	if isCollection(path) && rq.kind == streamdb.OffsetBeginning {
 		return s.readCollectionSnapshot(w, r, m, rq)
 	}
 	switch rq.live {
