@@ -80,7 +80,12 @@ type Sender struct {
 	streams  *streamdb.Store
 	limits   Limits
 	now      func() time.Time
+	unpaused func(url, entityType string)
 }
+
+// OnUnpause registers fn to hear about entities a send moved from paused to idle (their
+// handlers have work again).
+func (s *Sender) OnUnpause(fn func(url, entityType string)) { s.unpaused = fn }
 
 // NewSender returns a Sender.
 func NewSender(registry *entity.Registry, streams *streamdb.Store, limits Limits) *Sender {
@@ -221,6 +226,9 @@ func (s *Sender) Send(ctx context.Context, e *entity.Entity, req *SendRequest) (
 	if res.Note == entity.StatusPaused && p.Mode != ModePaused {
 		if err := s.registry.Unpause(ctx, e.URL); err != nil {
 			return nil, err
+		}
+		if s.unpaused != nil {
+			s.unpaused(e.URL, e.Type)
 		}
 	}
 	return &SendResult{Txid: p.Txid, Offset: res.Tail}, nil

@@ -126,6 +126,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	dispatcher := wake.New(store, rt, rt.Types(), s.cfg.Wake)
 	rt.SetTimerPoke(dispatcher.PokeTimers)
+	sender.OnUnpause(dispatcher.Poke)
 
 	apiServer := api.New(s.cfg.API, s.log, store, registry, sender)
 	apiServer.SetDispatcher(dispatcher)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -80,7 +81,7 @@ type Dispatcher struct {
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
 	workWG  sync.WaitGroup
-	started bool
+	started atomic.Bool
 }
 
 type entityRef struct {
@@ -103,6 +104,15 @@ func New(streams *streamdb.Store, runner Runner, types []string, opts Options) *
 	return d
 }
 
+// Poke makes the dispatcher look at an entity now (after a change that is not a stream
+// commit, such as a paused entity becoming idle).
+func (d *Dispatcher) Poke(url, entityType string) {
+	if !d.started.Load() || !d.runner.Handles(entityType) {
+		return
+	}
+	go d.dispatch(context.Background(), []entityRef{{url: url, entityType: entityType}})
+}
+
 // Holder is this process's holder id.
 func (d *Dispatcher) Holder() string { return d.holder }
 
@@ -113,7 +123,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.stop = cancel
-	d.started = true
+	d.started.Store(true)
 	d.wg.Add(3)
 	go func() { defer d.wg.Done(); d.heartbeatLoop(runCtx) }()
 	go func() { defer d.wg.Done(); d.loop(runCtx) }()
@@ -126,7 +136,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 // Stop stops delivering: running handlers finish (their acknowledgements commit), and
 // every entity this process holds is released so that others take over at once.
 func (d *Dispatcher) Stop(ctx context.Context) {
-	if !d.started {
+	if !d.started.Load() {
 		return
 	}
 	d.stop()
@@ -149,6 +159,9 @@ func (d *Dispatcher) Stop(ctx context.Context) {
 // observe hears about every stream commit (this process's and others'); it runs on the
 // committing goroutine, so it only hands the changes over.
 func (d *Dispatcher) observe(changes []streamdb.Change) {
+	if len(d.types) == 0 || !d.started.Load() {
+		return
+	}
 	if changes == nil {
 		d.requestRescan()
 		return
