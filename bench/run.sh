@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# The whole benchmark comparison in one command (docs/benchmarks.md explains it):
+#
+#   bench/run.sh
+#
+# builds bin/entityd and the load tool, starts a throwaway PostgreSQL with fsync ON
+# (internal/tools/withpg --fsync), starts entityd on it and the in-memory Node reference
+# Durable Streams server (bench/reference, npm ci), then per repetition runs
+#   send at 1/16/64 clients, pgbench at 1/16/64 clients on the same cluster,
+#   append, longpoll and catchup against entityd and against the reference,
+# stops everything and prints a markdown summary (also in $OUT/summary.md).
+#
+# Environment (defaults): REPS=3  DURATION=10s  WARMUP=2s  CLIENTS="1 16 64"
+#   PGBENCH_SECS=10  LP_ROUNDS=500  CATCHUP_MESSAGES=100000  LONG_POLL_TIMEOUT_MS=20000
+#   OUT=bench/results/<UTC timestamp>
+#   REV=<commit>  build entityd from that committed revision (git archive) instead of
+#                 the working tree (useful when the tree holds unfinished work)
+# Everything runs on loopback of this machine and every loop is bounded in time/count.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+cd "$root"
+
+REPS="${REPS:-3}"
+DURATION="${DURATION:-10s}"
+WARMUP="${WARMUP:-2s}"
+CLIENTS="${CLIENTS:-1 16 64}"
+PGBENCH_SECS="${PGBENCH_SECS:-10}"
+LP_ROUNDS="${LP_ROUNDS:-500}"
+CATCHUP_MESSAGES="${CATCHUP_MESSAGES:-100000}"
+LONG_POLL_TIMEOUT_MS="${LONG_POLL_TIMEOUT_MS:-20000}"
+PGBIN="${PGBIN:-/usr/lib/postgresql/15/bin}"
+
+log() { printf '\n=== %s  %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+
+if [[ -z "${ENTITYD_BENCH_INNER:-}" ]]; then
+  # Outer half: build, install the reference, then run the inner half under withpg.
+  OUT="${OUT:-bench/results/$(date -u +%Y%m%d-%H%M%S)}"
+  mkdir -p "$OUT"
+  OUT="$(cd "$OUT" && pwd)"
+  work="$(mktemp -d "${TMPDIR:-/tmp}/entityd-bench.XXXXXX")"
+  trap 'rm -rf "$work"' EXIT
+  go build -o bin/entityd-bench ./cmd/entityd-bench
+  if [[ -n "${REV:-}" ]]; then
+    # Measure a committed revision, whatever the working tree holds.
+    log "building entityd at $REV (git archive) and bin/entityd-bench"
+    mkdir -p "$work/src"
+    git archive "$REV" | tar -x -C "$work/src"
+    (cd "$work/src" && go build -o "$work/entityd" ./cmd/server)
+    ENTITYD_DESC="$(git rev-parse --short "$REV") (committed revision, built with git archive)"
+  else
+    log "building bin/entityd and bin/entityd-bench"
+    make --no-print-directory build
+    cp bin/entityd "$work/"
+    ENTITYD_DESC="$(git describe --always --dirty 2>/dev/null || echo unknown) (working tree)"
+  fi
+  # Private copies: a rebuild of bin/ during the run must not change what is measured.
+  cp bin/entityd-bench "$work/"
+  log "installing the Node reference server (npm ci in bench/reference)"
+  (cd bench/reference && npm ci --no-audit --no-fund --loglevel=error)
+  export ENTITYD_BENCH_INNER=1 ENTITYD_BENCH_WORK="$work" ENTITYD_BENCH_OUT="$OUT" ENTITYD_DESC
+  export REPS DURATION WARMUP CLIENTS PGBENCH_SECS LP_ROUNDS CATCHUP_MESSAGES LONG_POLL_TIMEOUT_MS PGBIN
+  set +e
+  go run ./internal/tools/withpg --fsync -- "$here/run.sh"
+  rc=$?
+  set -e
+  if [[ $rc -eq 0 ]]; then
+    log "summary ($OUT/summary.md)"
+    cat "$OUT/summary.md"
+  fi
+  exit $rc
+fi
+
+# Inner half: PG* and ENTITYD_TEST_DATABASE_URL come from withpg.
+work="$ENTITYD_BENCH_WORK"
+OUT="$ENTITYD_BENCH_OUT"
+bench="$work/entityd-bench"
+: "${PGPORT:?run bench/run.sh, not this half directly}"
+
+free_port() {
+  local p
+  for _ in $(seq 1 100); do
+    p=$(( 20000 + RANDOM % 20000 ))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
+  done
+  echo "no free port" >&2; return 1
+}
+
+entityd_pid=""
+ref_pid=""
+cleanup() {
+  [[ -n "$entityd_pid" ]] && kill "$entityd_pid" 2>/dev/null && wait "$entityd_pid" 2>/dev/null
+  [[ -n "$ref_pid" ]] && kill "$ref_pid" 2>/dev/null && wait "$ref_pid" 2>/dev/null
+  return 0
+}
+trap cleanup EXIT
+
+wait_http() { # url what pid
+  for _ in $(seq 1 150); do
+    if curl -sf -o /dev/null "$1"; then return 0; fi
+    if ! kill -0 "$3" 2>/dev/null; then echo "$2 exited during startup" >&2; return 1; fi
+    sleep 0.2
+  done
+  echo "$2 did not become ready at $1" >&2; return 1
+}
+
+# --- machine facts
+log "recording the machine"
+fsync_line=""
+if [[ -x "$PGBIN/pg_test_fsync" ]]; then
+  "$PGBIN/pg_test_fsync" -s 2 -f "$work/pg_test_fsync.out" >"$OUT/pg_test_fsync.txt" 2>&1 || true
+  rm -f "$work/pg_test_fsync.out"
+  fsync_line="$(awk '/one 8kB write/{f=1} f && $1=="fdatasync" && $2+0>0 {print $2" ops/s, "$4" µs per 8 kB write+fdatasync"; exit}' "$OUT/pg_test_fsync.txt")"
+fi
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "cpu: $(nproc) vCPU, $(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)"
+  echo "memory: $(awk '/MemTotal/{printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+  echo "kernel: $(uname -sr)"
+  echo "os: $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
+  echo "go: $(go env GOVERSION)"
+  echo "node: $(node --version)"
+  echo "postgres: $("$PGBIN/postgres" --version)"
+  echo "pg settings: $("$PGBIN/psql" -qAtX -d postgres -c "select string_agg(name||'='||setting||coalesce(unit,''), ', ' order by name) from pg_settings where name in ('fsync','synchronous_commit','full_page_writes','shared_buffers','wal_sync_method','max_connections')")"
+  echo "pg_test_fsync: ${fsync_line:-n/a}"
+  echo "entityd: $ENTITYD_DESC"
+  echo "reference: @durable-streams/server $(node -p "require('$root/bench/reference/node_modules/@durable-streams/server/package.json').version"), in memory"
+  echo "long-poll timeout: ${LONG_POLL_TIMEOUT_MS} ms on both servers"
+  echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "runs: REPS=$REPS DURATION=$DURATION WARMUP=$WARMUP CLIENTS=$CLIENTS PGBENCH_SECS=$PGBENCH_SECS LP_ROUNDS=$LP_ROUNDS CATCHUP_MESSAGES=$CATCHUP_MESSAGES"
+  echo "cpu sharing: entityd, PostgreSQL, the Node reference and the load generator all run on these $(nproc) cores (no pinning)"
+} >"$OUT/meta.txt"
+cat "$OUT/meta.txt" >&2
+
+# --- servers
+log "starting entityd"
+"$PGBIN/psql" -qAtX -d postgres -c "CREATE DATABASE entityd_bench" >/dev/null
+eport="$(free_port)"
+DATABASE_URL="postgres://${PGUSER:-postgres}@127.0.0.1:${PGPORT}/entityd_bench?sslmode=disable" \
+  "$work/entityd" --addr "127.0.0.1:$eport" --no-demo --log-level warn \
+  --long-poll-timeout "${LONG_POLL_TIMEOUT_MS}ms" >"$OUT/entityd.log" 2>&1 &
+entityd_pid=$!
+E="http://127.0.0.1:$eport"
+wait_http "$E/_electric/health" entityd "$entityd_pid"
+
+log "starting the Node reference server"
+rport="$(free_port)"
+node "$root/bench/reference/serve.mjs" --port "$rport" --long-poll-ms "$LONG_POLL_TIMEOUT_MS" >"$OUT/reference.log" 2>&1 &
+ref_pid=$!
+R="http://127.0.0.1:$rport"
+for _ in $(seq 1 100); do grep -q listening "$OUT/reference.log" && break; kill -0 "$ref_pid" || exit 1; sleep 0.1; done
+grep -q listening "$OUT/reference.log" || { echo "reference server did not start" >&2; exit 1; }
+
+# --- CPU accounting: who used the cores during each benchmark. The machine may be
+# shared (other builds, tests); "other" is every tick not spent by entityd, the
+# reference, this cluster's PostgreSQL processes or this script's children (the load
+# generator, pgbench), so a disturbed run shows up in the results.
+pm_pid="$(head -1 "$("$PGBIN/psql" -qAtX -d postgres -c 'show data_directory')/postmaster.pid")"
+hz="$(getconf CLK_TCK)"
+ticks() { awk '{print $14+$15+$16+$17}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+pg_ticks() { local s p; s=$(ticks "$pm_pid"); for p in $(pgrep -P "$pm_pid"); do s=$((s + $(ticks "$p"))); done; echo "$s"; }
+busy_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
+measure() { # measure <json file> <command...>: run the command, write its CPU split
+  local out="$1"; shift
+  local b0 e0 r0 p0 s0 w0 b1 e1 r1 p1 s1 w1
+  b0=$(busy_ticks); e0=$(ticks "$entityd_pid"); r0=$(ticks "$ref_pid"); p0=$(pg_ticks); s0=$(ticks $$); w0=$(date +%s.%N)
+  "$@"
+  b1=$(busy_ticks); e1=$(ticks "$entityd_pid"); r1=$(ticks "$ref_pid"); p1=$(pg_ticks); s1=$(ticks $$); w1=$(date +%s.%N)
+  awk -v b=$((b1-b0)) -v e=$((e1-e0)) -v r=$((r1-r0)) -v p=$((p1-p0)) -v s=$((s1-s0)) -v w0="$w0" -v w1="$w1" \
+      -v n="$(nproc)" -v hz="$hz" 'BEGIN { c = (w1-w0)*n*hz / 100;
+      printf "{\"wall_s\":%.2f,\"cores\":%d,\"busy_pct\":%.1f,\"entityd_pct\":%.1f,\"reference_pct\":%.1f,\"postgres_pct\":%.1f,\"loadgen_pct\":%.1f,\"other_pct\":%.1f}\n",
+        w1-w0, n, b/c, e/c, r/c, p/c, s/c, (b-e-r-p-s)/c }' >"$out"
+  echo "cpu: $(cat "$out")" >&2
+}
+
+# --- repetitions
+for rep in $(seq 1 "$REPS"); do
+  d="$OUT/rep$rep"
+  mkdir -p "$d"
+  { echo "loadavg: $(cat /proc/loadavg)"; top -b -n 1 -w 160 | head -20; } >"$d/machine-before.txt"
+  for c in $CLIENTS; do
+    log "rep $rep/$REPS: send c=$c"
+    measure "$d/cpu-send-c$c.json" "$bench" send -url "$E" -c "$c" -d "$DURATION" -warmup "$WARMUP" -label entityd -out "$d/send-c$c.json"
+  done
+  log "rep $rep/$REPS: pgbench"
+  measure "$d/cpu-pgbench.json" env PGBENCH_DB=entityd_pgbench "$here/pgbench.sh" -c "$CLIENTS" -T "$PGBENCH_SECS" -j 2 -o "$d"
+  for target in entityd reference; do
+    url="$E"; [[ $target == reference ]] && url="$R"
+    log "rep $rep/$REPS: append → $target"
+    measure "$d/cpu-append-$target.json" "$bench" append -url "$url" -d "$DURATION" -warmup "$WARMUP" -label "$target" -out "$d/append-$target.json"
+  done
+  for target in entityd reference; do
+    url="$E"; [[ $target == reference ]] && url="$R"
+    log "rep $rep/$REPS: longpoll → $target"
+    measure "$d/cpu-longpoll-$target.json" "$bench" longpoll -url "$url" -n "$LP_ROUNDS" -label "$target" -out "$d/longpoll-$target.json"
+  done
+  for target in entityd reference; do
+    url="$E"; [[ $target == reference ]] && url="$R"
+    log "rep $rep/$REPS: catchup → $target"
+    measure "$d/cpu-catchup-$target.json" "$bench" catchup -url "$url" -messages "$CATCHUP_MESSAGES" -label "$target" -out "$d/catchup-$target.json"
+  done
+  { echo "loadavg: $(cat /proc/loadavg)"; top -b -n 1 -w 160 | head -20; } >"$d/machine-after.txt"
+done
+
+log "stopping the servers"
+cleanup
+entityd_pid=""; ref_pid=""
+"$bench" summary -dir "$OUT" -clients "$(echo "$CLIENTS" | tr ' ' ',')" >"$OUT/summary.md"

@@ -1,0 +1,70 @@
+// Command entityd-bench is the load tool behind bench/run.sh: closed-loop HTTP benchmarks
+// of the entity send path and of the Durable Streams protocol, against entityd or any
+// Durable Streams server (the Node reference included).
+//
+//	entityd-bench send     -url http://127.0.0.1:4437 -c 16 -d 10s
+//	entityd-bench append   -url http://127.0.0.1:4438 -streams 64 -writers 64
+//	entityd-bench longpoll -url http://127.0.0.1:4437 -n 500
+//	entityd-bench catchup  -url http://127.0.0.1:4437 -messages 100000
+//	entityd-bench summary  -dir bench/results/<run>
+//	entityd-bench payload  (prints one composer_input payload, for pgbench.sh)
+//
+// Every benchmark prints a human-readable table, or with -json one JSON object (also
+// written to -out FILE when given). Latencies are exact: every sample is kept and sorted.
+// The load generator runs on the same machine as the server; on a small box it takes
+// CPU from the server, and the numbers say so only if the reader is told.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	var err error
+	args := os.Args[2:]
+	switch os.Args[1] {
+	case "send":
+		err = runSend(args)
+	case "append":
+		err = runAppend(args)
+	case "longpoll":
+		err = runLongPoll(args)
+	case "catchup":
+		err = runCatchup(args)
+	case "summary":
+		err = runSummary(args)
+	case "payload":
+		err = runPayload(args)
+	case "-h", "-help", "--help", "help":
+		usage()
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "entityd-bench: unknown command %q\n", os.Args[1])
+		usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "entityd-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprint(os.Stderr, `usage: entityd-bench <command> [flags]
+
+commands:
+  send      closed-loop POST /_electric/entities/bench/<id>/send (composer_input) [entityd only]
+  append    closed-loop Durable Streams appends of 100-byte JSON messages
+  longpoll  long-poll round trip: append while a reader waits, time until the reader has it
+  catchup   fill a stream, then time reading it from the start
+  summary   read the JSON results of bench/run.sh and print the markdown summary
+  payload   print one composer_input payload (what send posts), e.g. for pgbench
+
+Run "entityd-bench <command> -h" for the flags of a command.
+`)
+}
