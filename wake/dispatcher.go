@@ -70,6 +70,7 @@ type Dispatcher struct {
 	types   []string
 
 	mu        sync.Mutex
+	claimMu   sync.Mutex // serializes claims (see claimAndStart)
 	workers   map[string]*worker
 	byStream  map[int64]entityRef
 	notEntity map[int64]struct{}
@@ -308,7 +309,25 @@ func (d *Dispatcher) dispatch(ctx context.Context, refs []entityRef) {
 }
 
 func (d *Dispatcher) claimAndStart(ctx context.Context, urls []string) {
-	got, err := claim(ctx, d.pool, d.holder, urls)
+	// One claim at a time, and none for an entity that has a worker here: the claim would
+	// succeed (we hold the entity), fence that worker while its handler may still run, and
+	// start a second worker next to it — two runs of one entity at once.
+	d.claimMu.Lock()
+	defer d.claimMu.Unlock()
+	d.mu.Lock()
+	fresh := make([]string, 0, len(urls))
+	for _, u := range urls {
+		if w := d.workers[u]; w != nil {
+			w.poke()
+		} else {
+			fresh = append(fresh, u)
+		}
+	}
+	d.mu.Unlock()
+	if len(fresh) == 0 {
+		return
+	}
+	got, err := claim(ctx, d.pool, d.holder, fresh)
 	if err != nil {
 		if ctx.Err() == nil {
 			d.log.Warn("claim failed", zap.Error(err))
@@ -321,11 +340,6 @@ func (d *Dispatcher) claimAndStart(ctx context.Context, urls []string) {
 		if !d.runner.Handles(c.entityType) || ctx.Err() != nil {
 			_ = release(context.WithoutCancel(ctx), d.pool, d.holder, c.url, c.epoch)
 			continue
-		}
-		if old := d.workers[c.url]; old != nil {
-			// our own worker is still winding down; the claim just fenced it, so hand the
-			// entity to a fresh one
-			old.poke()
 		}
 		w := newWorker(d, c)
 		d.workers[c.url] = w
