@@ -258,8 +258,10 @@ func (w *worker) deliver(ctx context.Context, it *item) error {
 		return w.fail(ackCtx, it, runErr, consumed)
 	}
 	sig, isSignal := it.wake.(SignalWake)
+	// w.status was read when the entity was claimed: a SIGTERM that came later made it
+	// stopping since. finishStop stops only an entity that is stopping.
 	p := progress{scanned: it.seq, consumed: consumed, held: it.held,
-		stop: isSignal && sig.Signal == "SIGTERM" && w.status == "stopping"}
+		stop: isSignal && sig.Signal == "SIGTERM"}
 	if err := w.d.acknowledge(ackCtx, w.fence, eff, p); err != nil {
 		return err
 	}
