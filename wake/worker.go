@@ -248,15 +248,17 @@ func (w *worker) deliver(ctx context.Context, it *item) error {
 	job := &Job{EntityURL: w.url, EntityType: w.typ, Wake: it.wake, Attempt: w.attempts + 1, State: w.state, Steer: steer}
 	eff, runErr := w.runHandler(runCtx, job)
 	consumedNow := feeder.stop()
+
+	ackCtx := context.WithoutCancel(ctx)
+	if runErr != nil {
+		// Nothing the failed run did is kept, so the steer messages it was handed were not
+		// handled: the retry is handed them again (or they become wakes of their own).
+		return w.fail(ackCtx, it, runErr, pruneConsumed(w.consumed, it.seq))
+	}
 	for _, seq := range consumedNow {
 		w.scanner.consumed[seq] = true
 	}
-
-	ackCtx := context.WithoutCancel(ctx)
 	consumed := pruneConsumed(append(w.consumed, consumedNow...), it.seq)
-	if runErr != nil {
-		return w.fail(ackCtx, it, runErr, consumed)
-	}
 	sig, isSignal := it.wake.(SignalWake)
 	// w.status was read when the entity was claimed: a SIGTERM that came later made it
 	// stopping since. finishStop stops only an entity that is stopping.
