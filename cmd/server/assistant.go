@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"go.uber.org/zap"
+
 	"github.com/entityd/entityd/runtime"
 )
 
@@ -14,7 +16,13 @@ func truep() *bool { b := true; return &b }
 // assistant is the demo entity: it answers every composer_input with a text event that
 // says how it read the message — the primary command, further commands (modifiers), the
 // references (files, symbols, branches) and the plain text — without calling any model.
+//
+// On every wake it also runs the skills loader over skillsDir: the skills there become
+// dynamic slash commands (owner "skills", on top of the static ones of the same name),
+// and a message whose first command names a skill gets that skill inserted into the
+// entity's context ("skill:<name>", once), which the reply mentions.
 func assistant(skillsDir string) runtime.EntityDefinition {
+	skills := runtime.NewSkillsLoader(skillsDir)
 	return runtime.EntityDefinition{
 		Type:        "assistant",
 		Description: "Demo assistant: answers composer_input messages by describing how it read them",
@@ -26,6 +34,12 @@ func assistant(skillsDir string) runtime.EntityDefinition {
 				{Name: "number", Type: "number", Required: truep()}, {Name: "include_tests", Type: "boolean"}}},
 		},
 		Handler: func(ctx *runtime.Context) error {
+			loaded, err := skills.Load(ctx)
+			if err != nil {
+				// A broken skills directory must not silence the assistant: answer anyway.
+				ctx.Log.Warn("skills not loaded", zap.String("skills_dir", skillsDir), zap.Error(err))
+				loaded = nil
+			}
 			msg, ok := ctx.Wake.(runtime.InboxWake)
 			if !ok {
 				return nil
@@ -34,9 +48,26 @@ func assistant(skillsDir string) runtime.EntityDefinition {
 			if !ok {
 				return ctx.WriteText(fmt.Sprintf("Received a %q message.", msg.Type))
 			}
-			return ctx.WriteText(describe(ci))
+			reply := describe(ci)
+			if loaded != nil {
+				reply += " " + describeLoaded(loaded)
+			}
+			return ctx.WriteText(reply)
 		},
 	}
+}
+
+// describeLoaded says which skill the message put into context.
+func describeLoaded(l *runtime.LoadedSkill) string {
+	s := "Loaded skill " + l.Command + " into context"
+	switch n := len(l.Skill.References); n {
+	case 0:
+	case 1:
+		s += " with 1 reference file"
+	default:
+		s += fmt.Sprintf(" with %d reference files", n)
+	}
+	return s + "."
 }
 
 // describe explains how the assistant interpreted a composer_input.
