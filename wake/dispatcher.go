@@ -80,6 +80,7 @@ type Dispatcher struct {
 	timers  *timerService
 
 	stop    context.CancelFunc
+	runCtx  context.Context
 	wg      sync.WaitGroup
 	workWG  sync.WaitGroup
 	started atomic.Bool
@@ -111,7 +112,8 @@ func (d *Dispatcher) Poke(url, entityType string) {
 	if !d.started.Load() || !d.runner.Handles(entityType) {
 		return
 	}
-	go d.dispatch(context.Background(), []entityRef{{url: url, entityType: entityType}})
+	// the run context: a worker started here must stop with the dispatcher like the others
+	go d.dispatch(d.runCtx, []entityRef{{url: url, entityType: entityType}})
 }
 
 // Holder is this process's holder id.
@@ -123,7 +125,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		return err
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	d.stop = cancel
+	d.stop, d.runCtx = cancel, runCtx
 	d.started.Store(true)
 	d.wg.Add(3)
 	go func() { defer d.wg.Done(); d.heartbeatLoop(runCtx) }()
