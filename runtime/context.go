@@ -60,7 +60,8 @@ func (r *Runtime) newContext(ctx context.Context, def *EntityDefinition, job *wa
 
 // State is the entity's materialized state: every collection of its stream (inbox,
 // text, slash_command, context_inserted, custom state, …) as StreamDB would materialize
-// it, including what this run already wrote.
+// it, as of the start of this run (earlier runs' writes included; this run's own writes
+// are committed when it returns).
 func (c *Context) State() *State { return &State{s: c.state} }
 
 // Steering delivers steer-mode messages sent while this handler runs; a message received
@@ -173,8 +174,21 @@ func (c *Context) RemoveContext(id string, provenance map[string]any) error {
 	return nil
 }
 
-// HasContext reports whether the entry id is in context (inserted and not removed since).
+// HasContext reports whether the entry id is in context (inserted and not removed since),
+// counting this run's own InsertContext and RemoveContext calls.
 func (c *Context) HasContext(id string) bool {
+	for i := len(c.eff.events) - 1; i >= 0; i-- {
+		var ev wake.Event
+		if json.Unmarshal(c.eff.events[i], &ev) != nil || ev.Key != id {
+			continue
+		}
+		switch ev.Type {
+		case "context_inserted":
+			return true
+		case "context_removed":
+			return false
+		}
+	}
 	s := c.State()
 	ins, ok := s.Get("context_inserted", id)
 	if !ok {
