@@ -1,0 +1,880 @@
+package dssub
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/entityd/entityd/streamdb"
+)
+
+// ControlPrefix is where Handler serves: the protocol's reserved control routes.
+const ControlPrefix = streamRoot + "__ds/"
+
+// Error codes of the subscription APIs (the reference server's).
+const (
+	codeInvalidRequest   = "INVALID_REQUEST"
+	codeNotFound         = "SUBSCRIPTION_NOT_FOUND"
+	codeAlreadyExists    = "SUBSCRIPTION_ALREADY_EXISTS"
+	codeURLRejected      = "WEBHOOK_URL_REJECTED"
+	codeTokenInvalid     = "TOKEN_INVALID"
+	codeFenced           = "FENCED"
+	codeAlreadyClaimed   = "ALREADY_CLAIMED"
+	codeNoPendingWork    = "NO_PENDING_WORK"
+	codeInvalidOffset    = "INVALID_OFFSET"
+	codeMethodNotAllowed = "METHOD_NOT_ALLOWED"
+	codeInternal         = "INTERNAL_SERVER_ERROR"
+)
+
+const (
+	defaultLeaseTTL = 30_000
+	minLeaseTTL     = 1_000
+	maxLeaseTTL     = 600_000
+	maxBodyBytes    = 1 << 20
+	maxIDBytes      = 256
+	maxStreamsPer   = 1000 // explicit streams in one request
+)
+
+// apiError is an answer other than success: {"error":{"code","message",...}}.
+type apiError struct {
+	status  int
+	code    string
+	message string
+	extra   map[string]any
+}
+
+func (e *apiError) Error() string { return e.code + ": " + e.message }
+
+func fail(status int, code, message string) *apiError {
+	return &apiError{status: status, code: code, message: message}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"error":{"code":"INTERNAL_SERVER_ERROR","message":"Internal server error"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	body := map[string]any{"code": e.code, "message": e.message}
+	for k, v := range e.extra {
+		body[k] = v
+	}
+	writeJSON(w, e.status, map[string]any{"error": body})
+}
+
+// Handler serves the control routes under ControlPrefix:
+//
+//	GET    jwks.json
+//	PUT    subscriptions/:id            create (201) or confirm (200)
+//	GET    subscriptions/:id
+//	DELETE subscriptions/:id
+//	POST   subscriptions/:id/streams    link streams explicitly
+//	DELETE subscriptions/:id/streams/:path
+//	POST   subscriptions/:id/callback   webhook acks (Bearer callback token)
+//	POST   subscriptions/:id/claim|ack|release   pull-wake leases
+func (s *Service) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		err := s.route(w, r)
+		if err == nil {
+			return
+		}
+		var ae *apiError
+		if errors.As(err, &ae) {
+			writeError(w, ae)
+			return
+		}
+		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+			return // the client went away
+		}
+		s.log.Error("subscription request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
+		writeError(w, fail(http.StatusInternalServerError, codeInternal, "Internal server error"))
+	})
+}
+
+func (s *Service) route(w http.ResponseWriter, r *http.Request) error {
+	if !s.started.Load() {
+		return fail(http.StatusServiceUnavailable, codeInternal, "Subscriptions are not running")
+	}
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), ControlPrefix)
+	if !ok {
+		return fail(http.StatusNotFound, codeNotFound, "Durable Streams control route not found")
+	}
+	if rest == "jwks.json" {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			return methodNotAllowed(w, "GET, HEAD")
+		}
+		w.Header().Set("Content-Type", "application/jwk-set+json")
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		w.WriteHeader(http.StatusOK)
+		if r.Method == http.MethodGet {
+			_, _ = w.Write(s.keys.Load().jwks)
+		}
+		return nil
+	}
+	rest, ok = strings.CutPrefix(rest, "subscriptions/")
+	if !ok {
+		return fail(http.StatusNotFound, codeNotFound, "Durable Streams control route not found")
+	}
+	parts := strings.Split(rest, "/")
+	id, err := url.PathUnescape(parts[0])
+	if err != nil || !validID(id) {
+		return fail(http.StatusNotFound, codeNotFound, "Durable Streams control route not found")
+	}
+	action := parts[1:]
+	switch {
+	case len(action) == 0:
+		switch r.Method {
+		case http.MethodPut:
+			return s.putSubscription(w, r, id)
+		case http.MethodGet:
+			return s.getSubscription(w, r, id)
+		case http.MethodDelete:
+			return s.deleteSubscription(w, r, id)
+		}
+		return methodNotAllowed(w, "GET, PUT, DELETE")
+	case action[0] == "streams" && len(action) == 1:
+		if r.Method != http.MethodPost {
+			return methodNotAllowed(w, "POST")
+		}
+		return s.addStreams(w, r, id)
+	case action[0] == "streams":
+		if r.Method != http.MethodDelete {
+			return methodNotAllowed(w, "DELETE")
+		}
+		path, err := url.PathUnescape(strings.Join(action[1:], "/"))
+		if err != nil {
+			return fail(http.StatusBadRequest, codeInvalidRequest, "Malformed stream path")
+		}
+		return s.removeStream(w, r, id, normalizePath(path))
+	case len(action) == 1 && (action[0] == "callback" || action[0] == "claim" || action[0] == "ack" || action[0] == "release"):
+		if r.Method != http.MethodPost {
+			return methodNotAllowed(w, "POST")
+		}
+		switch action[0] {
+		case "claim":
+			return s.claim(w, r, id)
+		case "release":
+			return s.release(w, r, id)
+		default:
+			return s.acknowledge(w, r, id, action[0] == "ack")
+		}
+	}
+	return fail(http.StatusNotFound, codeNotFound, "Durable Streams control route not found")
+}
+
+func methodNotAllowed(w http.ResponseWriter, allow string) error {
+	w.Header().Set("Allow", allow)
+	return fail(http.StatusMethodNotAllowed, codeMethodNotAllowed, "Method not allowed on this route")
+}
+
+func validID(id string) bool {
+	if id == "" || len(id) > maxIDBytes {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x20 || id[i] == 0x7f || id[i] == '/' {
+			return false
+		}
+	}
+	return true
+}
+
+// readJSON decodes the body (empty means {}) into v.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return fail(http.StatusRequestEntityTooLarge, codeInvalidRequest, "Request body is too large")
+		}
+		return err
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		data = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return fail(http.StatusBadRequest, codeInvalidRequest, "Invalid JSON body")
+	}
+	return nil
+}
+
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "Bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+// baseURL is the origin clients reach this server at.
+func (s *Service) baseURL(r *http.Request) string {
+	if s.opts.PublicURL != "" {
+		return s.opts.PublicURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
+		scheme = p
+	}
+	return scheme + "://" + r.Host
+}
+
+// createInput is a validated PUT body.
+type createInput struct {
+	Type        string   `json:"type"`
+	Pattern     string   `json:"pattern,omitempty"`
+	Streams     []string `json:"streams"`
+	WebhookURL  string   `json:"webhook_url,omitempty"`
+	WakeStream  string   `json:"wake_stream,omitempty"`
+	LeaseTTLms  int64    `json:"lease_ttl_ms"`
+	Description *string  `json:"description,omitempty"`
+}
+
+func (c *createInput) hash() []byte {
+	canonical, _ := json.Marshal(c) // fields in a fixed order, streams sorted
+	sum := sha256.Sum256(canonical)
+	return sum[:]
+}
+
+func parseCreate(body map[string]any) (*createInput, error) {
+	bad := func(msg string) error { return fail(http.StatusBadRequest, codeInvalidRequest, msg) }
+	in := &createInput{Streams: []string{}}
+	switch t := body["type"]; t {
+	case typeWebhook, typePullWake:
+		in.Type = t.(string)
+	default:
+		return nil, bad(`type must be "webhook" or "pull-wake"`)
+	}
+	if p, ok := body["pattern"]; ok && p != nil {
+		ps, ok := p.(string)
+		if !ok {
+			return nil, bad("pattern must be a string")
+		}
+		if ps = normalizePath(ps); ps != "" {
+			if _, err := compileGlob(ps); err != nil {
+				return nil, bad(err.Error())
+			}
+			if reservedPath(ps) {
+				return nil, bad("pattern must not address the reserved __ds prefix")
+			}
+			in.Pattern = ps
+		}
+	}
+	if v, ok := body["streams"]; ok && v != nil {
+		list, ok := v.([]any)
+		if !ok {
+			return nil, bad("streams must be an array of stream paths")
+		}
+		paths, err := streamList(list)
+		if err != nil {
+			return nil, err
+		}
+		in.Streams = paths
+	}
+	if in.Pattern == "" && len(in.Streams) == 0 {
+		return nil, bad("At least one of pattern or streams is required")
+	}
+	in.LeaseTTLms = defaultLeaseTTL
+	if v, ok := body["lease_ttl_ms"]; ok && v != nil {
+		n, isNum := v.(json.Number)
+		i, err := n.Int64()
+		if !isNum || err != nil || i < minLeaseTTL || i > maxLeaseTTL {
+			return nil, bad("lease_ttl_ms must be an integer from 1000 to 600000")
+		}
+		in.LeaseTTLms = i
+	}
+	if d, ok := body["description"]; ok && d != nil {
+		ds, ok := d.(string)
+		if !ok || len(ds) > 4096 {
+			return nil, bad("description must be a string of at most 4096 bytes")
+		}
+		in.Description = &ds
+	}
+	switch in.Type {
+	case typeWebhook:
+		hook, _ := body["webhook"].(map[string]any)
+		u, _ := hook["url"].(string)
+		if u == "" {
+			return nil, bad("webhook subscriptions require webhook.url")
+		}
+		if len(u) > 2048 {
+			return nil, bad("webhook.url must be at most 2048 bytes")
+		}
+		in.WebhookURL = u
+	case typePullWake:
+		ws, _ := body["wake_stream"].(string)
+		ws = normalizePath(ws)
+		if ws == "" {
+			return nil, bad("pull-wake subscriptions require wake_stream")
+		}
+		if !validStreamPath(ws) {
+			return nil, bad("wake_stream is not a valid stream path")
+		}
+		in.WakeStream = ws
+	}
+	return in, nil
+}
+
+// streamList validates and normalizes explicit stream paths (sorted, without duplicates).
+func streamList(list []any) ([]string, error) {
+	if len(list) > maxStreamsPer {
+		return nil, fail(http.StatusBadRequest, codeInvalidRequest, "at most 1000 streams per request")
+	}
+	seen := map[string]bool{}
+	out := []string{}
+	for _, v := range list {
+		p, ok := v.(string)
+		if !ok {
+			return nil, fail(http.StatusBadRequest, codeInvalidRequest, "streams must contain only strings")
+		}
+		p = normalizePath(p)
+		if !validStreamPath(p) {
+			return nil, fail(http.StatusBadRequest, codeInvalidRequest, "streams must be non-empty stream paths outside __ds")
+		}
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// subscriptionJSON is a subscription as the API shows it. It never carries a secret.
+type subscriptionJSON struct {
+	ID             string       `json:"id"`
+	SubscriptionID string       `json:"subscription_id"`
+	Type           string       `json:"type"`
+	Pattern        string       `json:"pattern,omitempty"`
+	Streams        []streamInfo `json:"streams"`
+	Webhook        *webhookJSON `json:"webhook,omitempty"`
+	WakeStream     string       `json:"wake_stream,omitempty"`
+	LeaseTTLms     int64        `json:"lease_ttl_ms"`
+	CreatedAt      string       `json:"created_at"`
+	Status         string       `json:"status"`
+	Description    *string      `json:"description,omitempty"`
+	Generation     int64        `json:"generation"`
+}
+
+type webhookJSON struct {
+	URL     string      `json:"url"`
+	Signing signingJSON `json:"signing"`
+}
+
+type signingJSON struct {
+	Alg     string `json:"alg"`
+	Kid     string `json:"kid"`
+	JWKSURL string `json:"jwks_url"`
+}
+
+func (s *Service) present(r *http.Request, sb *sub, links []*link) subscriptionJSON {
+	out := subscriptionJSON{
+		ID: sb.ID, SubscriptionID: sb.ID, Type: sb.Type, Pattern: sb.Pattern, Streams: infos(links),
+		WakeStream: sb.WakeStream, LeaseTTLms: sb.LeaseTTLms,
+		CreatedAt: sb.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z"), Status: sb.Status,
+		Generation: sb.Generation,
+	}
+	if sb.Description != "" {
+		d := sb.Description
+		out.Description = &d
+	}
+	if sb.Type == typeWebhook {
+		out.Webhook = &webhookJSON{URL: sb.WebhookURL, Signing: signingJSON{
+			Alg: "ed25519", Kid: s.keys.Load().signKID, JWKSURL: s.baseURL(r) + ControlPrefix + "jwks.json"}}
+	}
+	return out
+}
+
+func (s *Service) putSubscription(w http.ResponseWriter, r *http.Request, id string) error {
+	var body map[string]any
+	if err := readJSON(w, r, &body); err != nil {
+		return err
+	}
+	if body == nil {
+		return fail(http.StatusBadRequest, codeInvalidRequest, "Request body must be a JSON object")
+	}
+	in, err := parseCreate(body)
+	if err != nil {
+		return err
+	}
+	hash := in.hash()
+	var sb *sub
+	var links []*link
+	created := false
+	err = s.store.WithTx(r.Context(), func(ctx context.Context, tx *streamdb.Tx) error {
+		created = false
+		existing, err := readSub(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if existing == nil {
+			if in.Type == typeWebhook {
+				if why := checkWebhookURL(in.WebhookURL, s.opts.AllowPrivateWebhooks); why != "" {
+					return fail(http.StatusBadRequest, codeURLRejected, why)
+				}
+			}
+			tag, err := tx.Exec(ctx, `INSERT INTO ds_subscriptions (id, type, pattern, webhook_url, wake_stream,
+					lease_ttl_ms, description, config_hash, base_url)
+				VALUES ($1, $2, nullif($3, ''), nullif($4, ''), nullif($5, ''), $6, $7, $8, $9)
+				ON CONFLICT (id) DO NOTHING`,
+				id, in.Type, in.Pattern, in.WebhookURL, in.WakeStream, in.LeaseTTLms, in.Description, hash, s.baseURL(r))
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 1 {
+				created = true
+				if err := s.linkInitial(ctx, tx, id, in); err != nil {
+					return err
+				}
+				if err := bumpVersion(ctx, tx); err != nil {
+					return err
+				}
+			}
+			if existing, err = readSub(ctx, tx, id); err != nil {
+				return err
+			}
+		}
+		if !bytes.Equal(existing.ConfigHash, hash) {
+			return fail(http.StatusConflict, codeAlreadyExists, "Subscription already exists with a different configuration")
+		}
+		sb = existing
+		links, err = loadLinks(ctx, tx, id, false)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		s.log.Info("subscription created", zap.String("subscription", id), zap.String("type", in.Type),
+			zap.String("pattern", in.Pattern), zap.Int("streams", len(links)))
+		s.changed(r.Context())
+	}
+	writeJSON(w, status, s.present(r, sb, links))
+	return nil
+}
+
+// linkInitial links a new subscription's streams: the explicit ones, and every existing
+// stream its pattern matches, at their current tails (work that exists before the
+// subscription is not pending; a stream that starts matching later is pending from "-1").
+func (s *Service) linkInitial(ctx context.Context, tx *streamdb.Tx, id string, in *createInput) error {
+	if len(in.Streams) > 0 {
+		if err := linkExplicit(ctx, tx, id, in.Streams); err != nil {
+			return err
+		}
+	}
+	if in.Pattern == "" {
+		return nil
+	}
+	g, err := compileGlob(in.Pattern)
+	if err != nil {
+		return err
+	}
+	rows, err := tx.Query(ctx, `SELECT id, path, tail_seq, tail_pos FROM streams
+		WHERE starts_with(path, $1) AND NOT soft_deleted`, streamRoot+g.literalPrefix())
+	if err != nil {
+		return err
+	}
+	var paths []string
+	var ids, seqs, poss []int64
+	for rows.Next() {
+		var sid, seq, pos int64
+		var path string
+		if err := rows.Scan(&sid, &path, &seq, &pos); err != nil {
+			rows.Close()
+			return err
+		}
+		rel := strings.TrimPrefix(path, streamRoot)
+		if rel == in.WakeStream || reservedPath(rel) || !g.match(splitSegments(rel)) {
+			continue
+		}
+		paths, ids, seqs, poss = append(paths, rel), append(ids, sid), append(seqs, seq), append(poss, pos)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO ds_subscription_streams (subscription_id, path, glob, stream_id, acked_seq, acked_pos)
+		SELECT $1, u.path, true, u.sid, u.seq, u.pos
+		FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[]) AS u(path, sid, seq, pos)
+		ON CONFLICT (subscription_id, path) DO UPDATE SET glob = true`, id, paths, ids, seqs, poss)
+	return err
+}
+
+// changed installs a subscription change in this process at once (others see the
+// version bump within a poll interval).
+func (s *Service) changed(ctx context.Context) {
+	if err := s.refresh(context.WithoutCancel(ctx)); err != nil {
+		s.log.Warn("could not reload subscriptions; retrying at the next poll", zap.Error(err))
+	}
+}
+
+func (s *Service) getSubscription(w http.ResponseWriter, r *http.Request, id string) error {
+	sb, err := readSub(r.Context(), s.pool, id)
+	if err != nil {
+		return err
+	}
+	if sb == nil {
+		return fail(http.StatusNotFound, codeNotFound, "Subscription not found")
+	}
+	links, err := loadLinks(r.Context(), s.pool, id, false)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, s.present(r, sb, links))
+	return nil
+}
+
+func (s *Service) deleteSubscription(w http.ResponseWriter, r *http.Request, id string) error {
+	deleted := false
+	err := s.store.WithTx(r.Context(), func(ctx context.Context, tx *streamdb.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM ds_subscriptions WHERE id = $1`, id)
+		if err != nil {
+			return err
+		}
+		deleted = tag.RowsAffected() > 0
+		if deleted {
+			return bumpVersion(ctx, tx)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if deleted {
+		s.log.Info("subscription deleted", zap.String("subscription", id))
+		s.changed(r.Context())
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Service) addStreams(w http.ResponseWriter, r *http.Request, id string) error {
+	var body struct {
+		Streams []any `json:"streams"`
+	}
+	if err := readJSON(w, r, &body); err != nil {
+		return err
+	}
+	if len(body.Streams) == 0 {
+		return fail(http.StatusBadRequest, codeInvalidRequest, "streams must be a non-empty array of stream paths")
+	}
+	paths, err := streamList(body.Streams)
+	if err != nil {
+		return err
+	}
+	err = s.store.WithTx(r.Context(), func(ctx context.Context, tx *streamdb.Tx) error {
+		sb, err := lockSub(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if sb == nil {
+			return fail(http.StatusNotFound, codeNotFound, "Subscription not found")
+		}
+		if err := linkExplicit(ctx, tx, id, paths); err != nil {
+			return err
+		}
+		return bumpVersion(ctx, tx)
+	})
+	if err != nil {
+		return err
+	}
+	s.changed(r.Context())
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Service) removeStream(w http.ResponseWriter, r *http.Request, id, path string) error {
+	err := s.store.WithTx(r.Context(), func(ctx context.Context, tx *streamdb.Tx) error {
+		sb, err := lockSub(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if sb == nil {
+			return fail(http.StatusNotFound, codeNotFound, "Subscription not found")
+		}
+		tag, err := tx.Exec(ctx, `UPDATE ds_subscription_streams SET explicit = false
+			WHERE subscription_id = $1 AND path = $2 AND explicit`, id, path)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM ds_subscription_streams
+			WHERE subscription_id = $1 AND path = $2 AND NOT explicit AND NOT glob`, id, path); err != nil {
+			return err
+		}
+		return bumpVersion(ctx, tx)
+	})
+	if err != nil {
+		return err
+	}
+	s.changed(r.Context())
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// ackRequest is the body of callback, ack and release.
+type ackRequest struct {
+	WakeID     *string      `json:"wake_id"`
+	Generation *json.Number `json:"generation"`
+	Acks       []struct {
+		Stream *string `json:"stream"`
+		Path   *string `json:"path"`
+		Offset *string `json:"offset"`
+	} `json:"acks"`
+	Done *bool `json:"done"`
+}
+
+// fence checks that a token and a request are for the subscription's current wake.
+func (s *Service) fence(r *http.Request, sb *sub, req *ackRequest) error {
+	token := bearer(r)
+	if token == "" {
+		return fail(http.StatusUnauthorized, codeTokenInvalid, "Missing or malformed Authorization header")
+	}
+	claims, ok := s.keys.Load().verifyToken(token)
+	if !ok || claims.Sub != sb.ID {
+		return fail(http.StatusUnauthorized, codeTokenInvalid, "Token invalid")
+	}
+	var gen int64 = -1
+	if req.Generation != nil {
+		if g, err := req.Generation.Int64(); err == nil {
+			gen = g
+		}
+	}
+	if sb.WakeID == "" || claims.Generation != sb.Generation || claims.WakeID != sb.WakeID ||
+		gen != sb.Generation || req.WakeID == nil || *req.WakeID != sb.WakeID {
+		return &apiError{status: http.StatusConflict, code: codeFenced, message: "Wake generation is stale",
+			extra: map[string]any{"generation": sb.Generation}}
+	}
+	return nil
+}
+
+// applyAcks moves the cursors of req.Acks (all or none).
+func applyAcks(ctx context.Context, tx *streamdb.Tx, sb *sub, links []*link, req *ackRequest) error {
+	if len(req.Acks) == 0 {
+		return nil
+	}
+	byPath := make(map[string]*link, len(links))
+	for _, l := range links {
+		byPath[l.Path] = l
+	}
+	invalid := func(msg string) error { return fail(http.StatusConflict, codeInvalidOffset, msg) }
+	type move struct {
+		l *link
+		c cursor
+	}
+	moves := make([]move, 0, len(req.Acks))
+	for _, a := range req.Acks {
+		path := ""
+		if a.Stream != nil {
+			path = *a.Stream
+		} else if a.Path != nil {
+			path = *a.Path
+		}
+		l := byPath[normalizePath(path)]
+		if l == nil {
+			return invalid("Ack references an unknown subscription stream")
+		}
+		if a.Offset == nil {
+			return invalid("Ack needs an offset")
+		}
+		off, kind, err := streamdb.ParseOffset(*a.Offset)
+		if err != nil || kind != streamdb.OffsetConcrete {
+			return invalid("Ack offset must be an offset of the stream (not -1 or now)")
+		}
+		c := cursorOf(off)
+		if c.less(l.Acked) {
+			return invalid("Ack offset regresses the committed cursor")
+		}
+		if cursorOf(l.Tail).less(c) {
+			return invalid("Ack offset is beyond the stream's tail")
+		}
+		moves = append(moves, move{l, c})
+	}
+	for _, m := range moves {
+		if err := setAcked(ctx, tx, sb.ID, m.l, m.c); err != nil {
+			return err
+		}
+		m.l.Acked = m.c
+	}
+	return nil
+}
+
+// acknowledge is POST callback (webhook) and POST ack (pull-wake): move cursors, keep the
+// lease, and with done end the wake (starting the next one when work is pending).
+func (s *Service) acknowledge(w http.ResponseWriter, r *http.Request, id string, pull bool) error {
+	var req ackRequest
+	if err := readJSON(w, r, &req); err != nil {
+		return err
+	}
+	var job *delivery
+	nextWake := false
+	err := s.store.WithTx(r.Context(), func(ctx context.Context, tx *streamdb.Tx) error {
+		job, nextWake = nil, false
+		sb, err := lockSub(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if sb == nil {
+			return fail(http.StatusNotFound, codeNotFound, "Subscription not found")
+		}
+		if pull && sb.Type != typePullWake {
+			return fail(http.StatusBadRequest, codeInvalidRequest, "Subscription is not pull-wake")
+		}
+		if err := s.fence(r, sb, &req); err != nil {
+			return err
+		}
+		links, err := loadLinks(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if err := applyAcks(ctx, tx, sb, links, &req); err != nil {
+			return err
+		}
+		if req.Done != nil && *req.Done {
+			endWake(sb)
+			if job, err = s.startWake(ctx, tx, sb, links); err != nil {
+				return err
+			}
+			nextWake = sb.WakeID != ""
+		} else {
+			lease := sb.now.Add(sb.leaseTTL())
+			sb.LeaseUntil, sb.DueAt = &lease, &lease
+			if sb.Phase == phaseDelivering { // the receiver called back before answering
+				sb.Phase, sb.AttemptOwner, sb.AttemptUntil, sb.NextAttemptAt = phaseOpen, "", nil, nil
+				sb.RetryCount, sb.Status, sb.LastError = 0, statusActive, ""
+			}
+		}
+		return saveSub(ctx, tx, sb)
+	})
+	if err != nil {
+		return err
+	}
+	s.launch(job)
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "next_wake": nextWake})
+	return nil
+}
+
+func (s *Service) claim(w http.ResponseWriter, r *http.Request, id string) error {
+	var body struct {
+		Worker any `json:"worker"`
+	}
+	if err := readJSON(w, r, &body); err != nil {
+		return err
+	}
+	worker, _ := body.Worker.(string)
+	if worker == "" || len(worker) > maxIDBytes {
+		return fail(http.StatusBadRequest, codeInvalidRequest, "worker must be a non-empty string")
+	}
+	var resp map[string]any
+	err := s.store.WithTx(r.Context(), func(ctx context.Context, tx *streamdb.Tx) error {
+		sb, err := lockSub(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if sb == nil {
+			return fail(http.StatusNotFound, codeNotFound, "Subscription not found")
+		}
+		if sb.Type != typePullWake {
+			return fail(http.StatusBadRequest, codeInvalidRequest, "Subscription is not pull-wake")
+		}
+		if sb.Holder != "" {
+			if sb.LeaseUntil != nil && sb.LeaseUntil.After(sb.now) {
+				return &apiError{status: http.StatusConflict, code: codeAlreadyClaimed, message: "The wake is claimed by another worker",
+					extra: map[string]any{"current_holder": sb.Holder, "generation": sb.Generation}}
+			}
+			endWake(sb) // the previous holder's lease lapsed
+		}
+		links, err := loadLinks(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if sb.WakeID == "" {
+			if !anyPending(links) {
+				return fail(http.StatusConflict, codeNoPendingWork, "Subscription has no pending work")
+			}
+			if _, err := s.startWake(ctx, tx, sb, links); err != nil {
+				return err
+			}
+		}
+		listed := wakeLinks(links)
+		if err := snapshot(ctx, tx, id, listed); err != nil {
+			return err
+		}
+		lease := sb.now.Add(sb.leaseTTL())
+		sb.Phase, sb.Holder, sb.LeaseUntil, sb.DueAt = phaseClaimed, worker, &lease, &lease
+		resp = map[string]any{
+			"wake_id":      sb.WakeID,
+			"generation":   sb.Generation,
+			"token":        s.keys.Load().mintToken(tokenClaims{Sub: id, Generation: sb.Generation, WakeID: sb.WakeID}),
+			"streams":      infos(listed),
+			"lease_ttl_ms": sb.LeaseTTLms,
+		}
+		return saveSub(ctx, tx, sb)
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+func (s *Service) release(w http.ResponseWriter, r *http.Request, id string) error {
+	var req ackRequest
+	if err := readJSON(w, r, &req); err != nil {
+		return err
+	}
+	err := s.store.WithTx(r.Context(), func(ctx context.Context, tx *streamdb.Tx) error {
+		sb, err := lockSub(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if sb == nil {
+			return fail(http.StatusNotFound, codeNotFound, "Subscription not found")
+		}
+		if sb.Type != typePullWake {
+			return fail(http.StatusBadRequest, codeInvalidRequest, "Subscription is not pull-wake")
+		}
+		if err := s.fence(r, sb, &req); err != nil {
+			return err
+		}
+		endWake(sb)
+		if _, err := s.startWake(ctx, tx, sb, nil); err != nil {
+			return err
+		}
+		return saveSub(ctx, tx, sb)
+	})
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

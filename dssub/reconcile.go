@@ -1,0 +1,165 @@
+package dssub
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap"
+)
+
+// settleAfter is how old a stream row must be before the scan for new streams moves past
+// it for good: a row with a smaller id may still be in an uncommitted transaction for a
+// while after a larger one was committed.
+const settleAfter = "2 minutes"
+
+const scanBatch = 5000
+
+// reconcile makes up for lost notifications: a commit whose process died before it
+// matched the commit, a change another process made while this one's matcher was stale,
+// a listener that reconnected. One process at a time (advisory lock) looks for
+//   - subscriptions without a wake whose streams have pending work,
+//   - streams created since the last look that a pattern matches but that are not linked,
+//   - pattern links to streams that no longer exist (removed).
+//
+// It also reloads the keys, so that a key added to ds_keys is used within an interval.
+func (s *Service) reconcile(ctx context.Context) error {
+	if kr, err := loadKeys(ctx, s.pool); err == nil {
+		s.keys.Store(kr)
+	} else {
+		s.log.Warn("could not reload signing keys", zap.Error(err))
+	}
+	if err := s.refresh(ctx); err != nil {
+		return err
+	}
+	m := s.matcher.Load()
+	var due []string
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		due = nil
+		var locked bool
+		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1, $2)`, lockClass, lockReconcile).Scan(&locked); err != nil {
+			return err
+		}
+		if !locked {
+			return nil // another process is at it
+		}
+		idle, err := collect(ctx, tx, `SELECT d.id FROM ds_subscriptions d
+			WHERE d.wake_id IS NULL AND EXISTS (
+				SELECT 1 FROM ds_subscription_streams l
+				JOIN streams s ON s.path = $1 || l.path AND NOT s.soft_deleted
+				WHERE l.subscription_id = d.id
+					AND s.tail_seq > CASE WHEN l.stream_id IS NULL OR l.stream_id = s.id THEN greatest(l.acked_seq, 0) ELSE 0 END)`,
+			streamRoot)
+		if err != nil {
+			return fmt.Errorf("find pending work: %w", err)
+		}
+		due = append(due, idle...)
+		linked, err := s.scanNewStreams(ctx, tx, m)
+		if err != nil {
+			return fmt.Errorf("scan new streams: %w", err)
+		}
+		due = append(due, linked...)
+		if _, err := tx.Exec(ctx, `DELETE FROM ds_subscription_streams l
+			WHERE NOT l.explicit
+				AND NOT EXISTS (SELECT 1 FROM streams s WHERE s.path = $1 || l.path)
+				AND NOT EXISTS (SELECT 1 FROM ds_subscriptions d WHERE d.id = l.subscription_id AND d.wake_id IS NOT NULL)`,
+			streamRoot); err != nil {
+			return fmt.Errorf("remove links of deleted streams: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("dssub: reconcile: %w", err)
+	}
+	if len(due) > 0 {
+		s.log.Info("reconciliation found subscriptions to advance", zap.Int("subscriptions", len(due)))
+		s.enqueue(due...)
+	}
+	return nil
+}
+
+// scanNewStreams matches the streams created since the last scan against the patterns
+// and links the unlinked matches at "-1". It returns the subscriptions that got links.
+func (s *Service) scanNewStreams(ctx context.Context, tx pgx.Tx, m *matcher) ([]string, error) {
+	var mark int64
+	if err := tx.QueryRow(ctx, `SELECT scanned_stream_id FROM ds_state FOR UPDATE`).Scan(&mark); err != nil {
+		return nil, err
+	}
+	hasPatterns := len(m.byFirst) > 0 || len(m.wild) > 0
+	var subs, paths []string
+	var ids []int64
+	from, settled := mark, true
+	for {
+		rows, err := tx.Query(ctx, `SELECT id, path, created_at < now() - interval '`+settleAfter+`'
+			FROM streams WHERE id > $1 AND starts_with(path, $2) ORDER BY id LIMIT `+fmt.Sprint(scanBatch), from, streamRoot)
+		if err != nil {
+			return nil, err
+		}
+		n := 0
+		for rows.Next() {
+			var id int64
+			var path string
+			var old bool
+			if err := rows.Scan(&id, &path, &old); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			n++
+			from = id
+			if settled && old {
+				mark = id
+			} else {
+				settled = false
+			}
+			rel := strings.TrimPrefix(path, streamRoot)
+			if !hasPatterns || rel == "" || reservedPath(rel) {
+				continue
+			}
+			m.match(rel, func(subID string, byPattern bool) {
+				if byPattern {
+					subs, paths, ids = append(subs, subID), append(paths, rel), append(ids, id)
+				}
+			})
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		if n < scanBatch {
+			break
+		}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE ds_state SET scanned_stream_id = $1`, mark); err != nil {
+		return nil, err
+	}
+	if len(subs) == 0 {
+		return nil, nil
+	}
+	return collect(ctx, tx, `INSERT INTO ds_subscription_streams (subscription_id, path, glob, stream_id, acked_seq, acked_pos)
+		SELECT u.sub, u.path, true, u.sid, -1, -1
+		FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(sub, path, sid)
+		JOIN ds_subscriptions d ON d.id = u.sub
+		ON CONFLICT (subscription_id, path) DO UPDATE SET glob = true WHERE NOT ds_subscription_streams.glob
+		RETURNING subscription_id`, subs, paths, ids)
+}
+
+func collect(ctx context.Context, tx pgx.Tx, sql string, args ...any) ([]string, error) {
+	rows, err := tx.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	out := ids[:0]
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,477 @@
+package dssub
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+
+	"github.com/entityd/entityd/streamdb"
+)
+
+// streamRoot is where subscribable streams live; subscription paths are relative to it.
+const streamRoot = "/v1/stream/"
+
+// Options tune the service. Zero values take the defaults.
+type Options struct {
+	// PublicURL is the server's externally reachable origin (e.g. https://streams.example.com):
+	// callback and JWKS URLs are built from it. Empty: from the request that created the
+	// subscription (its Host header and scheme).
+	PublicURL string
+	// AllowPrivateWebhooks accepts webhook URLs on any host and scheme http/https,
+	// private networks included (for receivers on an internal network). Off: https to
+	// public hosts, or http to the local machine.
+	AllowPrivateWebhooks bool
+	// PollInterval is how often a process looks for subscriptions whose retry, attempt or
+	// lease is due and for subscription changes made by other processes (default 500ms).
+	PollInterval time.Duration
+	// ReconcileInterval is how often the database is searched for work whose
+	// notification was lost, e.g. to a crash right after a commit (default 30s).
+	ReconcileInterval time.Duration
+	// DeliveryTimeout bounds one webhook request (default 30s).
+	DeliveryTimeout time.Duration
+	// RetryBase and RetryMax bound the exponential delay between webhook attempts
+	// (default 1s and 60s; ±20% jitter).
+	RetryBase, RetryMax time.Duration
+	// MaxDeliveries caps concurrent webhook requests of this process (default 64).
+	MaxDeliveries int
+	// Workers is the number of goroutines that advance subscriptions (default 4).
+	Workers int
+	Logger  *zap.Logger
+}
+
+func (o *Options) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.PollInterval, 500*time.Millisecond)
+	def(&o.ReconcileInterval, 30*time.Second)
+	def(&o.DeliveryTimeout, 30*time.Second)
+	def(&o.RetryBase, time.Second)
+	def(&o.RetryMax, time.Minute)
+	if o.MaxDeliveries <= 0 {
+		o.MaxDeliveries = 64
+	}
+	if o.Workers <= 0 {
+		o.Workers = 4
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	o.PublicURL = strings.TrimRight(o.PublicURL, "/")
+}
+
+// Service runs Durable Streams subscriptions: it serves their HTTP API (Handler), matches
+// stream commits against them, and delivers their wakes.
+type Service struct {
+	opts   Options
+	store  *streamdb.Store
+	pool   *pgxpool.Pool
+	log    *zap.Logger
+	procID string
+
+	keys    atomic.Pointer[keyring]
+	matcher atomic.Pointer[matcher]
+	reload  sync.Mutex // serializes matcher reloads
+	recent  *recent
+
+	mu      sync.Mutex
+	dirty   map[linkKey]dirtyLink // pattern/explicit matches of commits, not yet processed
+	known   map[linkKey]int64     // pattern links known to exist (stream id), to skip upserts
+	evalSet map[string]bool       // subscriptions queued for evaluation
+	evalQ   []string
+
+	dirtySig     chan struct{}
+	evalSig      chan struct{}
+	reconcileSig chan struct{}
+	deliveries   chan struct{} // semaphore
+
+	publicClient, localClient *http.Client
+
+	started atomic.Bool
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+
+	// webhook requests: started while running, cancelled only when Stop's grace ends
+	launchMu         sync.Mutex
+	running          bool
+	deliverCtx       context.Context
+	cancelDeliveries context.CancelFunc
+	deliverW         sync.WaitGroup
+}
+
+type linkKey struct{ sub, path string }
+
+type dirtyLink struct {
+	streamID  int64
+	byPattern bool
+}
+
+// New returns a Service on store. Start it before serving its Handler.
+func New(store *streamdb.Store, opts Options) *Service {
+	opts.setDefaults()
+	var id [6]byte
+	_, _ = rand.Read(id[:])
+	s := &Service{
+		opts: opts, store: store, pool: store.Pool(), log: opts.Logger.Named("dssub"),
+		procID:   "p-" + hex.EncodeToString(id[:]),
+		recent:   newRecent(8192, 10*time.Second),
+		dirty:    map[linkKey]dirtyLink{},
+		known:    map[linkKey]int64{},
+		evalSet:  map[string]bool{},
+		dirtySig: make(chan struct{}, 1), evalSig: make(chan struct{}, 1), reconcileSig: make(chan struct{}, 1),
+		deliveries: make(chan struct{}, opts.MaxDeliveries),
+	}
+	s.matcher.Store(emptyMatcher())
+	if opts.AllowPrivateWebhooks {
+		s.publicClient = newWebhookClient(func(netip.Addr) bool { return true })
+		s.localClient = s.publicClient
+	} else {
+		s.publicClient = newWebhookClient(publicAddr)
+		s.localClient = newWebhookClient(func(ip netip.Addr) bool { return ip.IsLoopback() })
+	}
+	store.OnCommit(s.observe)
+	return s
+}
+
+// Start loads the keys and subscriptions and starts matching and delivering.
+func (s *Service) Start(ctx context.Context) error {
+	kr, err := loadKeys(ctx, s.pool)
+	if err != nil {
+		return err
+	}
+	s.keys.Store(kr)
+	m, err := loadMatcher(ctx, s.pool)
+	if err != nil {
+		return err
+	}
+	s.matcher.Store(m)
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop = stop
+	s.launchMu.Lock()
+	s.deliverCtx, s.cancelDeliveries = context.WithCancel(context.WithoutCancel(ctx))
+	s.running = true
+	s.launchMu.Unlock()
+	s.started.Store(true)
+	s.wg.Add(2 + s.opts.Workers)
+	go func() { defer s.wg.Done(); s.linkLoop(runCtx) }()
+	go func() { defer s.wg.Done(); s.pollLoop(runCtx) }()
+	for i := 0; i < s.opts.Workers; i++ {
+		go func() { defer s.wg.Done(); s.evalLoop(runCtx) }()
+	}
+	s.requestReconcile() // work left behind by a crash or by a stop
+	s.log.Info("subscriptions started", zap.String("process", s.procID), zap.String("signing_kid", kr.signKID))
+	return nil
+}
+
+// Stop stops matching and delivering. Webhook requests in flight are abandoned when ctx
+// ends; their wakes are handed back so that any process retries them at once.
+func (s *Service) Stop(ctx context.Context) {
+	if !s.started.Swap(false) {
+		return
+	}
+	s.stop()
+	s.wg.Wait()
+	s.launchMu.Lock()
+	s.running = false
+	s.launchMu.Unlock()
+	done := make(chan struct{})
+	go func() { s.deliverW.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.log.Warn("webhook deliveries still running at shutdown; they are handed back for a retry")
+		s.cancelDeliveries()
+		<-done
+	}
+	s.cancelDeliveries()
+}
+
+// observe hears about every commit; it runs on the committing goroutine, so it only
+// matches in memory and hands the matches to linkLoop. Commits of other processes are
+// theirs to match (Change has no path for them); a nil slice means notifications may
+// have been lost, which the reconciliation makes up for.
+func (s *Service) observe(changes []streamdb.Change) {
+	if !s.started.Load() {
+		return
+	}
+	if changes == nil {
+		s.requestReconcile()
+		return
+	}
+	m := s.matcher.Load()
+	now := time.Now()
+	added := false
+	for _, c := range changes {
+		if !c.Local || !strings.HasPrefix(c.Path, streamRoot) {
+			continue
+		}
+		rel := c.Path[len(streamRoot):]
+		if rel == "" || reservedPath(rel) {
+			continue
+		}
+		s.recent.add(rel, c.StreamID, now)
+		m.match(rel, func(subID string, byPattern bool) {
+			s.markDirty(linkKey{subID, rel}, dirtyLink{streamID: c.StreamID, byPattern: byPattern})
+			added = true
+		})
+	}
+	if added {
+		signal(s.dirtySig)
+	}
+}
+
+func (s *Service) markDirty(k linkKey, d dirtyLink) {
+	s.mu.Lock()
+	if old, ok := s.dirty[k]; ok && old.byPattern {
+		d.byPattern = true
+	}
+	s.dirty[k] = d
+	s.mu.Unlock()
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Service) requestReconcile() { signal(s.reconcileSig) }
+
+// enqueue asks a worker to evaluate subscription id (start a wake, retry, expire a lease).
+func (s *Service) enqueue(ids ...string) {
+	s.mu.Lock()
+	for _, id := range ids {
+		if !s.evalSet[id] {
+			s.evalSet[id] = true
+			s.evalQ = append(s.evalQ, id)
+		}
+	}
+	s.mu.Unlock()
+	signal(s.evalSig)
+}
+
+func (s *Service) dequeue() (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.evalQ) == 0 {
+		return "", false
+	}
+	id := s.evalQ[0]
+	s.evalQ = s.evalQ[1:]
+	delete(s.evalSet, id)
+	if len(s.evalQ) > 0 {
+		signal(s.evalSig) // keep the other workers going
+	}
+	return id, true
+}
+
+func (s *Service) evalLoop(ctx context.Context) {
+	for {
+		id, ok := s.dequeue()
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.evalSig:
+				continue
+			}
+		}
+		if err := s.evaluate(ctx, id); err != nil && ctx.Err() == nil {
+			s.log.Warn("could not advance subscription; the reconciliation retries", zap.String("subscription", id), zap.Error(err))
+			s.requestReconcile()
+		}
+	}
+}
+
+// linkLoop links streams newly matched by a pattern and queues their subscriptions.
+func (s *Service) linkLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.dirtySig:
+		}
+		s.mu.Lock()
+		batch := s.dirty
+		s.dirty = map[linkKey]dirtyLink{}
+		s.mu.Unlock()
+		if len(batch) == 0 {
+			continue
+		}
+		if err := s.linkMatches(ctx, batch); err != nil && ctx.Err() == nil {
+			s.log.Warn("could not link matched streams; the reconciliation retries", zap.Error(err))
+			s.requestReconcile()
+		}
+		seen := map[string]bool{}
+		var ids []string
+		for k := range batch {
+			if !seen[k.sub] {
+				seen[k.sub] = true
+				ids = append(ids, k.sub)
+			}
+		}
+		s.enqueue(ids...)
+	}
+}
+
+// linkMatches creates the pattern links of a batch of matches (at "-1": everything in a
+// stream that starts matching after the subscription exists is pending).
+func (s *Service) linkMatches(ctx context.Context, batch map[linkKey]dirtyLink) error {
+	var subs, paths []string
+	var ids []int64
+	s.mu.Lock()
+	for k, d := range batch {
+		if d.byPattern && s.known[k] != d.streamID {
+			subs, paths, ids = append(subs, k.sub), append(paths, k.path), append(ids, d.streamID)
+		}
+	}
+	s.mu.Unlock()
+	if len(subs) == 0 {
+		return nil
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO ds_subscription_streams (subscription_id, path, glob, stream_id, acked_seq, acked_pos)
+		SELECT u.sub, u.path, true, u.sid, -1, -1
+		FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(sub, path, sid)
+		JOIN ds_subscriptions d ON d.id = u.sub
+		ON CONFLICT (subscription_id, path) DO UPDATE SET glob = true WHERE NOT ds_subscription_streams.glob`,
+		subs, paths, ids)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23503" {
+		return nil // a subscription was deleted meanwhile; its links went with it
+	}
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if len(s.known) > 100_000 {
+		s.known = map[linkKey]int64{}
+	}
+	for i := range subs {
+		s.known[linkKey{subs[i], paths[i]}] = ids[i]
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// pollLoop picks up what is due (retries, lapsed attempts and leases, reconciled work)
+// and subscription changes made by other processes, and runs the reconciliation.
+func (s *Service) pollLoop(ctx context.Context) {
+	tick := time.NewTicker(s.opts.PollInterval)
+	defer tick.Stop()
+	reconcile := time.NewTicker(s.opts.ReconcileInterval)
+	defer reconcile.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if err := s.poll(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("subscription poll failed", zap.Error(err))
+			}
+		case <-reconcile.C:
+			s.runReconcile(ctx)
+		case <-s.reconcileSig:
+			s.runReconcile(ctx)
+		}
+	}
+}
+
+func (s *Service) runReconcile(ctx context.Context) {
+	if err := s.reconcile(ctx); err != nil && ctx.Err() == nil {
+		s.log.Warn("subscription reconciliation failed", zap.Error(err))
+	}
+}
+
+func (s *Service) poll(ctx context.Context) error {
+	var version int64
+	if err := s.pool.QueryRow(ctx, `SELECT version FROM ds_state`).Scan(&version); err != nil {
+		return err
+	}
+	if version != s.matcher.Load().version {
+		if err := s.refresh(ctx); err != nil {
+			return err
+		}
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id FROM ds_subscriptions WHERE due_at <= now() ORDER BY due_at LIMIT 256`)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(ids) > 0 {
+		s.enqueue(ids...)
+	}
+	return nil
+}
+
+// refresh installs the current subscriptions and matches this process's latest commits against what is new.
+func (s *Service) refresh(ctx context.Context) error {
+	s.reload.Lock()
+	defer s.reload.Unlock()
+	next, err := loadMatcher(ctx, s.pool)
+	if err != nil {
+		return err
+	}
+	prev := s.matcher.Load()
+	if next.version == prev.version {
+		return nil
+	}
+	s.matcher.Store(next)
+	s.mu.Lock()
+	s.known = map[linkKey]int64{}
+	s.mu.Unlock()
+
+	subs, explicit := freshIn(prev, next)
+	if len(subs) == 0 && len(explicit) == 0 {
+		return nil
+	}
+	added := false
+	for _, c := range s.recent.since(time.Now()) {
+		for _, id := range explicit[c.rel] {
+			s.markDirty(linkKey{id, c.rel}, dirtyLink{streamID: c.streamID})
+			added = true
+		}
+		var segs []string
+		for _, sm := range subs {
+			if sm.glob == nil || sm.wakeStream == c.rel {
+				continue
+			}
+			if segs == nil {
+				segs = splitSegments(c.rel)
+			}
+			if sm.glob.match(segs) {
+				s.markDirty(linkKey{sm.id, c.rel}, dirtyLink{streamID: c.streamID, byPattern: true})
+				added = true
+			}
+		}
+	}
+	if added {
+		signal(s.dirtySig)
+	}
+	return nil
+}

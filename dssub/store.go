@@ -1,0 +1,294 @@
+package dssub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/entityd/entityd/streamdb"
+)
+
+const (
+	typeWebhook  = "webhook"
+	typePullWake = "pull-wake"
+
+	phaseDelivering = "delivering"
+	phaseOpen       = "open"
+	phaseClaimed    = "claimed"
+
+	statusActive = "active"
+	statusFailed = "failed"
+
+	// maxWakeStreams caps the streams one wake lists (pending ones first); what does not
+	// fit stays pending and makes the next wake.
+	maxWakeStreams = 1000
+)
+
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// sub is a ds_subscriptions row.
+type sub struct {
+	ID, Type, Pattern, WebhookURL, WakeStream, Description string
+	LeaseTTLms                                             int64
+	ConfigHash                                             []byte
+	BaseURL                                                string
+	CreatedAt                                              time.Time
+	Status                                                 string
+	Generation                                             int64
+	WakeID, Phase, Holder                                  string
+	LeaseUntil, NextAttemptAt, AttemptUntil, DueAt         *time.Time
+	RetryCount                                             int
+	AttemptOwner, LastError                                string
+
+	now time.Time // the database's clock when the row was read
+}
+
+func (s *sub) leaseTTL() time.Duration { return time.Duration(s.LeaseTTLms) * time.Millisecond }
+
+const subColumns = `id, type, coalesce(pattern, ''), coalesce(webhook_url, ''), coalesce(wake_stream, ''),
+	coalesce(description, ''), lease_ttl_ms, config_hash, base_url, created_at, status, generation,
+	coalesce(wake_id, ''), coalesce(phase, ''), coalesce(holder, ''), lease_until, next_attempt_at,
+	attempt_until, due_at, retry_count, coalesce(attempt_owner, ''), coalesce(last_error, ''), clock_timestamp()`
+
+func scanSub(row pgx.Row) (*sub, error) {
+	s := &sub{}
+	err := row.Scan(&s.ID, &s.Type, &s.Pattern, &s.WebhookURL, &s.WakeStream, &s.Description, &s.LeaseTTLms,
+		&s.ConfigHash, &s.BaseURL, &s.CreatedAt, &s.Status, &s.Generation, &s.WakeID, &s.Phase, &s.Holder,
+		&s.LeaseUntil, &s.NextAttemptAt, &s.AttemptUntil, &s.DueAt, &s.RetryCount, &s.AttemptOwner, &s.LastError, &s.now)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dssub: read subscription: %w", err)
+	}
+	return s, nil
+}
+
+// lockSub reads and locks a subscription row; nil when there is none.
+func lockSub(ctx context.Context, q querier, id string) (*sub, error) {
+	return scanSub(q.QueryRow(ctx, `SELECT `+subColumns+` FROM ds_subscriptions WHERE id = $1 FOR UPDATE`, id))
+}
+
+func readSub(ctx context.Context, q querier, id string) (*sub, error) {
+	return scanSub(q.QueryRow(ctx, `SELECT `+subColumns+` FROM ds_subscriptions WHERE id = $1`, id))
+}
+
+// save writes the wake state of s back.
+func saveSub(ctx context.Context, q querier, s *sub) error {
+	_, err := q.Exec(ctx, `UPDATE ds_subscriptions SET status = $2, generation = $3, wake_id = nullif($4, ''),
+			phase = nullif($5, ''), holder = nullif($6, ''), lease_until = $7, next_attempt_at = $8,
+			attempt_until = $9, due_at = $10, retry_count = $11, attempt_owner = nullif($12, ''),
+			last_error = nullif($13, '')
+		WHERE id = $1`,
+		s.ID, s.Status, s.Generation, s.WakeID, s.Phase, s.Holder, s.LeaseUntil, s.NextAttemptAt,
+		s.AttemptUntil, s.DueAt, s.RetryCount, s.AttemptOwner, s.LastError)
+	if err != nil {
+		return fmt.Errorf("dssub: save subscription: %w", err)
+	}
+	return nil
+}
+
+// cursor is an acknowledged position: an offset, or "-1" (before the first message).
+type cursor struct{ Seq, Pos int64 }
+
+var beforeFirst = cursor{-1, -1}
+
+func (c cursor) String() string {
+	if c.Seq < 0 {
+		return "-1"
+	}
+	return streamdb.Offset{Seq: c.Seq, Pos: c.Pos}.String()
+}
+
+func (c cursor) less(d cursor) bool { return c.Seq < d.Seq || (c.Seq == d.Seq && c.Pos < d.Pos) }
+
+func cursorOf(o streamdb.Offset) cursor { return cursor{o.Seq, o.Pos} }
+
+// link is one stream of a subscription with the stream's current state.
+type link struct {
+	Path           string
+	Explicit, Glob bool
+	Acked          cursor // effective: "-1" when the stream was re-created since
+	StreamID       int64  // 0: no such stream now
+	Tail           streamdb.Offset
+}
+
+func (l *link) pending() bool { return l.StreamID != 0 && l.Tail.Seq > max(l.Acked.Seq, 0) }
+
+func (l *link) linkType() string {
+	if l.Explicit {
+		return "explicit"
+	}
+	return "glob"
+}
+
+// streamInfo is how a stream of a subscription is shown to clients and consumers.
+type streamInfo struct {
+	Path        string `json:"path"`
+	LinkType    string `json:"link_type"`
+	AckedOffset string `json:"acked_offset"`
+	TailOffset  string `json:"tail_offset"`
+	HasPending  bool   `json:"has_pending"`
+}
+
+func (l *link) info() streamInfo {
+	return streamInfo{Path: l.Path, LinkType: l.linkType(), AckedOffset: l.Acked.String(),
+		TailOffset: l.Tail.String(), HasPending: l.pending()}
+}
+
+// loadLinks returns the streams of subscription id, sorted by path. With rebase (inside a
+// transaction holding the subscription's lock) links whose stream was re-created are
+// first reset to "-1" in the table, so what is acked later refers to the new stream.
+func loadLinks(ctx context.Context, q querier, id string, rebase bool) ([]*link, error) {
+	if rebase {
+		if _, err := q.Exec(ctx, `UPDATE ds_subscription_streams l SET stream_id = s.id,
+				acked_seq = CASE WHEN l.stream_id IS NULL THEN l.acked_seq ELSE -1 END,
+				acked_pos = CASE WHEN l.stream_id IS NULL THEN l.acked_pos ELSE -1 END,
+				wake_seq = NULL, wake_pos = NULL
+			FROM streams s
+			WHERE l.subscription_id = $1 AND s.path = $2 || l.path AND NOT s.soft_deleted
+				AND l.stream_id IS DISTINCT FROM s.id`, id, streamRoot); err != nil {
+			return nil, fmt.Errorf("dssub: rebase links: %w", err)
+		}
+	}
+	rows, err := q.Query(ctx, `SELECT l.path, l.explicit, l.glob, l.stream_id, l.acked_seq, l.acked_pos,
+			coalesce(s.id, 0), coalesce(s.tail_seq, 0), coalesce(s.tail_pos, 0)
+		FROM ds_subscription_streams l
+		LEFT JOIN streams s ON s.path = $2 || l.path AND NOT s.soft_deleted
+		WHERE l.subscription_id = $1
+		ORDER BY l.path`, id, streamRoot)
+	if err != nil {
+		return nil, fmt.Errorf("dssub: load links: %w", err)
+	}
+	defer rows.Close()
+	var out []*link
+	for rows.Next() {
+		l := &link{}
+		var linkStream *int64
+		if err := rows.Scan(&l.Path, &l.Explicit, &l.Glob, &linkStream, &l.Acked.Seq, &l.Acked.Pos,
+			&l.StreamID, &l.Tail.Seq, &l.Tail.Pos); err != nil {
+			return nil, err
+		}
+		if l.StreamID != 0 && linkStream != nil && *linkStream != l.StreamID {
+			l.Acked = beforeFirst
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
+func anyPending(links []*link) bool {
+	for _, l := range links {
+		if l.pending() {
+			return true
+		}
+	}
+	return false
+}
+
+// wakeLinks picks the streams a wake lists: pending ones first, at most maxWakeStreams.
+func wakeLinks(links []*link) []*link {
+	out := make([]*link, 0, min(len(links), maxWakeStreams))
+	for _, l := range links {
+		if l.pending() && len(out) < maxWakeStreams {
+			out = append(out, l)
+		}
+	}
+	for _, l := range links {
+		if !l.pending() && len(out) < maxWakeStreams {
+			out = append(out, l)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+func infos(links []*link) []streamInfo {
+	out := make([]streamInfo, len(links))
+	for i, l := range links {
+		out[i] = l.info()
+	}
+	return out
+}
+
+// snapshot records the tails a wake tells the consumer about (what a synchronous done
+// acknowledges), replacing the previous wake's.
+func snapshot(ctx context.Context, q querier, id string, links []*link) error {
+	var paths []string
+	var seqs, poss []int64
+	for _, l := range links {
+		if l.StreamID != 0 {
+			paths, seqs, poss = append(paths, l.Path), append(seqs, l.Tail.Seq), append(poss, l.Tail.Pos)
+		}
+	}
+	if _, err := q.Exec(ctx, `UPDATE ds_subscription_streams SET wake_seq = NULL, wake_pos = NULL
+		WHERE subscription_id = $1 AND wake_seq IS NOT NULL`, id); err != nil {
+		return fmt.Errorf("dssub: clear wake snapshot: %w", err)
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	if _, err := q.Exec(ctx, `UPDATE ds_subscription_streams l SET wake_seq = u.seq, wake_pos = u.pos
+		FROM unnest($2::text[], $3::bigint[], $4::bigint[]) AS u(path, seq, pos)
+		WHERE l.subscription_id = $1 AND l.path = u.path`, id, paths, seqs, poss); err != nil {
+		return fmt.Errorf("dssub: record wake snapshot: %w", err)
+	}
+	return nil
+}
+
+// ackSnapshot acknowledges what the current wake listed (a receiver's synchronous done);
+// cursors only move forward.
+func ackSnapshot(ctx context.Context, q querier, id string) error {
+	_, err := q.Exec(ctx, `UPDATE ds_subscription_streams SET acked_seq = wake_seq, acked_pos = wake_pos
+		WHERE subscription_id = $1 AND wake_seq IS NOT NULL AND (wake_seq, wake_pos) > (acked_seq, acked_pos)`, id)
+	if err != nil {
+		return fmt.Errorf("dssub: acknowledge wake snapshot: %w", err)
+	}
+	return nil
+}
+
+func setAcked(ctx context.Context, q querier, id string, l *link, c cursor) error {
+	var streamID *int64
+	if l.StreamID != 0 {
+		streamID = &l.StreamID
+	}
+	_, err := q.Exec(ctx, `UPDATE ds_subscription_streams SET acked_seq = $3, acked_pos = $4,
+			stream_id = coalesce($5, stream_id)
+		WHERE subscription_id = $1 AND path = $2`, id, l.Path, c.Seq, c.Pos, streamID)
+	if err != nil {
+		return fmt.Errorf("dssub: acknowledge: %w", err)
+	}
+	return nil
+}
+
+// bumpVersion tells every process that subscriptions changed.
+func bumpVersion(ctx context.Context, q querier) error {
+	if _, err := q.Exec(ctx, `UPDATE ds_state SET version = version + 1`); err != nil {
+		return fmt.Errorf("dssub: bump version: %w", err)
+	}
+	return nil
+}
+
+// linkExplicit links paths to subscription id explicitly, at each stream's tail (a
+// stream that does not exist yet is linked at offset zero, so that all of it is pending
+// once it appears). Existing links keep their cursor.
+func linkExplicit(ctx context.Context, q querier, id string, paths []string) error {
+	_, err := q.Exec(ctx, `INSERT INTO ds_subscription_streams (subscription_id, path, explicit, stream_id, acked_seq, acked_pos)
+		SELECT $1, u.path, true, s.id, coalesce(s.tail_seq, 0), coalesce(s.tail_pos, 0)
+		FROM unnest($2::text[]) AS u(path)
+		LEFT JOIN streams s ON s.path = $3 || u.path AND NOT s.soft_deleted
+		ON CONFLICT (subscription_id, path) DO UPDATE SET explicit = true`, id, paths, streamRoot)
+	if err != nil {
+		return fmt.Errorf("dssub: link streams: %w", err)
+	}
+	return nil
+}

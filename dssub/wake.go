@@ -1,0 +1,359 @@
+package dssub
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/entityd/entityd/streamdb"
+)
+
+// delivery is one webhook request this process is to make.
+type delivery struct {
+	subID, wakeID string
+	generation    int64
+	url           string
+	body          []byte
+}
+
+// webhookBody is what a webhook receives.
+type webhookBody struct {
+	SubscriptionID string       `json:"subscription_id"`
+	WakeID         string       `json:"wake_id"`
+	Generation     int64        `json:"generation"`
+	Streams        []streamInfo `json:"streams"`
+	CallbackURL    string       `json:"callback_url"`
+	CallbackToken  string       `json:"callback_token"`
+}
+
+// wakeRecord is what a pull-wake subscription appends to its wake stream.
+type wakeRecord struct {
+	Type           string `json:"type"`
+	SubscriptionID string `json:"subscription_id"`
+	WakeID         string `json:"wake_id"`
+	Generation     int64  `json:"generation"`
+	Stream         string `json:"stream"`
+	TS             int64  `json:"ts"`
+}
+
+func newWakeID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "w_" + hex.EncodeToString(b[:])
+}
+
+// evaluate moves subscription id along: starts a wake for pending work, retries or
+// hands back a webhook attempt, ends a lapsed lease.
+func (s *Service) evaluate(ctx context.Context, id string) error {
+	var job *delivery
+	err := s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+		job = nil
+		sb, err := lockSub(ctx, tx, id)
+		if err != nil || sb == nil {
+			return err
+		}
+		if job, err = s.step(ctx, tx, sb); err != nil {
+			return err
+		}
+		return saveSub(ctx, tx, sb)
+	})
+	if err == nil {
+		s.launch(job)
+	}
+	return err
+}
+
+// step applies the clock to a locked subscription. The caller saves sb.
+func (s *Service) step(ctx context.Context, tx *streamdb.Tx, sb *sub) (*delivery, error) {
+	now := sb.now
+	switch {
+	case sb.WakeID == "":
+		return s.startWake(ctx, tx, sb, nil)
+	case sb.Phase == phaseDelivering:
+		if sb.AttemptOwner != "" && sb.AttemptUntil != nil && sb.AttemptUntil.After(now) {
+			sb.DueAt = sb.AttemptUntil // another attempt is under way
+			return nil, nil
+		}
+		if sb.NextAttemptAt != nil && sb.NextAttemptAt.After(now) {
+			sb.DueAt = sb.NextAttemptAt
+			return nil, nil
+		}
+		return s.takeAttempt(ctx, tx, sb, nil)
+	case sb.Phase == phaseClaimed || (sb.Phase == phaseOpen && sb.Type == typeWebhook):
+		if sb.LeaseUntil != nil && sb.LeaseUntil.After(now) {
+			sb.DueAt = sb.LeaseUntil
+			return nil, nil
+		}
+		s.log.Info("wake lease expired", zap.String("subscription", sb.ID), zap.String("wake_id", sb.WakeID),
+			zap.Int64("generation", sb.Generation), zap.String("holder", sb.Holder))
+		endWake(sb)
+		return s.startWake(ctx, tx, sb, nil)
+	default: // a pull-wake announced on its wake stream, waiting to be claimed
+		sb.DueAt = nil
+		return nil, nil
+	}
+}
+
+// startWake starts the next wake if any stream has pending work: a webhook is delivered
+// (the returned delivery), a pull-wake is announced on its wake stream.
+func (s *Service) startWake(ctx context.Context, tx *streamdb.Tx, sb *sub, links []*link) (*delivery, error) {
+	if links == nil {
+		var err error
+		if links, err = loadLinks(ctx, tx, sb.ID, true); err != nil {
+			return nil, err
+		}
+	}
+	sb.DueAt = nil
+	if !anyPending(links) {
+		return nil, nil
+	}
+	sb.Generation++
+	sb.WakeID = newWakeID()
+	if sb.Type == typeWebhook {
+		sb.Phase = phaseDelivering
+		sb.RetryCount, sb.NextAttemptAt = 0, nil
+		return s.takeAttempt(ctx, tx, sb, links)
+	}
+	sb.Phase = phaseOpen
+	return nil, s.announce(ctx, tx, sb, links)
+}
+
+// takeAttempt makes this process the one that POSTs the current webhook wake, until the
+// attempt lapses (then any process may retry it).
+func (s *Service) takeAttempt(ctx context.Context, tx *streamdb.Tx, sb *sub, links []*link) (*delivery, error) {
+	if links == nil {
+		var err error
+		if links, err = loadLinks(ctx, tx, sb.ID, true); err != nil {
+			return nil, err
+		}
+	}
+	listed := wakeLinks(links)
+	if err := snapshot(ctx, tx, sb.ID, listed); err != nil {
+		return nil, err
+	}
+	until := sb.now.Add(s.opts.DeliveryTimeout + 5*time.Second)
+	sb.AttemptOwner, sb.AttemptUntil, sb.DueAt = s.procID, &until, &until
+	body, err := json.Marshal(webhookBody{
+		SubscriptionID: sb.ID,
+		WakeID:         sb.WakeID,
+		Generation:     sb.Generation,
+		Streams:        infos(listed),
+		CallbackURL:    s.actionURL(sb.BaseURL, sb.ID, "callback"),
+		CallbackToken:  s.keys.Load().mintToken(tokenClaims{Sub: sb.ID, Generation: sb.Generation, WakeID: sb.WakeID}),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &delivery{subID: sb.ID, wakeID: sb.WakeID, generation: sb.Generation, url: sb.WebhookURL, body: body}, nil
+}
+
+// announce appends the wake record of a pull-wake to its wake stream, in the transaction
+// that starts the wake. A missing or closed wake stream does not stop the wake (workers
+// can still claim it); it is logged.
+func (s *Service) announce(ctx context.Context, tx *streamdb.Tx, sb *sub, links []*link) error {
+	stream := ""
+	for _, l := range links {
+		if l.pending() {
+			stream = l.Path
+			break
+		}
+	}
+	rec, err := json.Marshal(wakeRecord{Type: "wake", SubscriptionID: sb.ID, WakeID: sb.WakeID, Generation: sb.Generation,
+		Stream: stream, TS: time.Now().UnixMilli()})
+	if err != nil {
+		return err
+	}
+	_, err = tx.Append(ctx, &streamdb.AppendRequest{Path: streamRoot + sb.WakeStream, Messages: [][]byte{rec}})
+	var closed *streamdb.ClosedError
+	if errors.Is(err, streamdb.ErrNotFound) || errors.Is(err, streamdb.ErrGone) || errors.As(err, &closed) {
+		s.log.Warn("wake stream cannot be appended to; the wake can still be claimed",
+			zap.String("subscription", sb.ID), zap.String("wake_stream", sb.WakeStream), zap.Error(err))
+		return nil
+	}
+	return err
+}
+
+// endWake clears the wake in flight.
+func endWake(sb *sub) {
+	sb.WakeID, sb.Phase, sb.Holder = "", "", ""
+	sb.LeaseUntil, sb.AttemptUntil, sb.NextAttemptAt, sb.DueAt = nil, nil, nil, nil
+	sb.AttemptOwner = ""
+	sb.RetryCount = 0
+}
+
+// actionURL is the URL of a subscription's control action (callback, claim, ...).
+func (s *Service) actionURL(base, id, action string) string {
+	if s.opts.PublicURL != "" {
+		base = s.opts.PublicURL
+	}
+	return base + streamRoot + "__ds/subscriptions/" + escapeSegment(id) + "/" + action
+}
+
+// escapeSegment escapes like JavaScript's encodeURIComponent (spaces as %20).
+func escapeSegment(s string) string { return strings.ReplaceAll(url.QueryEscape(s), "+", "%20") }
+
+// launch starts a webhook request.
+func (s *Service) launch(job *delivery) {
+	if job == nil {
+		return
+	}
+	s.launchMu.Lock()
+	running := s.running
+	if running {
+		s.deliverW.Add(1)
+		go func() {
+			defer s.deliverW.Done()
+			s.deliver(job)
+		}()
+	}
+	s.launchMu.Unlock()
+	if !running {
+		s.abandon(job) // stopping (or not started): another process, or the next start, retries
+	}
+}
+
+type result struct {
+	ok, done bool
+	err      error
+}
+
+func (s *Service) deliver(job *delivery) {
+	ctx := s.deliverCtx
+	select {
+	case s.deliveries <- struct{}{}:
+	case <-ctx.Done():
+		s.abandon(job)
+		return
+	}
+	res := s.post(ctx, job)
+	<-s.deliveries
+	if ctx.Err() != nil {
+		s.abandon(job)
+		return
+	}
+	next, err := s.applyResult(ctx, job, res)
+	if err != nil {
+		s.log.Warn("could not record a webhook delivery; it is retried when its attempt lapses",
+			zap.String("subscription", job.subID), zap.String("wake_id", job.wakeID), zap.Error(err))
+		return
+	}
+	s.launch(next)
+}
+
+// post makes one webhook request.
+func (s *Service) post(ctx context.Context, job *delivery) result {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.DeliveryTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, job.url, bytes.NewReader(job.body))
+	if err != nil {
+		return result{err: err}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "entityd-subscriptions")
+	req.Header.Set("Webhook-Signature", s.keys.Load().signature(job.body, time.Now()))
+	client := s.publicClient
+	if req.URL.Scheme == "http" {
+		client = s.localClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return result{err: err}
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return result{err: fmt.Errorf("webhook answered %d", resp.StatusCode)}
+	}
+	var answer struct {
+		Done bool `json:"done"`
+	}
+	_ = json.Unmarshal(data, &answer) // any 2xx is an acceptance; only {"done":true} acks
+	return result{ok: true, done: answer.Done}
+}
+
+// applyResult records the outcome of a webhook request, fenced by the wake it was for:
+// a synchronous done acknowledges what the wake listed and starts the next one; another
+// 2xx leaves the wake open for callbacks; a failure schedules a retry.
+func (s *Service) applyResult(ctx context.Context, job *delivery, res result) (*delivery, error) {
+	var next *delivery
+	err := s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+		next = nil
+		sb, err := lockSub(ctx, tx, job.subID)
+		if err != nil || sb == nil {
+			return err
+		}
+		if sb.WakeID != job.wakeID || sb.Generation != job.generation {
+			return nil // the wake ended meanwhile (a callback's done, a deletion)
+		}
+		switch {
+		case res.ok && res.done:
+			sb.Status, sb.LastError = statusActive, ""
+			if err := ackSnapshot(ctx, tx, sb.ID); err != nil {
+				return err
+			}
+			endWake(sb)
+			if next, err = s.startWake(ctx, tx, sb, nil); err != nil {
+				return err
+			}
+		case res.ok:
+			sb.Status, sb.LastError, sb.RetryCount, sb.NextAttemptAt = statusActive, "", 0, nil
+			if sb.Phase == phaseDelivering {
+				lease := sb.now.Add(sb.leaseTTL())
+				sb.Phase, sb.AttemptOwner, sb.AttemptUntil = phaseOpen, "", nil
+				sb.LeaseUntil, sb.DueAt = &lease, &lease
+			}
+		default:
+			if sb.Phase != phaseDelivering || (sb.AttemptOwner != "" && sb.AttemptOwner != s.procID) {
+				return nil // a callback showed the receiver alive, or another process took over
+			}
+			sb.RetryCount++
+			delay := s.backoff(sb.RetryCount)
+			at := sb.now.Add(delay)
+			msg := res.err.Error()
+			if len(msg) > 500 {
+				msg = msg[:500]
+			}
+			sb.Status, sb.LastError = statusFailed, msg
+			sb.AttemptOwner, sb.AttemptUntil = "", nil
+			sb.NextAttemptAt, sb.DueAt = &at, &at
+			s.log.Warn("webhook delivery failed; retrying", zap.String("subscription", sb.ID),
+				zap.String("wake_id", sb.WakeID), zap.Int("attempt", sb.RetryCount), zap.Duration("retry_in", delay),
+				zap.Error(res.err))
+		}
+		return saveSub(ctx, tx, sb)
+	})
+	return next, err
+}
+
+// backoff is the delay before retry n (1, 2, ...): RetryBase doubling up to RetryMax, ±20%.
+func (s *Service) backoff(n int) time.Duration {
+	d := float64(s.opts.RetryBase) * math.Pow(2, float64(max(n-1, 0)))
+	d = math.Min(d, float64(s.opts.RetryMax))
+	d *= 0.8 + 0.4*mrand.Float64()
+	return time.Duration(d)
+}
+
+// abandon hands an unfinished attempt back (on shutdown) so that any process retries it.
+func (s *Service) abandon(job *delivery) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := s.pool.Exec(ctx, `UPDATE ds_subscriptions SET attempt_owner = NULL, attempt_until = NULL, due_at = now()
+		WHERE id = $1 AND wake_id = $2 AND attempt_owner = $3`, job.subID, job.wakeID, s.procID)
+	if err != nil {
+		s.log.Warn("could not hand back a webhook attempt; it is retried when it lapses",
+			zap.String("subscription", job.subID), zap.Error(err))
+	}
+}
