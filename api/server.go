@@ -59,6 +59,19 @@ type Server struct {
 	stopLive context.CancelFunc
 
 	dispatcher *wake.Dispatcher
+	mounts     []mount
+}
+
+type mount struct {
+	pattern string
+	handler http.Handler
+}
+
+// Mount serves h at a chi route pattern (e.g. "/v1/stream/__ds/*" for the Durable
+// Streams subscription APIs of package dssub), behind the common middleware. Call it
+// before Handler.
+func (s *Server) Mount(pattern string, h http.Handler) {
+	s.mounts = append(s.mounts, mount{pattern: pattern, handler: h})
 }
 
 // New returns a Server.
@@ -104,6 +117,9 @@ func (s *Server) Handler() http.Handler {
 		})
 	})
 
+	for _, m := range s.mounts {
+		r.Handle(m.pattern, m.handler)
+	}
 	streams := s.streamRoutes()
 	r.Handle("/v1/stream/*", streams)
 	r.Handle("/{type}/{id}/main", streams)

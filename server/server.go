@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/entityd/entityd/api"
+	"github.com/entityd/entityd/dssub"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/pgcluster"
@@ -45,6 +46,8 @@ type Config struct {
 	API         api.Config
 	Limits      inbox.Limits
 	Wake        wake.Options
+	// Subscriptions tunes the Durable Streams subscription APIs (webhook and pull-wake).
+	Subscriptions dssub.Options
 	// ShutdownTimeout bounds the graceful shutdown (default 30s).
 	ShutdownTimeout time.Duration
 	// Logger defaults to a production zap logger.
@@ -78,6 +81,7 @@ func New(cfg Config, defs ...runtime.EntityDefinition) *Server {
 		cfg.Logger, _ = zap.NewProduction()
 	}
 	cfg.Wake.Logger = cfg.Logger
+	cfg.Subscriptions.Logger = cfg.Logger
 	return &Server{cfg: cfg, defs: defs, log: cfg.Logger}
 }
 
@@ -130,6 +134,12 @@ func (s *Server) Run(ctx context.Context) error {
 
 	apiServer := api.New(s.cfg.API, s.log, store, registry, sender)
 	apiServer.SetDispatcher(dispatcher)
+	subscriptions := dssub.New(store, s.cfg.Subscriptions)
+	if err := subscriptions.Start(ctx); err != nil {
+		return fmt.Errorf("start subscriptions: %w", err)
+	}
+	defer subscriptions.Stop(context.WithoutCancel(ctx)) // early returns; a no-op after the shutdown below
+	apiServer.Mount(dssub.ControlPrefix+"*", subscriptions.Handler())
 	httpServer := &http.Server{
 		Handler:           apiServer.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -167,6 +177,7 @@ func (s *Server) Run(ctx context.Context) error {
 		s.log.Warn("requests still in flight at shutdown", zap.Error(err))
 	}
 	dispatcher.Stop(shutdownCtx)
+	subscriptions.Stop(shutdownCtx)
 	return runErr
 }
 
