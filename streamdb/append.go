@@ -29,6 +29,9 @@ type AppendRequest struct {
 	// AdmissionKey is passed to the Admission's SQL as $2 (one per request), for checks
 	// that depend on the request (a fencing token, say).
 	AdmissionKey string
+	// creating marks the initial messages of a stream being created, which are written even
+	// when the stream's expiry has already passed.
+	creating bool
 	// Also are statements of the caller's that run in the append's transaction when the
 	// append is admitted (after its messages are written). A request with Also may carry
 	// no messages: it then only serializes with the stream's appends and runs Also.
@@ -231,7 +234,7 @@ func admissionArgs(reqs []*AppendRequest, a *Admission) (paths, keys []string) {
 // precedence so that a request breaking several rules gets the documented answer.
 func (st *appendState) plan(r *AppendRequest, w *writeSet) (AppendResult, error) {
 	m := st.streams[r.Path]
-	if m == nil || m.Expired(st.now) {
+	if m == nil || (m.Expired(st.now) && !r.creating) {
 		if m != nil && m.Refcount > 0 {
 			return AppendResult{}, ErrGone
 		}

@@ -101,7 +101,7 @@ func (t *Tx) Create(ctx context.Context, path string, cfg CreateConfig, initial 
 	}
 	msgs := append(prefix, initial...)
 	if len(msgs) > 0 || cfg.Closed {
-		res, err := t.Append(ctx, &AppendRequest{Path: path, Messages: msgs, Close: cfg.Closed})
+		res, err := t.Append(ctx, &AppendRequest{Path: path, Messages: msgs, Close: cfg.Closed, creating: true})
 		if err != nil {
 			return nil, false, err
 		}

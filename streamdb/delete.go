@@ -2,6 +2,7 @@ package streamdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,10 +13,24 @@ import (
 // soft-deleted: it answers 410 from then on, keeps its data for the forks, and is removed
 // when the last fork goes away.
 func (s *Store) Delete(ctx context.Context, path string) error {
-	return s.WithTx(ctx, func(ctx context.Context, tx *Tx) error {
-		return tx.Delete(ctx, path)
+	var expired bool
+	err := s.WithTx(ctx, func(ctx context.Context, tx *Tx) error {
+		err := tx.Delete(ctx, path)
+		if errors.Is(err, errExpiredDeleted) {
+			expired = true
+			return nil // keep the clean-up of the expired stream
+		}
+		return err
 	})
+	if err == nil && expired {
+		return ErrNotFound
+	}
+	return err
 }
+
+// errExpiredDeleted: the stream had expired; Delete removed its remains and the caller
+// is told it was not found.
+var errExpiredDeleted = errors.New("streamdb: expired stream removed")
 
 // Delete deletes a stream inside the transaction; see Store.Delete.
 func (t *Tx) Delete(ctx context.Context, path string) error {
@@ -31,6 +46,7 @@ func (t *Tx) Delete(ctx context.Context, path string) error {
 			if derr := t.hardDelete(ctx, m); derr != nil {
 				return derr
 			}
+			return errExpiredDeleted
 		}
 		return err
 	}

@@ -35,14 +35,17 @@ type pending struct {
 func (s *Store) Append(ctx context.Context, req *AppendRequest) (res AppendResult, err error) {
 	p := &pending{req: req, done: make(chan struct{})}
 	l := s.lanes[laneIndex(req.Path, len(s.lanes))]
-	defer func() {
-		if recover() != nil { // the lane channel was closed by Close
-			err = ErrClosed
-		}
-	}()
+	// Close closes the lane channels under the write lock, so a send here never races it.
+	s.closing.RLock()
+	if s.closed {
+		s.closing.RUnlock()
+		return AppendResult{}, ErrClosed
+	}
 	select {
 	case l.ch <- p:
+		s.closing.RUnlock()
 	case <-ctx.Done():
+		s.closing.RUnlock()
 		return AppendResult{}, ctx.Err()
 	}
 	// Once queued the append will be committed or refused; wait for the verdict even if

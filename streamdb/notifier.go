@@ -72,7 +72,11 @@ func (n *notifier) current(id int64) (<-chan struct{}, tailState) {
 func (n *notifier) publish(id int64, st tailState) {
 	n.mu.Lock()
 	if w := n.watches[id]; w != nil {
-		w.state = st
+		// Commits of one stream can be announced out of order (lanes, transactions and
+		// other processes announce from different goroutines): never move a known tail back.
+		if st.gone || !w.state.known || w.state.gone || st.tail.Seq >= w.state.tail.Seq {
+			w.state = st
+		}
 		close(w.ch)
 		w.ch = make(chan struct{})
 	}

@@ -62,6 +62,8 @@ type Store struct {
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
 	closeMu sync.Once
+	closing sync.RWMutex
+	closed  bool
 }
 
 // Open starts a Store on pool: its commit lanes, the LISTEN loop that hears other
@@ -99,9 +101,12 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error)
 // Close stops the background work. Appends in flight are finished first.
 func (s *Store) Close() {
 	s.closeMu.Do(func() {
+		s.closing.Lock()
+		s.closed = true
 		for _, l := range s.lanes {
 			close(l.ch)
 		}
+		s.closing.Unlock()
 		s.stop()
 		s.wg.Wait()
 	})
