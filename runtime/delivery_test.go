@@ -1,0 +1,602 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/entityd/entityd/runtime"
+	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wake"
+)
+
+var offsetRe = regexp.MustCompile(`^\d{16}_\d{16}$`)
+
+const devPrincipal = "/principal/system%3Adev-local"
+
+// TestWakeVariants drives every variant of the closed Wake union through a real server
+// and checks what the handler is given.
+func TestWakeVariants(t *testing.T) {
+	rec := &recorder{}
+	var timerMu sync.Mutex
+	timerIDs := map[string]time.Time{} // timer id -> when it is due
+	watcher := runtime.EntityDefinition{
+		Type:        "watcher",
+		Description: "records its wakes; schedules and observes on request",
+		Handler: func(ctx *runtime.Context) error {
+			rec.add(ctx)
+			msg, ok := ctx.Wake.(runtime.InboxWake)
+			if !ok {
+				return nil
+			}
+			switch msg.Type {
+			case "schedule":
+				due := time.Now().Add(100 * time.Millisecond)
+				id, err := ctx.Schedule(due, json.RawMessage(`{"n":7,"why":"later"}`))
+				if err != nil {
+					return err
+				}
+				timerMu.Lock()
+				timerIDs[id] = due
+				timerMu.Unlock()
+			case "observe":
+				var p struct {
+					URL string `json:"url"`
+				}
+				if err := json.Unmarshal(msg.Payload, &p); err != nil {
+					return err
+				}
+				return ctx.Observe(p.URL)
+			}
+			return nil
+		},
+	}
+	source := runtime.EntityDefinition{
+		Type:        "source",
+		Description: "writes a text for every message",
+		Handler: func(ctx *runtime.Context) error {
+			rec.add(ctx)
+			if msg, ok := ctx.Wake.(runtime.InboxWake); ok {
+				return ctx.WriteText("source got " + msg.Key)
+			}
+			return nil
+		},
+	}
+	e := startServer(t, wake.Options{}, false, watcher, source)
+
+	// spawn: SpawnWake with the args as given
+	a := e.spawn("watcher", "a", `{"args":{"topic":"x","n":1,"nested":{"k":[1,2]}}}`)
+	s := rec.wait(t, a, 10*time.Second, func(s seen) bool { return s.Wake.Kind() == "spawn" })
+	sw, ok := s.Wake.(runtime.SpawnWake)
+	require.True(t, ok, "%T", s.Wake)
+	jsonEq(t, `{"topic":"x","n":1,"nested":{"k":[1,2]}}`, sw.Args)
+	require.Empty(t, sw.Parent)
+	require.Equal(t, 1, s.Attempt)
+
+	// composer_input: the payload byte for byte, the sender, the mode and the offset
+	payload := `{ "source" : "/deploy  now",` + "\n" + `  "nodes":[{"kind":"slash_command","start":0,"end":7,"raw":"/deploy","name":"deploy","extra":42}] }`
+	e.send(a, `{"type":"composer_input","key":"ci-1","payload":`+payload+`}`)
+	s = rec.waitKey(t, a, "ci-1", 10*time.Second)
+	iw := s.Wake.(runtime.InboxWake)
+	require.Equal(t, "composer_input", iw.Type)
+	require.Equal(t, payload, string(iw.Payload), "the payload reaches the handler byte for byte")
+	require.Equal(t, devPrincipal, iw.From)
+	require.Empty(t, iw.FromAgent)
+	require.Equal(t, "immediate", iw.Mode)
+	require.WithinDuration(t, time.Now(), iw.Timestamp, time.Minute)
+	require.Regexp(t, offsetRe, iw.Offset)
+	all := e.events(a)
+	inboxEv := ofType(all, "inbox")[0]
+	require.Equal(t, "ci-1", inboxEv.Key)
+	require.Equal(t, inboxEv.str(t, "from"), iw.From)
+	jsonEq(t, string(inboxEv.Value), iw.Value, "Value is the inbox row as stored")
+	// the offset is the one right after the message: reading from it yields what follows
+	fromOffset := readStream(t, e.base, a, iw.Offset).Events
+	require.Equal(t, eventTypes(after(t, all, "inbox", "ci-1")), eventTypes(fromOffset))
+	ci, ok := iw.ComposerInput()
+	require.True(t, ok)
+	require.Equal(t, "/deploy  now", ci.Source)
+	cmd, ok := ci.FirstSlashCommand()
+	require.True(t, ok)
+	require.Equal(t, "deploy", cmd.Name)
+	require.Equal(t, "  now", ci.TextAfterNode(cmd))
+	require.JSONEq(t, "42", string(cmd.Fields["extra"]))
+
+	// a typed, queued message
+	e.send(a, map[string]any{"type": "greeting", "key": "typed-1", "mode": "queued", "payload": map[string]any{"hello": "world"}})
+	s = rec.waitKey(t, a, "typed-1", 10*time.Second)
+	iw = s.Wake.(runtime.InboxWake)
+	require.Equal(t, "greeting", iw.Type)
+	require.Equal(t, "queued", iw.Mode)
+	require.NotEmpty(t, iw.Position)
+	jsonEq(t, `{"hello":"world"}`, iw.Payload)
+	_, ok = iw.ComposerInput()
+	require.False(t, ok, "a greeting is not a composer_input")
+
+	// a timer: ScheduleWake with the payload, not before it is due
+	e.send(a, map[string]any{"type": "schedule", "key": "sched-1", "payload": map[string]any{}})
+	s = rec.wait(t, a, 10*time.Second, func(s seen) bool { return s.Wake.Kind() == "schedule" })
+	sch := s.Wake.(runtime.ScheduleWake)
+	timerMu.Lock()
+	due, ok := timerIDs[sch.ID]
+	timerMu.Unlock()
+	require.True(t, ok, "the wake names the timer ctx.Schedule returned (%q)", sch.ID)
+	jsonEq(t, `{"n":7,"why":"later"}`, sch.Payload)
+	require.WithinDuration(t, due, sch.DueAt, time.Millisecond, "DueAt is the time asked for")
+	require.False(t, s.At.Before(sch.DueAt), "the timer fired at %v, before it was due at %v", s.At, sch.DueAt)
+	waitUntil(t, 5*time.Second, func() bool {
+		return e.queryInt(`SELECT count(*) FROM wake_timers WHERE entity_url = $1`, a) == 0
+	}, "a fired timer is deleted")
+
+	// observation: A observes B; B's handler writes a text; then B is killed
+	b := e.spawn("source", "b", nil)
+	sb := rec.wait(t, b, 10*time.Second, func(s seen) bool { return s.Wake.Kind() == "spawn" })
+	jsonEq(t, `{}`, sb.Wake.(runtime.SpawnWake).Args, "a spawn without args gets {}")
+	e.send(a, map[string]any{"type": "observe", "key": "obs-1", "payload": map[string]any{"url": b}})
+	waitUntil(t, 10*time.Second, func() bool {
+		return e.queryInt(`SELECT count(*) FROM wake_observations WHERE observer_url = $1 AND source_url = $2`, a, b) == 1
+	}, "the observation commits with the wake")
+	e.send(b, map[string]any{"key": "to-b", "payload": "hi"})
+	s = rec.wait(t, a, 10*time.Second, func(s seen) bool { return s.Wake.Kind() == "observation" })
+	ob := s.Wake.(runtime.ObservationWake)
+	require.Equal(t, b, ob.Source)
+	require.NotNil(t, ob.Event)
+	require.Equal(t, "text", ob.Event.Type)
+	require.Equal(t, "insert", ob.Event.Operation)
+	require.True(t, strings.HasPrefix(ob.Event.Key, "text-"), ob.Event.Key)
+	var tv struct {
+		Text string `json:"text"`
+	}
+	require.NoError(t, json.Unmarshal(ob.Event.Value, &tv))
+	require.Equal(t, "source got to-b", tv.Text)
+	require.Empty(t, ob.Lifecycle)
+
+	e.kill(b)
+	s = rec.wait(t, a, 10*time.Second, func(s seen) bool {
+		o, ok := s.Wake.(runtime.ObservationWake)
+		return ok && o.Lifecycle != ""
+	})
+	ob = s.Wake.(runtime.ObservationWake)
+	require.Equal(t, b, ob.Source)
+	require.Equal(t, "killed", ob.Lifecycle)
+	require.Nil(t, ob.Event)
+
+	// signals
+	e.signal(a, map[string]any{"signal": "SIGINT", "reason": "because", "payload": map[string]any{"p": 1}})
+	s = rec.wait(t, a, 10*time.Second, func(s seen) bool {
+		sig, ok := s.Wake.(runtime.SignalWake)
+		return ok && sig.Signal == "SIGINT"
+	})
+	sig := s.Wake.(runtime.SignalWake)
+	require.Equal(t, "because", sig.Reason)
+	jsonEq(t, `{"p":1}`, sig.Payload)
+
+	e.signal(a, map[string]any{"signal": "SIGUSR"})
+	rec.wait(t, a, 10*time.Second, func(s seen) bool {
+		sig, ok := s.Wake.(runtime.SignalWake)
+		return ok && sig.Signal == "SIGUSR"
+	})
+
+	e.signal(a, map[string]any{"signal": "SIGTERM", "reason": "done"})
+	rec.wait(t, a, 10*time.Second, func(s seen) bool {
+		sig, ok := s.Wake.(runtime.SignalWake)
+		return ok && sig.Signal == "SIGTERM"
+	})
+	waitUntil(t, 10*time.Second, func() bool { return e.status(a) == "stopped" },
+		"after its SIGTERM wake the entity stops (status %s)", e.status(a))
+	read := readStream(t, e.base, a, "-1")
+	require.True(t, read.Closed, "the stream of a stopped entity is closed")
+	require.Equal(t, "entity_stopped", read.Events[len(read.Events)-1].Type)
+
+	// every unit of work once, in stream order
+	require.Equal(t, []string{"spawn", "inbox:ci-1", "inbox:typed-1", "inbox:sched-1", "schedule", "inbox:obs-1",
+		"observation:text", "observation:killed", "signal:SIGINT", "signal:SIGUSR", "signal:SIGTERM"}, kinds(rec.of(a)))
+	require.Equal(t, []string{"spawn", "inbox:to-b"}, kinds(rec.of(b)), "SIGKILL wakes nobody")
+}
+
+// TestSIGTERMToAnIdleEntityStopsIt: an entity that was released before SIGTERM arrived
+// (its worker was gone) also stops after its SIGTERM wake.
+func TestSIGTERMToAnIdleEntityStopsIt(t *testing.T) {
+	rec := &recorder{}
+	def := runtime.EntityDefinition{Type: "terminable", Handler: func(ctx *runtime.Context) error { rec.add(ctx); return nil }}
+	e := startServer(t, wake.Options{IdleRelease: 50 * time.Millisecond}, false, def)
+	a := e.spawn("terminable", "a", nil)
+	rec.wait(t, a, 10*time.Second, func(s seen) bool { return s.Wake.Kind() == "spawn" })
+	waitUntil(t, 10*time.Second, func() bool { return e.wakeStatus(a).Holder == nil }, "the idle entity is released")
+	e.signal(a, map[string]any{"signal": "SIGTERM"})
+	waitUntil(t, 10*time.Second, func() bool { return e.status(a) == "stopped" }, "status %s", e.status(a))
+	require.Equal(t, []string{"spawn", "signal:SIGTERM"}, kinds(rec.of(a)))
+}
+
+// TestConcurrentSendsDeliveredOnceInStreamOrder: 200 messages sent at once from 16
+// goroutines reach the handler once each, in the order of the stream, one at a time.
+func TestConcurrentSendsDeliveredOnceInStreamOrder(t *testing.T) {
+	var running, overlaps atomic.Int32
+	var mu sync.Mutex
+	var keys []string
+	def := runtime.EntityDefinition{
+		Type: "ordered",
+		Handler: func(ctx *runtime.Context) error {
+			if running.Add(1) > 1 {
+				overlaps.Add(1)
+			}
+			defer running.Add(-1)
+			if msg, ok := ctx.Wake.(runtime.InboxWake); ok {
+				mu.Lock()
+				keys = append(keys, msg.Key)
+				n := len(keys)
+				mu.Unlock()
+				if n%7 == 0 {
+					time.Sleep(2 * time.Millisecond) // let sends pile up behind a slow run
+				}
+				return ctx.WriteText("ack " + msg.Key)
+			}
+			return nil
+		},
+	}
+	e := startServer(t, wake.Options{}, false, def)
+	url := e.spawn("ordered", "o", nil)
+	const total, senders = 200, 16
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				send(t, e.base, url, map[string]any{"key": fmt.Sprintf("m-%03d", i), "payload": map[string]any{"i": i}})
+			}
+		}()
+	}
+	for i := range total {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	delivered := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(keys)
+	}
+	waitUntil(t, 60*time.Second, func() bool { return len(delivered()) >= total }, "delivered %d of %d", len(delivered()), total)
+	waitUntil(t, 30*time.Second, func() bool { return e.wakeStatus(url).ScannedSeq >= int64(len(e.events(url))-total) },
+		"the acknowledgements commit")
+	time.Sleep(200 * time.Millisecond) // a duplicate would show up now
+
+	got := delivered()
+	require.Len(t, got, total, "each message once")
+	want := inboxOrder(e.events(url))
+	require.Len(t, want, total)
+	require.Equal(t, want, got, "the handler sees the messages in stream order")
+	sorted := slices.Clone(got)
+	sort.Strings(sorted)
+	require.Len(t, slices.Compact(sorted), total, "no message twice")
+	require.Zero(t, overlaps.Load(), "handler runs of one entity never overlap")
+	waitUntil(t, 10*time.Second, func() bool { return len(texts(t, e.events(url))) == total })
+	acks := texts(t, e.events(url))
+	for i, k := range want {
+		require.Equal(t, "ack "+k, acks[i], "the writes follow the same order")
+	}
+}
+
+// TestPausedMessagesWaitForRelease: a paused message is held until an inbox update
+// releases it (then it is delivered with the merged value); a cancelled one never is.
+func TestPausedMessagesWaitForRelease(t *testing.T) {
+	rec := &recorder{}
+	def := runtime.EntityDefinition{Type: "pausable", Handler: func(ctx *runtime.Context) error { rec.add(ctx); return nil }}
+	e := startServer(t, wake.Options{}, false, def)
+	url := e.spawn("pausable", "p", nil)
+	e.send(url, map[string]any{"key": "p1", "mode": "paused", "payload": map[string]any{"v": 1}})
+	e.send(url, map[string]any{"key": "p2", "mode": "paused", "payload": map[string]any{"v": 2}})
+	e.send(url, map[string]any{"key": "after-1", "payload": "go"})
+	rec.waitKey(t, url, "after-1", 10*time.Second)
+	require.Equal(t, []string{"after-1"}, rec.inboxKeys(url), "paused messages are held")
+	waitUntil(t, 5*time.Second, func() bool { return e.wakeStatus(url).Paused == 2 }, "the held messages are recorded")
+
+	// release p1 with an update that also edits its payload (as PATCH would)
+	update := func(key, value string) {
+		ev := streamdb.Event{Type: "inbox", Key: key, Value: []byte(value), Operation: streamdb.OpUpdate, Timestamp: time.Now()}.Marshal()
+		_, err := e.streams().Append(context.Background(), &streamdb.AppendRequest{Path: url + "/main", Messages: [][]byte{ev}})
+		require.NoError(t, err)
+	}
+	update("p1", `{"mode":"queued","payload":{"v":10}}`)
+	s := rec.waitKey(t, url, "p1", 10*time.Second)
+	iw := s.Wake.(runtime.InboxWake)
+	require.Equal(t, "queued", iw.Mode)
+	jsonEq(t, `{"v":10}`, iw.Payload, "the released message carries the merged payload")
+	var v map[string]any
+	require.NoError(t, json.Unmarshal(iw.Value, &v))
+	require.Equal(t, "pending", v["status"], "the rest of the row is kept: %s", iw.Value)
+	require.Equal(t, devPrincipal, v["from"])
+	require.Equal(t, devPrincipal, iw.From)
+	all := e.events(url)
+	last := all[len(all)-1]
+	require.Equal(t, "update", last.op())
+	require.Equal(t, "p1", last.Key)
+	require.Empty(t, readStream(t, e.base, url, iw.Offset).Events,
+		"a released message's offset is that of the update that released it")
+
+	// cancel p2: it is dropped
+	update("p2", `{"status":"cancelled"}`)
+	e.send(url, map[string]any{"key": "after-2", "payload": "go"})
+	rec.waitKey(t, url, "after-2", 10*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	require.Equal(t, []string{"after-1", "p1", "after-2"}, rec.inboxKeys(url))
+	waitUntil(t, 5*time.Second, func() bool { return e.wakeStatus(url).Paused == 0 }, "no message is held any more")
+
+	// a held message that was deleted is dropped as well
+	e.send(url, map[string]any{"key": "p3", "mode": "paused", "payload": 3})
+	ev := streamdb.Event{Type: "inbox", Key: "p3", Operation: streamdb.OpDelete, Timestamp: time.Now()}.Marshal()
+	_, err := e.streams().Append(context.Background(), &streamdb.AppendRequest{Path: url + "/main", Messages: [][]byte{ev}})
+	require.NoError(t, err)
+	e.send(url, map[string]any{"key": "after-3", "payload": "go"})
+	rec.waitKey(t, url, "after-3", 10*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	require.Equal(t, []string{"after-1", "p1", "after-2", "after-3"}, rec.inboxKeys(url))
+	waitUntil(t, 5*time.Second, func() bool { return e.wakeStatus(url).Paused == 0 })
+}
+
+// TestSteerReachesRunningHandler: a steer message sent while the handler runs arrives on
+// ctx.Steering() and is not delivered again as a wake of its own.
+func TestSteerReachesRunningHandler(t *testing.T) {
+	rec := &recorder{}
+	started := make(chan struct{})
+	var steered []runtime.InboxWake
+	var mu sync.Mutex
+	def := runtime.EntityDefinition{Type: "steerable", Handler: func(ctx *runtime.Context) error {
+		rec.add(ctx)
+		msg, ok := ctx.Wake.(runtime.InboxWake)
+		if !ok || msg.Key != "slow" {
+			return nil
+		}
+		close(started)
+		select {
+		case s := <-ctx.Steering():
+			mu.Lock()
+			steered = append(steered, s)
+			mu.Unlock()
+			return ctx.WriteText("steered by " + s.Key)
+		case <-time.After(10 * time.Second):
+			return ctx.WriteText("never steered")
+		}
+	}}
+	e := startServer(t, wake.Options{}, false, def)
+	url := e.spawn("steerable", "s", nil)
+	e.send(url, map[string]any{"key": "slow", "payload": "work"})
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow run did not start")
+	}
+	e.send(url, map[string]any{"key": "s1", "mode": "steer", "payload": map[string]any{"nudge": true}})
+	waitUntil(t, 10*time.Second, func() bool { return slices.Contains(texts(t, e.events(url)), "steered by s1") })
+	mu.Lock()
+	require.Len(t, steered, 1)
+	require.Equal(t, "s1", steered[0].Key)
+	require.Equal(t, "steer", steered[0].Mode)
+	jsonEq(t, `{"nudge":true}`, steered[0].Payload)
+	mu.Unlock()
+
+	e.send(url, map[string]any{"key": "after", "payload": "next"})
+	rec.waitKey(t, url, "after", 10*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	require.Equal(t, []string{"slow", "after"}, rec.inboxKeys(url), "the steer message is not delivered again")
+
+	// a steer message sent while no handler runs is a wake of its own
+	e.send(url, map[string]any{"key": "s2", "mode": "steer", "payload": "alone"})
+	s := rec.waitKey(t, url, "s2", 10*time.Second)
+	require.Equal(t, "steer", s.Wake.(runtime.InboxWake).Mode)
+}
+
+// TestSteerMessageOfFailedRunIsNotLost: a run that received a steer message and then
+// failed wrote nothing, so the steer message must reach a later run (the retry, through
+// ctx.Steering(), or a wake of its own).
+func TestSteerMessageOfFailedRunIsNotLost(t *testing.T) {
+	rec := &recorder{}
+	started := make(chan struct{}, 10)
+	var mu sync.Mutex
+	var committedSteer []string // steer keys received by runs that succeeded
+	def := runtime.EntityDefinition{Type: "steerfail", Handler: func(ctx *runtime.Context) error {
+		rec.add(ctx)
+		msg, ok := ctx.Wake.(runtime.InboxWake)
+		if !ok {
+			return nil
+		}
+		if msg.Key != "slow" {
+			if msg.Mode == "steer" {
+				mu.Lock()
+				committedSteer = append(committedSteer, msg.Key)
+				mu.Unlock()
+			}
+			return nil
+		}
+		started <- struct{}{}
+		if ctx.Attempt == 1 {
+			select {
+			case <-ctx.Steering():
+				return errors.New("failed after reading the steer message")
+			case <-time.After(10 * time.Second):
+				return errors.New("no steer message")
+			}
+		}
+		select {
+		case s := <-ctx.Steering():
+			mu.Lock()
+			committedSteer = append(committedSteer, s.Key)
+			mu.Unlock()
+		case <-time.After(2 * time.Second):
+		}
+		return nil
+	}}
+	e := startServer(t, wake.Options{MaxAttempts: 3}, true, def)
+	url := e.spawn("steerfail", "s", nil)
+	e.send(url, map[string]any{"key": "slow", "payload": "work"})
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow run did not start")
+	}
+	e.send(url, map[string]any{"key": "s1", "mode": "steer", "payload": "turn left"})
+	e.send(url, map[string]any{"key": "after", "payload": "next"})
+	rec.waitKey(t, url, "after", 20*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"s1"}, committedSteer, "the steer message reached a run that committed")
+}
+
+// TestSendToPausedEntityRunsOneHandler: a send that unpauses an entity pokes the
+// dispatcher besides the commit notification; the two must not start two workers (two
+// concurrent runs of one entity), and the server still shuts down promptly.
+func TestSendToPausedEntityRunsOneHandler(t *testing.T) {
+	var running, overlaps, runs atomic.Int32
+	def := runtime.EntityDefinition{Type: "pausy", Handler: func(ctx *runtime.Context) error {
+		if running.Add(1) > 1 {
+			overlaps.Add(1)
+		}
+		defer running.Add(-1)
+		if _, ok := ctx.Wake.(runtime.InboxWake); ok {
+			runs.Add(1)
+			time.Sleep(50 * time.Millisecond)
+		}
+		return nil
+	}}
+	e := startServer(t, wake.Options{}, false, def)
+	url := e.spawn("pausy", "p", nil)
+	for i := range 10 {
+		e.signal(url, map[string]any{"signal": "SIGSTOP"})
+		waitUntil(t, 10*time.Second, func() bool { return e.status(url) == "paused" })
+		waitUntil(t, 10*time.Second, func() bool { return e.wakeStatus(url).Holder == nil }, "a paused entity is released")
+		e.send(url, map[string]any{"key": fmt.Sprintf("m%d", i), "payload": i})
+		waitUntil(t, 10*time.Second, func() bool { return runs.Load() >= int32(i+1) })
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.Zero(t, overlaps.Load(), "runs of one entity overlapped")
+	require.EqualValues(t, 10, runs.Load(), "each message once")
+	took := e.stop()
+	require.Less(t, took, 5*time.Second, "shutdown waits for no idle worker")
+}
+
+// TestTwoProcessesShareOneDatabase runs two wakeprobe processes on one database and
+// sends 10,000 messages to 50 entities through both: every message is delivered, per
+// entity in stream order, and no two runs of one entity ever overlap.
+func TestTwoProcessesShareOneDatabase(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two server processes and sends 10,000 messages")
+	}
+	const entities, total, senders = 50, 10_000, 32
+	dbURL := pgtestURL(t)
+	args := []string{"--lease", "5s", "--heartbeat", "500ms", "--sweep", "200ms", "--idle-release", "100ms"}
+	p1 := startProbe(t, dbURL, args...)
+	p2 := startProbe(t, dbURL, args...)
+	bases := []string{p1.base, p2.base}
+	urls := make([]string, entities)
+	for i := range urls {
+		urls[i] = spawn(t, bases[i%2], "probe", fmt.Sprintf("e%02d", i), nil)
+	}
+
+	start := time.Now()
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for g := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				r := do(t, bases[(i+g)%2], "POST", entitiesPath+urls[i%entities]+"/send",
+					map[string]any{"key": fmt.Sprintf("m%05d", i), "payload": map[string]any{"i": i}})
+				if r.Status != 200 {
+					failed.Add(1)
+					t.Errorf("send %d: %d %s", i, r.Status, r.Body)
+				}
+			}
+		}()
+	}
+	for i := range total {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	require.Zero(t, failed.Load())
+	sent := time.Since(start)
+
+	pool := pgxPool(t, dbURL)
+	count := func(sql string) int64 {
+		var n int64
+		require.NoError(t, pool.QueryRow(context.Background(), sql).Scan(&n))
+		return n
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for count(`SELECT count(DISTINCT key) FROM probe_deliveries`) < total {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d messages delivered after 3 minutes\np1 log:\n%s\np2 log:\n%s",
+				count(`SELECT count(DISTINCT key) FROM probe_deliveries`), total, tail(p1.logText()), tail(p2.logText()))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	delivered := time.Since(start)
+	// wait for the acknowledgements too (the probe records a run before it commits)
+	waitUntil(t, time.Minute, func() bool {
+		return count(`SELECT count(*) FROM streams s JOIN entity_wake w ON w.stream_id = s.id WHERE w.scanned_seq < s.tail_seq`) == 0
+	}, "every entity's stream is handled to its tail")
+	t.Logf("10,000 messages: sent in %v (%.0f/s), all delivered after %v (%.0f/s)",
+		sent, total/sent.Seconds(), delivered, total/delivered.Seconds())
+
+	overlaps := count(`SELECT count(*) FROM probe_overlaps`)
+	runs := count(`SELECT count(*) FROM probe_deliveries`)
+	byPid := map[int]int64{}
+	rows, err := pool.Query(context.Background(), `SELECT pid, count(*) FROM probe_deliveries GROUP BY pid`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var pid int
+		var n int64
+		require.NoError(t, rows.Scan(&pid, &n))
+		byPid[pid] = n
+	}
+	require.NoError(t, rows.Err())
+	t.Logf("handler runs: %d (duplicates: %d), overlaps: %d, runs by process: p1 %d, p2 %d",
+		runs, runs-total, overlaps, byPid[p1.pid()], byPid[p2.pid()])
+	require.Zero(t, overlaps, "two runs of one entity overlapped")
+	require.EqualValues(t, total, runs, "duplicate deliveries although no process crashed")
+
+	for _, u := range urls {
+		events := readStream(t, bases[0], u, "-1").Events
+		want := inboxOrder(events)
+		require.Len(t, want, total/entities)
+		rows, err := pool.Query(context.Background(), `SELECT key FROM probe_deliveries WHERE entity = $1 ORDER BY id`, u)
+		require.NoError(t, err)
+		var got []string
+		for rows.Next() {
+			var k string
+			require.NoError(t, rows.Scan(&k))
+			if !slices.Contains(got, k) {
+				got = append(got, k)
+			}
+		}
+		require.NoError(t, rows.Err())
+		require.Equal(t, want, got, "delivery order of %s", u)
+		acks := texts(t, events)
+		require.Len(t, acks, total/entities, "one acknowledged text per message of %s", u)
+		for i, k := range want {
+			require.Equal(t, "ack "+k, acks[i])
+		}
+	}
+}
+
+func tail(s string) string {
+	if len(s) > 4000 {
+		return "…" + s[len(s)-4000:]
+	}
+	return s
+}
