@@ -1,0 +1,111 @@
+package dssub
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestGlobMatch(t *testing.T) {
+	cases := []struct {
+		pattern, path string
+		want          bool
+	}{
+		{"events/*", "events/a", true},
+		{"events/*", "events/a/b", false},
+		{"events/*", "events", false},
+		{"events/*", "other/a", false},
+		{"events/**", "events", true},
+		{"events/**", "events/a/b/c", true},
+		{"**", "anything/at/all", true},
+		{"**/main", "a/b/main", true},
+		{"**/main", "main", true},
+		{"**/main", "a/main/x", false},
+		{"a/**/z", "a/z", true},
+		{"a/**/z", "a/b/c/z", true},
+		{"a/**/z", "a/b/c/y", false},
+		{"a/*/c/**", "a/b/c", true},
+		{"a/**/b/**/c", "a/x/b/y/b/z/c", true},
+		{"/events/*/", "events/a", true},
+		{"events/*", "/events//a/", true},
+		{"ev*", "evx", false},
+		{"ev*", "ev*", true},
+		{"a/%2A", "a/*", true},
+		{"a/%2A", "a/b", false},
+	}
+	for _, c := range cases {
+		g, err := compileGlob(c.pattern)
+		if err != nil {
+			t.Fatalf("compile %q: %v", c.pattern, err)
+		}
+		if got := g.match(splitSegments(c.path)); got != c.want {
+			t.Errorf("%q matching %q = %v, want %v", c.pattern, c.path, got, c.want)
+		}
+	}
+	for _, bad := range []string{"", "/", strings.Repeat("a/", 65) + "a", strings.Repeat("x", 1025)} {
+		if _, err := compileGlob(bad); err == nil {
+			t.Errorf("pattern %q compiled", bad)
+		}
+	}
+	g, _ := compileGlob("events/in/*/x")
+	if p := g.literalPrefix(); p != "events/in" {
+		t.Errorf("literal prefix %q", p)
+	}
+}
+
+func TestCheckWebhookURL(t *testing.T) {
+	ok := []string{
+		"https://example.com/hook", "https://93.184.216.34/x", "http://localhost:8080/hook",
+		"http://127.0.0.1/hook", "http://127.9.9.9:1/x", "http://[::1]:9/x",
+	}
+	for _, u := range ok {
+		if why := checkWebhookURL(u, false); why != "" {
+			t.Errorf("%s rejected: %s", u, why)
+		}
+	}
+	rejected := []string{
+		"http://10.0.0.1/hook", "http://example.com/hook", "https://localhost/hook", "https://10.1.2.3/x",
+		"https://192.168.0.1/x", "https://172.16.0.1/x", "https://169.254.169.254/latest", "https://[::1]/x",
+		"https://[fd00::1]/x", "https://100.64.0.1/x", "https://0.0.0.0/x", "ftp://example.com/x", "/relative",
+		"https://user:secret@example.com/x", "http:///nohost", "not a url", "https://[::ffff:10.0.0.1]/x",
+	}
+	for _, u := range rejected {
+		if why := checkWebhookURL(u, false); why == "" {
+			t.Errorf("%s accepted", u)
+		}
+	}
+	if why := checkWebhookURL("http://10.0.0.1/hook", true); why != "" {
+		t.Errorf("AllowPrivateWebhooks still rejects: %s", why)
+	}
+}
+
+func TestTokens(t *testing.T) {
+	kr := &keyring{hmacs: [][]byte{[]byte("0123456789abcdef0123456789abcdef")}}
+	c := tokenClaims{Sub: "s1", Generation: 3, WakeID: "w_1"}
+	tok := kr.mintToken(c)
+	got, ok := kr.verifyToken(tok)
+	if !ok || got != c {
+		t.Fatalf("verify own token: %v %+v", ok, got)
+	}
+	for _, bad := range []string{"", "x", tok + "x", "e30." + strings.SplitN(tok, ".", 2)[1], strings.SplitN(tok, ".", 2)[0] + ".AAAA"} {
+		if _, ok := kr.verifyToken(bad); ok {
+			t.Errorf("token %q verified", bad)
+		}
+	}
+	other := &keyring{hmacs: [][]byte{[]byte("another key, another key, another")}}
+	if _, ok := other.verifyToken(tok); ok {
+		t.Error("token verified with another key")
+	}
+	rotated := &keyring{hmacs: [][]byte{[]byte("new key 0123456789abcdef01234567"), kr.hmacs[0]}}
+	if _, ok := rotated.verifyToken(tok); !ok {
+		t.Error("token of an older unretired key not verified")
+	}
+}
+
+func TestCursorOrder(t *testing.T) {
+	if !beforeFirst.less(cursor{0, 0}) || (cursor{2, 5}).less(cursor{2, 5}) || !(cursor{2, 5}).less(cursor{2, 6}) {
+		t.Fatal("cursor order")
+	}
+	if beforeFirst.String() != "-1" || (cursor{1, 7}).String() != "0000000000000001_0000000000000007" {
+		t.Fatal("cursor strings")
+	}
+}
