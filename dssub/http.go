@@ -332,6 +332,9 @@ func parseCreate(body map[string]any) (*createInput, error) {
 		if !validStreamPath(ws) {
 			return nil, bad("wake_stream is not a valid stream path")
 		}
+		if contains(in.Streams, ws) {
+			return nil, bad("a subscription cannot follow its own wake_stream")
+		}
 		in.WakeStream = ws
 	}
 	return in, nil
@@ -597,6 +600,9 @@ func (s *Service) addStreams(w http.ResponseWriter, r *http.Request, id string) 
 		if sb == nil {
 			return fail(http.StatusNotFound, codeNotFound, "Subscription not found")
 		}
+		if sb.WakeStream != "" && contains(paths, sb.WakeStream) {
+			return fail(http.StatusBadRequest, codeInvalidRequest, "a subscription cannot follow its own wake_stream")
+		}
 		if err := linkExplicit(ctx, tx, id, paths); err != nil {
 			return err
 		}
@@ -736,11 +742,12 @@ func (s *Service) acknowledge(w http.ResponseWriter, r *http.Request, id string,
 		return err
 	}
 	var job *delivery
+	var sb *sub
 	nextWake := false
 	err := s.store.WithTx(r.Context(), func(ctx context.Context, tx *streamdb.Tx) error {
 		job, nextWake = nil, false
-		sb, err := lockSub(ctx, tx, id)
-		if err != nil {
+		var err error
+		if sb, err = lockSub(ctx, tx, id); err != nil {
 			return err
 		}
 		if sb == nil {
@@ -778,7 +785,7 @@ func (s *Service) acknowledge(w http.ResponseWriter, r *http.Request, id string,
 	if err != nil {
 		return err
 	}
-	s.launch(job)
+	s.committed(sb, job)
 	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "next_wake": nextWake})
 	return nil
 }
@@ -852,9 +859,10 @@ func (s *Service) release(w http.ResponseWriter, r *http.Request, id string) err
 	if err := readJSON(w, r, &req); err != nil {
 		return err
 	}
+	var sb *sub
 	err := s.store.WithTx(r.Context(), func(ctx context.Context, tx *streamdb.Tx) error {
-		sb, err := lockSub(ctx, tx, id)
-		if err != nil {
+		var err error
+		if sb, err = lockSub(ctx, tx, id); err != nil {
 			return err
 		}
 		if sb == nil {
@@ -875,6 +883,7 @@ func (s *Service) release(w http.ResponseWriter, r *http.Request, id string) err
 	if err != nil {
 		return err
 	}
+	s.committed(sb, nil)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -55,11 +55,6 @@ func (s *Service) reconcile(ctx context.Context) error {
 			return fmt.Errorf("find pending work: %w", err)
 		}
 		due = append(due, idle...)
-		linked, err := s.scanNewStreams(ctx, tx, m)
-		if err != nil {
-			return fmt.Errorf("scan new streams: %w", err)
-		}
-		due = append(due, linked...)
 		if _, err := tx.Exec(ctx, `DELETE FROM ds_subscription_streams l
 			WHERE NOT l.explicit
 				AND NOT EXISTS (SELECT 1 FROM streams s WHERE s.path = $1 || l.path)
@@ -67,6 +62,11 @@ func (s *Service) reconcile(ctx context.Context) error {
 			streamRoot); err != nil {
 			return fmt.Errorf("remove links of deleted streams: %w", err)
 		}
+		linked, err := s.scanNewStreams(ctx, tx, m)
+		if err != nil {
+			return fmt.Errorf("scan new streams: %w", err)
+		}
+		due = append(due, linked...)
 		return nil
 	})
 	if err != nil {
@@ -81,9 +81,11 @@ func (s *Service) reconcile(ctx context.Context) error {
 
 // scanNewStreams matches the streams created since the last scan against the patterns
 // and links the unlinked matches at "-1". It returns the subscriptions that got links.
+// (The advisory lock makes this process the only scanner; the ds_state row is written
+// last, so that subscription changes, which bump its version, wait for it only briefly.)
 func (s *Service) scanNewStreams(ctx context.Context, tx pgx.Tx, m *matcher) ([]string, error) {
 	var mark int64
-	if err := tx.QueryRow(ctx, `SELECT scanned_stream_id FROM ds_state FOR UPDATE`).Scan(&mark); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT scanned_stream_id FROM ds_state`).Scan(&mark); err != nil {
 		return nil, err
 	}
 	hasPatterns := len(m.byFirst) > 0 || len(m.wild) > 0
@@ -130,18 +132,23 @@ func (s *Service) scanNewStreams(ctx context.Context, tx pgx.Tx, m *matcher) ([]
 			break
 		}
 	}
-	if _, err := tx.Exec(ctx, `UPDATE ds_state SET scanned_stream_id = $1`, mark); err != nil {
+	var linked []string
+	if len(subs) > 0 {
+		var err error
+		linked, err = collect(ctx, tx, `INSERT INTO ds_subscription_streams (subscription_id, path, glob, stream_id, acked_seq, acked_pos)
+			SELECT u.sub, u.path, true, u.sid, -1, -1
+			FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(sub, path, sid)
+			JOIN ds_subscriptions d ON d.id = u.sub
+			ON CONFLICT (subscription_id, path) DO UPDATE SET glob = true WHERE NOT ds_subscription_streams.glob
+			RETURNING subscription_id`, subs, paths, ids)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE ds_state SET scanned_stream_id = $1 WHERE scanned_stream_id < $1`, mark); err != nil {
 		return nil, err
 	}
-	if len(subs) == 0 {
-		return nil, nil
-	}
-	return collect(ctx, tx, `INSERT INTO ds_subscription_streams (subscription_id, path, glob, stream_id, acked_seq, acked_pos)
-		SELECT u.sub, u.path, true, u.sid, -1, -1
-		FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(sub, path, sid)
-		JOIN ds_subscriptions d ON d.id = u.sub
-		ON CONFLICT (subscription_id, path) DO UPDATE SET glob = true WHERE NOT ds_subscription_streams.glob
-		RETURNING subscription_id`, subs, paths, ids)
+	return linked, nil
 }
 
 func collect(ctx context.Context, tx pgx.Tx, sql string, args ...any) ([]string, error) {

@@ -374,6 +374,16 @@ func (s *Service) pollLoop(ctx context.Context) {
 	defer tick.Stop()
 	reconcile := time.NewTicker(s.opts.ReconcileInterval)
 	defer reconcile.Stop()
+	// Requested reconciliations (after an error or a lost notification) run at most once a
+	// second, so that a database that keeps failing is not hammered.
+	var last time.Time
+	requested := false
+	run := func() {
+		last, requested = time.Now(), false
+		if err := s.reconcile(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("subscription reconciliation failed", zap.Error(err))
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -382,17 +392,18 @@ func (s *Service) pollLoop(ctx context.Context) {
 			if err := s.poll(ctx); err != nil && ctx.Err() == nil {
 				s.log.Warn("subscription poll failed", zap.Error(err))
 			}
+			if requested && time.Since(last) >= time.Second {
+				run()
+			}
 		case <-reconcile.C:
-			s.runReconcile(ctx)
+			run()
 		case <-s.reconcileSig:
-			s.runReconcile(ctx)
+			if time.Since(last) >= time.Second {
+				run()
+			} else {
+				requested = true
+			}
 		}
-	}
-}
-
-func (s *Service) runReconcile(ctx context.Context) {
-	if err := s.reconcile(ctx); err != nil && ctx.Err() == nil {
-		s.log.Warn("subscription reconciliation failed", zap.Error(err))
 	}
 }
 

@@ -49,7 +49,49 @@ type sub struct {
 	RetryCount                                             int
 	AttemptOwner, LastError                                string
 
-	now time.Time // the database's clock when the row was read
+	now  time.Time // the database's clock when the row was read
+	read state     // the wake state as read
+}
+
+// state is the part of a subscription row a wake changes.
+type state struct {
+	status, wakeID, phase, holder, attemptOwner, lastError string
+	generation                                             int64
+	retryCount                                             int
+	leaseUntil, nextAttemptAt, attemptUntil, dueAt         time.Time
+}
+
+func (s *sub) state() state {
+	t := func(p *time.Time) time.Time {
+		if p == nil {
+			return time.Time{}
+		}
+		return *p
+	}
+	return state{status: s.Status, wakeID: s.WakeID, phase: s.Phase, holder: s.Holder, attemptOwner: s.AttemptOwner,
+		lastError: s.LastError, generation: s.Generation, retryCount: s.RetryCount, leaseUntil: t(s.LeaseUntil),
+		nextAttemptAt: t(s.NextAttemptAt), attemptUntil: t(s.AttemptUntil), dueAt: t(s.DueAt)}
+}
+
+// endedWake reports that the wake read was ended and no next one started: work that
+// committed while the transaction ran may not have been seen, so the caller looks again
+// after the commit.
+func (s *sub) endedWake() bool { return s.read.wakeID != "" && s.WakeID == "" }
+
+// busy reports a wake in flight that nothing is due for yet: a commit has nothing to
+// start (its work goes into the next wake, which whoever ends this one starts).
+func (s *sub) busy() bool {
+	after := func(t *time.Time) bool { return t != nil && t.After(s.now) }
+	switch {
+	case s.WakeID == "":
+		return false
+	case s.Phase == phaseDelivering:
+		return (s.AttemptOwner != "" && after(s.AttemptUntil)) || after(s.NextAttemptAt)
+	case s.Phase == phaseClaimed || (s.Phase == phaseOpen && s.Type == typeWebhook):
+		return after(s.LeaseUntil)
+	default:
+		return true // a pull-wake waiting for a claim
+	}
 }
 
 func (s *sub) leaseTTL() time.Duration { return time.Duration(s.LeaseTTLms) * time.Millisecond }
@@ -70,6 +112,7 @@ func scanSub(row pgx.Row) (*sub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dssub: read subscription: %w", err)
 	}
+	s.read = s.state()
 	return s, nil
 }
 
@@ -82,8 +125,11 @@ func readSub(ctx context.Context, q querier, id string) (*sub, error) {
 	return scanSub(q.QueryRow(ctx, `SELECT `+subColumns+` FROM ds_subscriptions WHERE id = $1`, id))
 }
 
-// save writes the wake state of s back.
+// saveSub writes the wake state of s back, when it changed.
 func saveSub(ctx context.Context, q querier, s *sub) error {
+	if s.state() == s.read {
+		return nil
+	}
 	_, err := q.Exec(ctx, `UPDATE ds_subscriptions SET status = $2, generation = $3, wake_id = nullif($4, ''),
 			phase = nullif($5, ''), holder = nullif($6, ''), lease_until = $7, next_attempt_at = $8,
 			attempt_until = $9, due_at = $10, retry_count = $11, attempt_owner = nullif($12, ''),

@@ -58,11 +58,18 @@ func newWakeID() string {
 // evaluate moves subscription id along: starts a wake for pending work, retries or
 // hands back a webhook attempt, ends a lapsed lease.
 func (s *Service) evaluate(ctx context.Context, id string) error {
+	// Most evaluations come from commits to streams of a subscription whose wake is in
+	// flight: a read without a lock or a write settles those.
+	cur, err := readSub(ctx, s.pool, id)
+	if err != nil || cur == nil || cur.busy() {
+		return err
+	}
 	var job *delivery
-	err := s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+	var sb *sub
+	err = s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		job = nil
-		sb, err := lockSub(ctx, tx, id)
-		if err != nil || sb == nil {
+		var err error
+		if sb, err = lockSub(ctx, tx, id); err != nil || sb == nil {
 			return err
 		}
 		if job, err = s.step(ctx, tx, sb); err != nil {
@@ -71,9 +78,19 @@ func (s *Service) evaluate(ctx context.Context, id string) error {
 		return saveSub(ctx, tx, sb)
 	})
 	if err == nil {
-		s.launch(job)
+		s.committed(sb, job)
 	}
 	return err
+}
+
+// committed follows a transaction that advanced sb: it starts the webhook request the
+// transaction took on, and looks again at a subscription whose wake ended with nothing
+// pending (a commit that raced with the transaction skipped the subscription as busy).
+func (s *Service) committed(sb *sub, job *delivery) {
+	s.launch(job)
+	if sb != nil && sb.endedWake() {
+		s.enqueue(sb.ID)
+	}
 }
 
 // step applies the clock to a locked subscription. The caller saves sb.
@@ -289,10 +306,11 @@ func (s *Service) post(ctx context.Context, job *delivery) result {
 // 2xx leaves the wake open for callbacks; a failure schedules a retry.
 func (s *Service) applyResult(ctx context.Context, job *delivery, res result) (*delivery, error) {
 	var next *delivery
+	var sb *sub
 	err := s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		next = nil
-		sb, err := lockSub(ctx, tx, job.subID)
-		if err != nil || sb == nil {
+		var err error
+		if sb, err = lockSub(ctx, tx, job.subID); err != nil || sb == nil {
 			return err
 		}
 		if sb.WakeID != job.wakeID || sb.Generation != job.generation {
@@ -335,6 +353,9 @@ func (s *Service) applyResult(ctx context.Context, job *delivery, res result) (*
 		}
 		return saveSub(ctx, tx, sb)
 	})
+	if err == nil && sb != nil && sb.endedWake() {
+		s.enqueue(sb.ID)
+	}
 	return next, err
 }
 
