@@ -600,3 +600,36 @@ func tail(s string) string {
 	}
 	return s
 }
+
+// TestWakeOnlyAfterCommit: a message appended in a transaction that is still open wakes
+// nobody; it is delivered when the transaction commits, and never when it rolls back.
+func TestWakeOnlyAfterCommit(t *testing.T) {
+	rec := &recorder{}
+	def := runtime.EntityDefinition{Type: "committed", Handler: func(ctx *runtime.Context) error { rec.add(ctx); return nil }}
+	e := startServer(t, wake.Options{}, false, def)
+	url := e.spawn("committed", "c", nil)
+	rec.wait(t, url, 10*time.Second, func(s seen) bool { return s.Wake.Kind() == "spawn" })
+	msg := func(key string) []byte {
+		return streamdb.Event{Type: "inbox", Key: key, Value: []byte(`{"from":"/principal/system%3Atest","payload":1,"mode":"immediate","status":"processed"}`),
+			Operation: streamdb.OpInsert, Timestamp: time.Now()}.Marshal()
+	}
+	ctx := context.Background()
+	errRollback := errors.New("roll back")
+	err := e.streams().WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+		_, err := tx.Append(ctx, &streamdb.AppendRequest{Path: url + "/main", Messages: [][]byte{msg("rolled-back")}})
+		require.NoError(t, err)
+		time.Sleep(300 * time.Millisecond) // sweeps run every 100ms
+		return errRollback
+	})
+	require.ErrorIs(t, err, errRollback)
+	require.NoError(t, e.streams().WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+		_, err := tx.Append(ctx, &streamdb.AppendRequest{Path: url + "/main", Messages: [][]byte{msg("committed")}})
+		require.NoError(t, err)
+		time.Sleep(300 * time.Millisecond)
+		require.Empty(t, rec.inboxKeys(url), "delivered before its commit")
+		return nil
+	}))
+	rec.waitKey(t, url, "committed", 10*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	require.Equal(t, []string{"committed"}, rec.inboxKeys(url))
+}

@@ -338,3 +338,41 @@ func TestSIGKILLMidHandlerIsRedelivered(t *testing.T) {
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM probe_overlaps`).Scan(&overlaps))
 	require.Zero(t, overlaps)
 }
+
+// TestRestartDeliversTheRest: a server stopped (gracefully) with a backlog finishes the
+// run in progress; a server started later on the database delivers the rest, each
+// message once, in order.
+func TestRestartDeliversTheRest(t *testing.T) {
+	rec := &recorder{}
+	def := runtime.EntityDefinition{Type: "backlog", Handler: func(ctx *runtime.Context) error {
+		rec.add(ctx)
+		msg, ok := ctx.Wake.(runtime.InboxWake)
+		if !ok {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+		return ctx.WriteText("ack " + msg.Key)
+	}}
+	dbURL := pgtestURL(t)
+	e1 := startServerOn(t, dbURL, wake.Options{}, false, def)
+	url := e1.spawn("backlog", "b", nil)
+	var keys []string
+	for i := range 10 {
+		keys = append(keys, fmt.Sprintf("m%d", i))
+		e1.send(url, map[string]any{"key": keys[i], "payload": i})
+	}
+	waitUntil(t, 10*time.Second, func() bool { return len(rec.inboxKeys(url)) >= 3 })
+	e1.stop()
+	stoppedAt := len(rec.inboxKeys(url))
+	require.Less(t, stoppedAt, 10, "the backlog was not finished before the stop")
+
+	e2 := startServerOn(t, dbURL, wake.Options{}, false, def)
+	waitUntil(t, 20*time.Second, func() bool { return len(texts(t, e2.events(url))) == 10 }, "the rest is delivered")
+	time.Sleep(200 * time.Millisecond)
+	require.Equal(t, keys, rec.inboxKeys(url), "each message once, in order, across the restart")
+	want := make([]string, len(keys))
+	for i, k := range keys {
+		want[i] = "ack " + k
+	}
+	require.Equal(t, want, texts(t, e2.events(url)))
+}
