@@ -633,3 +633,47 @@ func TestWakeOnlyAfterCommit(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	require.Equal(t, []string{"committed"}, rec.inboxKeys(url))
 }
+
+// TestObservationFilterAndStop: an observer that names event types is woken only by
+// those, and hears of the source's graceful stop.
+func TestObservationFilterAndStop(t *testing.T) {
+	rec := &recorder{}
+	observer := runtime.EntityDefinition{Type: "observer", Handler: func(ctx *runtime.Context) error {
+		rec.add(ctx)
+		if msg, ok := ctx.Wake.(runtime.InboxWake); ok {
+			return ctx.Observe(string(msg.Payload[1:len(msg.Payload)-1]), "progress")
+		}
+		return nil
+	}}
+	worker := runtime.EntityDefinition{Type: "worker", Handler: func(ctx *runtime.Context) error {
+		rec.add(ctx)
+		if msg, ok := ctx.Wake.(runtime.InboxWake); ok {
+			return errors.Join(ctx.WriteText("chatter"), ctx.WriteEvent("progress", msg.Key, "insert", map[string]any{"done": msg.Key}))
+		}
+		return nil
+	}}
+	e := startServer(t, wake.Options{}, false, observer, worker)
+	o := e.spawn("observer", "o", nil)
+	w := e.spawn("worker", "w", nil)
+	e.send(o, map[string]any{"key": "watch", "payload": w})
+	waitUntil(t, 10*time.Second, func() bool {
+		return e.queryInt(`SELECT count(*) FROM wake_observations WHERE observer_url = $1`, o) == 1
+	})
+	e.send(w, map[string]any{"key": "job-1", "payload": 1})
+	s := rec.wait(t, o, 10*time.Second, func(s seen) bool { return s.Wake.Kind() == "observation" })
+	ob := s.Wake.(runtime.ObservationWake)
+	require.Equal(t, "progress", ob.Event.Type)
+	require.Equal(t, "job-1", ob.Event.Key)
+	jsonEq(t, `{"done":"job-1"}`, ob.Event.Value)
+
+	e.signal(w, map[string]any{"signal": "SIGTERM"})
+	s = rec.wait(t, o, 10*time.Second, func(s seen) bool {
+		ob, ok := s.Wake.(runtime.ObservationWake)
+		return ok && ob.Lifecycle != ""
+	})
+	require.Equal(t, "stopped", s.Wake.(runtime.ObservationWake).Lifecycle)
+	require.Equal(t, w, s.Wake.(runtime.ObservationWake).Source)
+	require.Equal(t, []string{"spawn", "inbox:watch", "observation:progress", "observation:stopped"}, kinds(rec.of(o)),
+		"the text was not observed")
+	require.Zero(t, e.queryInt(`SELECT count(*) FROM wake_observations WHERE source_url = $1`, w), "an ended entity is observed no more")
+}

@@ -376,3 +376,26 @@ func TestRestartDeliversTheRest(t *testing.T) {
 	}
 	require.Equal(t, want, texts(t, e2.events(url)))
 }
+
+// TestHandlerTimeout: a run longer than HandlerTimeout has its context cancelled and
+// counts as a failed attempt.
+func TestHandlerTimeout(t *testing.T) {
+	def := runtime.EntityDefinition{Type: "sleepy", Handler: func(ctx *runtime.Context) error {
+		if _, ok := ctx.Wake.(runtime.InboxWake); !ok {
+			return nil
+		}
+		if err := ctx.WriteText("too late"); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	}}
+	e := startServer(t, wake.Options{HandlerTimeout: 100 * time.Millisecond, MaxAttempts: 2}, true, def)
+	url := e.spawn("sleepy", "s", nil)
+	e.send(url, map[string]any{"key": "nap", "payload": 1})
+	waitUntil(t, 10*time.Second, func() bool { return len(e.wakeStatus(url).Failures) == 1 })
+	st := e.wakeStatus(url)
+	require.Equal(t, "context deadline exceeded", st.Failures[0].Error)
+	require.Equal(t, 2, st.Failures[0].Attempts)
+	require.Equal(t, []string{"error", "error", "inbox"}, eventTypes(after(t, e.events(url), "inbox", "nap")))
+}
