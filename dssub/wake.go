@@ -61,8 +61,11 @@ func (s *Service) evaluate(ctx context.Context, id string) error {
 	// Most evaluations come from commits to streams of a subscription whose wake is in
 	// flight: a read without a lock or a write settles those.
 	cur, err := readSub(ctx, s.pool, id)
-	if err != nil || cur == nil || cur.busy() {
+	if err != nil || cur == nil {
 		return err
+	}
+	if cur.busy() && (cur.DueAt == nil || cur.DueAt.After(cur.now)) {
+		return nil
 	}
 	var job *delivery
 	var sb *sub
