@@ -677,3 +677,102 @@ func TestObservationFilterAndStop(t *testing.T) {
 		"the text was not observed")
 	require.Zero(t, e.queryInt(`SELECT count(*) FROM wake_observations WHERE source_url = $1`, w), "an ended entity is observed no more")
 }
+
+// TestContextHelpers: the Context's helpers between runs — state schemas refuse bad
+// custom events, a run reads earlier runs' writes through State, slash commands read
+// their own changes, context entries are inserted and removed, sends to an entity that
+// ended fail, observations are removed.
+func TestContextHelpers(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]any{}
+	put := func(k string, v any) { mu.Lock(); got[k] = v; mu.Unlock() }
+	def := runtime.EntityDefinition{
+		Type:         "helper",
+		StateSchemas: map[string]json.RawMessage{"progress": json.RawMessage(`{"type":"object","required":["step"]}`)},
+		Handler: func(ctx *runtime.Context) error {
+			msg, ok := ctx.Wake.(runtime.InboxWake)
+			if !ok {
+				return nil
+			}
+			switch msg.Key {
+			case "write":
+				var sve *runtime.StateValidationError
+				put("bad-progress", errors.As(ctx.WriteEvent("progress", "p2", "insert", map[string]any{}), &sve) && sve.Details != nil)
+				put("unknown-type", errors.As(ctx.WriteEvent("unknown", "k", "insert", map[string]any{}), &sve) && sve.Details == nil)
+				put("bad-json", ctx.WriteEvent("progress", "p3", "insert", json.RawMessage(`{`)) != nil)
+				put("no-key", ctx.WriteEvent("progress", "", "insert", map[string]any{"step": 1}) != nil)
+				put("bad-op", ctx.WriteEvent("progress", "p4", "merge", map[string]any{"step": 1}) != nil)
+				put("no-id", ctx.InsertContext(runtime.ContextEntry{}) != nil)
+				desc := "says hello"
+				return errors.Join(
+					ctx.WriteEvent("progress", "p1", "insert", map[string]any{"step": 1}),
+					ctx.WriteText("one"),
+					ctx.InsertContext(runtime.ContextEntry{ID: "c1", Name: "notes", Content: "remember"}),
+					ctx.SlashCommands.Register(runtime.SlashCommandRegistration{Definition: runtime.SlashCommand{Name: "hello", Description: &desc}}),
+					func() error {
+						row, found, err := ctx.SlashCommands.Get("hello")
+						put("own-command", found && row.Name == "hello")
+						return err
+					}(),
+				)
+			case "read":
+				var p struct {
+					Step int `json:"step"`
+				}
+				found, err := ctx.State().Decode("progress", "p1", &p)
+				put("decoded", found && err == nil && p.Step == 1)
+				put("texts", len(ctx.State().Keys("text")))
+				put("has-c1", ctx.HasContext("c1"))
+				list, err := ctx.SlashCommands.List()
+				put("listed", err == nil && len(list) == 1 && list[0].Name == "hello")
+				if err := ctx.RemoveContext("c1", map[string]any{"why": "done"}); err != nil {
+					return err
+				}
+				put("has-c1-after-remove", ctx.HasContext("c1"))
+				if err := ctx.SlashCommands.Unregister("hello", ""); err != nil {
+					return err
+				}
+				_, found, _ = ctx.SlashCommands.Get("hello")
+				put("command-after-unregister", found)
+				var target struct {
+					URL string `json:"url"`
+				}
+				_ = json.Unmarshal(msg.Payload, &target)
+				ctx.Unobserve(target.URL)
+				return nil
+			case "later":
+				put("has-c1-later", ctx.HasContext("c1"))
+				var target struct {
+					URL string `json:"url"`
+				}
+				_ = json.Unmarshal(msg.Payload, &target)
+				put("send-to-killed", ctx.Send(target.URL, runtime.Message{Payload: 1}) != nil)
+			}
+			return nil
+		},
+	}
+	e := startServer(t, wake.Options{}, false, def)
+	url := e.spawn("helper", "h", nil)
+	other := e.spawn("helper", "other", nil)
+	_, err := e.pool.Exec(context.Background(), `INSERT INTO wake_observations (observer_url, source_url) VALUES ($1, $2)`, url, other)
+	require.NoError(t, err)
+	e.send(url, map[string]any{"key": "write", "payload": 1})
+	e.send(url, map[string]any{"key": "read", "payload": map[string]any{"url": other}})
+	waitUntil(t, 10*time.Second, func() bool {
+		return e.queryInt(`SELECT count(*) FROM wake_observations WHERE observer_url = $1`, url) == 0
+	}, "Unobserve commits with the run")
+	e.kill(other)
+	e.send(url, map[string]any{"key": "later", "payload": map[string]any{"url": other}})
+	waitUntil(t, 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); _, ok := got["send-to-killed"]; return ok })
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, map[string]any{
+		"bad-progress": true, "unknown-type": true, "bad-json": true, "no-key": true, "bad-op": true, "no-id": true,
+		"own-command": true, "decoded": true, "texts": 1, "has-c1": true, "listed": true, "has-c1-after-remove": false,
+		"command-after-unregister": false, "has-c1-later": false, "send-to-killed": true,
+	}, got)
+	require.Zero(t, e.queryInt(`SELECT count(*) FROM slash_commands WHERE entity_url = $1`, url))
+	types := eventTypes(e.events(url))
+	require.Contains(t, types, "context_removed")
+	require.NotContains(t, types, "unknown")
+}
