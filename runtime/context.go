@@ -36,7 +36,7 @@ type Context struct {
 
 	rt       *Runtime
 	def      *EntityDefinition
-	state    *wake.State
+	state    func() (*wake.State, error)
 	steer    <-chan InboxWake
 	eff      *effects
 	commands *SlashCommands
@@ -62,7 +62,15 @@ func (r *Runtime) newContext(ctx context.Context, def *EntityDefinition, job *wa
 // text, slash_command, context_inserted, custom state, …) as StreamDB would materialize
 // it, as of the start of this run (earlier runs' writes included; this run's own writes
 // are committed when it returns).
-func (c *Context) State() *State { return &State{s: c.state} }
+func (c *Context) State() *State {
+	st, err := c.state()
+	if err != nil {
+		// A handler must not act on a state it could not read: the run fails (the
+		// runtime turns the panic into an error) and is retried.
+		panic(fmt.Errorf("runtime: read the entity's state: %w", err))
+	}
+	return &State{s: st}
+}
 
 // Steering delivers steer-mode messages sent while this handler runs; a message received
 // here is not delivered again as a wake of its own.

@@ -84,6 +84,9 @@ type Dispatcher struct {
 	wg      sync.WaitGroup
 	workWG  sync.WaitGroup
 	started atomic.Bool
+	// leaseOK is the time (unix ns) until which this process's lease is surely valid:
+	// the last successful heartbeat plus three quarters of the lease.
+	leaseOK atomic.Int64
 }
 
 type entityRef struct {
@@ -106,6 +109,24 @@ func New(streams *streamdb.Store, runner Runner, types []string, opts Options) *
 	return d
 }
 
+func (d *Dispatcher) renewedLease(sent time.Time) {
+	d.leaseOK.Store(sent.Add(d.opts.Lease * 3 / 4).UnixNano())
+}
+
+// waitForLease returns when this process's lease is surely valid, so that no handler
+// run starts after another process may have taken its entities over (a heartbeat that
+// keeps failing — a partition, a starved pool — pauses delivery instead).
+func (d *Dispatcher) waitForLease(ctx context.Context) error {
+	for time.Now().UnixNano() >= d.leaseOK.Load() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
 // Poke makes the dispatcher look at an entity now (after a change that is not a stream
 // commit, such as a paused entity becoming idle).
 func (d *Dispatcher) Poke(url, entityType string) {
@@ -124,6 +145,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	if err := registerHolder(ctx, d.pool, d.holder, d.opts.Lease); err != nil {
 		return err
 	}
+	d.renewedLease(time.Now())
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.stop, d.runCtx = cancel, runCtx
 	d.started.Store(true)
@@ -191,9 +213,14 @@ func (d *Dispatcher) heartbeatLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := heartbeat(ctx, d.pool, d.holder, d.opts.Lease); err != nil && ctx.Err() == nil {
-				d.log.Warn("lease heartbeat failed", zap.Error(err))
+			sent := time.Now()
+			if err := heartbeat(ctx, d.pool, d.holder, d.opts.Lease); err != nil {
+				if ctx.Err() == nil {
+					d.log.Warn("lease heartbeat failed; handlers wait until it succeeds", zap.Error(err))
+				}
+				continue
 			}
+			d.renewedLease(sent)
 		}
 	}
 }

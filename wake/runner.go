@@ -13,8 +13,9 @@ type Job struct {
 	Wake       Wake
 	// Attempt counts runs of this unit of work, from 1.
 	Attempt int
-	// State is the entity's materialized state up to (and including) the wake's event.
-	State *State
+	// State returns the entity's materialized state (built on first use): its whole
+	// stream as read so far, earlier runs' writes included.
+	State func() (*State, error)
 	// Steer delivers steer-mode messages that arrive while the handler runs.
 	Steer <-chan InboxWake
 }

@@ -171,10 +171,47 @@ func (w *worker) load(ctx context.Context) error {
 	}
 	w.meta = m
 	w.scanner = newScanner(held, w.consumed)
-	w.state = NewState()
-	w.read = streamdb.Start
+	// Start reading where delivery stands; the materialized state is built only when a
+	// handler asks for it, so claiming an entity with a long history stays cheap.
+	w.state = nil
+	w.read = streamdb.Offset{Seq: w.scanned}
+	if w.scanned > 0 {
+		if err := w.d.pool.QueryRow(ctx, `SELECT end_pos FROM stream_messages WHERE stream_id = $1 AND seq = $2`,
+			w.streamID, w.scanned).Scan(&w.read.Pos); err != nil {
+			return fmt.Errorf("wake: position of %s at %d: %w", w.url, w.scanned, err)
+		}
+	}
 	w.queue, w.trailing = nil, nil
 	return nil
+}
+
+// materialize returns the entity's state, reading the stream from the start the first
+// time. It reads up to the current tail; the events after w.read are applied again, in
+// order, when readMore reaches them, which leaves the same state.
+func (w *worker) materialize(ctx context.Context) (*State, error) {
+	if w.state != nil {
+		return w.state, nil
+	}
+	tail, _, err := w.d.streams.CurrentTail(ctx, w.streamID)
+	if err != nil {
+		return nil, err
+	}
+	st := NewState()
+	for from := streamdb.Start; from.Seq < tail.Seq; {
+		msgs, err := w.d.streams.Read(ctx, w.meta, from, tail)
+		if err != nil {
+			return nil, err
+		}
+		if len(msgs) == 0 {
+			break
+		}
+		for _, m := range msgs {
+			st.Apply(m.End.Seq, m.Data)
+		}
+		from = msgs[len(msgs)-1].End
+	}
+	w.state = st
+	return st, nil
 }
 
 // step reads what is new on the stream and delivers the first unit of work, if any.
@@ -195,6 +232,9 @@ func (w *worker) step(ctx context.Context) (bool, error) {
 			return false, nil
 		case <-time.After(wait):
 		}
+	}
+	if err := w.d.waitForLease(ctx); err != nil {
+		return false, nil
 	}
 	if err := w.deliver(ctx, it); err != nil {
 		return false, err
@@ -221,7 +261,9 @@ func (w *worker) readMore(ctx context.Context) (int, error) {
 	}
 	var fresh []streamdb.Message
 	for _, m := range msgs {
-		w.state.Apply(m.End.Seq, m.Data)
+		if w.state != nil {
+			w.state.Apply(m.End.Seq, m.Data)
+		}
 		if m.End.Seq > w.scanned {
 			fresh = append(fresh, m)
 		}
@@ -245,7 +287,8 @@ func (w *worker) deliver(ctx context.Context, it *item) error {
 	defer cancel()
 	steer := make(chan InboxWake)
 	feeder := w.startSteerFeeder(runCtx, steer)
-	job := &Job{EntityURL: w.url, EntityType: w.typ, Wake: it.wake, Attempt: w.attempts + 1, State: w.state, Steer: steer}
+	job := &Job{EntityURL: w.url, EntityType: w.typ, Wake: it.wake, Attempt: w.attempts + 1, Steer: steer,
+		State: func() (*State, error) { return w.materialize(runCtx) }}
 	eff, runErr := w.runHandler(runCtx, job)
 	consumedNow := feeder.stop()
 
@@ -267,8 +310,10 @@ func (w *worker) deliver(ctx context.Context, it *item) error {
 	if err := w.d.acknowledge(ackCtx, w.fence, eff, p); err != nil {
 		return err
 	}
-	for _, ev := range eff.Events() {
-		w.state.Apply(0, ev) // the next run sees this run's writes before they are read back
+	if w.state != nil {
+		for _, ev := range eff.Events() {
+			w.state.Apply(0, ev) // the next run sees this run's writes before they are read back
+		}
 	}
 	w.scanned, w.attempts, w.retryAt, w.consumed = it.seq, 0, time.Time{}, consumed
 	w.queue = w.queue[1:]
