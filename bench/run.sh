@@ -13,6 +13,10 @@
 # Environment (defaults): REPS=3  DURATION=10s  WARMUP=2s  CLIENTS="1 16 64"
 #   PGBENCH_SECS=10  LP_ROUNDS=500  CATCHUP_MESSAGES=100000  LONG_POLL_TIMEOUT_MS=20000
 #   OUT=bench/results/<UTC timestamp>
+#   WAIT_QUIET=<secs>  before each repetition wait up to that long for the machine to be
+#                 quiet (under 15% CPU busy over 2 s while the benchmark is idle); on a
+#                 shared machine this keeps other work out of the numbers (each benchmark
+#                 also waits up to min(WAIT_QUIET, 60) s)
 #   REV=<commit>  build entityd from that committed revision (git archive) instead of
 #                 the working tree (useful when the tree holds unfinished work)
 # Everything runs on loopback of this machine and every loop is bounded in time/count.
@@ -60,7 +64,7 @@ if [[ -z "${ENTITYD_BENCH_INNER:-}" ]]; then
   log "installing the Node reference server (npm ci in bench/reference)"
   (cd bench/reference && npm ci --no-audit --no-fund --loglevel=error)
   export ENTITYD_BENCH_INNER=1 ENTITYD_BENCH_WORK="$work" ENTITYD_BENCH_OUT="$OUT" ENTITYD_DESC
-  export REPS DURATION WARMUP CLIENTS PGBENCH_SECS LP_ROUNDS CATCHUP_MESSAGES LONG_POLL_TIMEOUT_MS PGBIN
+  export WAIT_QUIET="${WAIT_QUIET:-}" REPS DURATION WARMUP CLIENTS PGBENCH_SECS LP_ROUNDS CATCHUP_MESSAGES LONG_POLL_TIMEOUT_MS PGBIN
   set +e
   go run ./internal/tools/withpg --fsync -- "$here/run.sh"
   rc=$?
@@ -163,6 +167,9 @@ pg_ticks() { local s p; s=$(ticks "$pm_pid"); for p in $(pgrep -P "$pm_pid"); do
 busy_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
 measure() { # measure <json file> <command...>: run the command, write its CPU split
   local out="$1"; shift
+  if [[ -n "${WAIT_QUIET:-}" ]]; then
+    echo "quiet: $(wait_quiet "$(( WAIT_QUIET < 60 ? WAIT_QUIET : 60 ))")% busy before start" >&2
+  fi
   local b0 e0 r0 p0 s0 w0 b1 e1 r1 p1 s1 w1
   b0=$(busy_ticks); e0=$(ticks "$entityd_pid"); r0=$(ticks "$ref_pid"); p0=$(pg_ticks); s0=$(ticks $$); w0=$(date +%s.%N)
   "$@"
@@ -174,10 +181,24 @@ measure() { # measure <json file> <command...>: run the command, write its CPU s
   echo "cpu: $(cat "$out")" >&2
 }
 
+wait_quiet() { # wait up to $1 s for the machine to be quiet; prints the busy % seen last
+  local deadline=$(( $(date +%s) + $1 )) b0 b1 pct
+  while :; do
+    b0=$(busy_ticks); sleep 2; b1=$(busy_ticks)
+    pct=$(( 100 * (b1 - b0) / (2 * hz * $(nproc)) ))
+    if (( pct < 15 )) || (( $(date +%s) >= deadline )); then echo "$pct"; return; fi
+  done
+}
+
 # --- repetitions
 for rep in $(seq 1 "$REPS"); do
   d="$OUT/rep$rep"
   mkdir -p "$d"
+  if [[ -n "${WAIT_QUIET:-}" ]]; then
+    log "rep $rep/$REPS: waiting up to ${WAIT_QUIET}s for a quiet machine"
+    t0=$(date +%s); pct=$(wait_quiet "$WAIT_QUIET")
+    echo "waited $(( $(date +%s) - t0 ))s for a quiet machine; CPU busy then: ${pct}%" | tee "$d/quiet.txt" >&2
+  fi
   { echo "loadavg: $(cat /proc/loadavg)"; top -b -n 1 -w 160 | head -20; } >"$d/machine-before.txt"
   for c in $CLIENTS; do
     log "rep $rep/$REPS: send c=$c"
