@@ -253,8 +253,8 @@ func writeSummary(w io.Writer, dir string, clients []int, reps []*rep) {
 
 	// Send vs pgbench.
 	fmt.Fprintf(w, "## Send path vs pgbench (fsync on)\n\n")
-	fmt.Fprintf(w, "| clients | sends/s | p50 | p90 | p99 | p99.9 | errors | pgbench tx/s | pgbench avg latency | sends/s ÷ tx/s |\n")
-	fmt.Fprintf(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(w, "| clients | sends/s | p50 | p90 | p99 | p99.9 | errors | pgbench tx/s | pgbench latency avg | pgbench latency stddev | sends/s ÷ tx/s |\n")
+	fmt.Fprintf(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	type sendRow struct{ sends, p99, ratio series }
 	rows := map[int]sendRow{}
 	for _, c := range clients {
@@ -272,7 +272,7 @@ func writeSummary(w io.Writer, dir string, clients []int, reps []*rep) {
 		}
 		p99 := collect(reps, getS, func(s *SendResult) float64 { return s.Latency.P99Ms })
 		rows[c] = sendRow{sends, p99, ratios}
-		fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c,
+		fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c,
 			sends.show(rate),
 			collect(reps, getS, func(s *SendResult) float64 { return s.Latency.P50Ms }).show(msf),
 			collect(reps, getS, func(s *SendResult) float64 { return s.Latency.P90Ms }).show(msf),
@@ -281,6 +281,7 @@ func writeSummary(w io.Writer, dir string, clients []int, reps []*rep) {
 			collect(reps, getS, func(s *SendResult) float64 { return float64(s.Errors) }).show(thousands),
 			tps.show(rate),
 			collect(reps, getP, func(p *PgbenchResult) float64 { return p.LatencyAvgMs }).show(msf),
+			collect(reps, getP, func(p *PgbenchResult) float64 { return p.LatencyStddevMs }).show(msf),
 			ratios.show(ratio))
 	}
 	fmt.Fprintln(w)
