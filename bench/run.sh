@@ -126,7 +126,7 @@ fi
   echo "go: $(go env GOVERSION)"
   echo "node: $(node --version)"
   echo "postgres: $("$PGBIN/postgres" --version)"
-  echo "pg settings: $("$PGBIN/psql" -qAtX -d postgres -c "select string_agg(name||'='||setting||coalesce(unit,''), ', ' order by name) from pg_settings where name in ('fsync','synchronous_commit','full_page_writes','shared_buffers','wal_sync_method','max_connections')")"
+  echo "pg settings: $("$PGBIN/psql" -qAtX -d postgres -c "select string_agg(name||'='||current_setting(name), ', ' order by name) from pg_settings where name in ('fsync','synchronous_commit','full_page_writes','shared_buffers','wal_sync_method','max_connections')")"
   echo "pg_test_fsync: ${fsync_line:-n/a}"
   echo "entityd: $ENTITYD_DESC"
   echo "reference: @durable-streams/server $(node -p "require('$root/bench/reference/node_modules/@durable-streams/server/package.json').version"), in memory"
