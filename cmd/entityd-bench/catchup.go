@@ -38,9 +38,10 @@ type CatchupResult struct {
 }
 
 // readAll reads the stream from the start, following Stream-Next-Offset until a response
-// says Stream-Up-To-Date. It returns the body bytes, the number of requests and how many
-// messages carried marker (when count is set).
-func readAll(ctx context.Context, c *http.Client, streamURL string, marker []byte, count bool) (int64, int, int, error) {
+// says Stream-Up-To-Date. It returns the body bytes and the number of requests. With
+// check set it also verifies that the messages' "n" fields run 0, 1, 2, ... with no gap,
+// duplicate or reordering, and returns how many there were.
+func readAll(ctx context.Context, c *http.Client, streamURL string, check bool) (int64, int, int, error) {
 	var (
 		total    int64
 		requests int
@@ -68,8 +69,10 @@ func readAll(ctx context.Context, c *http.Client, streamURL string, marker []byt
 			return 0, 0, 0, fmt.Errorf("GET offset=%s: %d %.200s", offset, resp.StatusCode, buf.Bytes())
 		}
 		total += int64(buf.Len())
-		if count {
-			msgs += bytes.Count(buf.Bytes(), marker)
+		if check {
+			if msgs, err = checkSequence(buf.Bytes(), msgs); err != nil {
+				return 0, 0, 0, fmt.Errorf("GET offset=%s: %w", offset, err)
+			}
 		}
 		next := resp.Header.Get("Stream-Next-Offset")
 		if resp.Header.Get("Stream-Up-To-Date") == "true" {
@@ -133,8 +136,8 @@ func runCatchup(args []string) error {
 	out := CatchupResult{Bench: "catchup", Label: c.label, URL: base, Messages: *messages, MessageBytes: *size,
 		Batch: *batch, FillSeconds: time.Since(t0).Seconds(), Started: started.Format(time.RFC3339)}
 
-	// One untimed read checks that every message comes back once.
-	_, _, got, err := readAll(ctx, client, streamURL, []byte(`{"w":`), true)
+	// One untimed read checks that every message comes back once, in order.
+	_, _, got, err := readAll(ctx, client, streamURL, true)
 	if err != nil {
 		return err
 	}
@@ -143,7 +146,7 @@ func runCatchup(args []string) error {
 	}
 	for range *repeat {
 		t := time.Now()
-		n, reqs, _, err := readAll(ctx, client, streamURL, nil, false)
+		n, reqs, _, err := readAll(ctx, client, streamURL, false)
 		if err != nil {
 			return err
 		}
@@ -172,4 +175,27 @@ func runCatchup(args []string) error {
 		m := out.Median
 		fmt.Fprintf(w, "%8s %10.3f %10.1f %12.0f %9d %12d\n", "median", m.Seconds, m.MBPerSec, m.MsgsPerSec, m.Requests, m.AvgReqBytes)
 	})
+}
+
+// checkSequence scans a response body for the "n" members jsonMessage writes and checks
+// they continue the sequence from next; it returns the next expected value.
+func checkSequence(body []byte, next int) (int, error) {
+	key := []byte(`,"n":`)
+	for {
+		i := bytes.Index(body, key)
+		if i < 0 {
+			return next, nil
+		}
+		body = body[i+len(key):]
+		v, j := 0, 0
+		for j < len(body) && body[j] >= '0' && body[j] <= '9' {
+			v = v*10 + int(body[j]-'0')
+			j++
+		}
+		if j == 0 || v != next {
+			return next, fmt.Errorf("message %d out of sequence (read %q)", next, body[:min(j+8, len(body))])
+		}
+		next++
+		body = body[j:]
+	}
 }

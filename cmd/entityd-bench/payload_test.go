@@ -35,3 +35,15 @@ func TestJSONMessageSize(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckSequence(t *testing.T) {
+	body := append(append([]byte("["), jsonMessage(1, 0, 100)...), ',')
+	body = append(append(body, jsonMessage(1, 1, 100)...), ']')
+	next, err := checkSequence(body, 0)
+	if err != nil || next != 2 {
+		t.Fatalf("next %d, err %v", next, err)
+	}
+	if _, err := checkSequence(body, 1); err == nil {
+		t.Fatal("a gap was not noticed")
+	}
+}
