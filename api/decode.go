@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/internal/validation"
 )
 
@@ -55,25 +56,15 @@ func parseBody(data []byte) (*body, error) {
 	if data[0] != '{' {
 		return nil, schemaMismatch(validation.Details{{Path: "/", Message: "must be object"}})
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if _, err := dec.Token(); err != nil {
+	members, err := rawjson.SplitObject(data)
+	if err != nil {
 		return nil, newError(http.StatusBadRequest, CodeInvalidRequest, "Invalid JSON body")
 	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, newError(http.StatusBadRequest, CodeInvalidRequest, "Invalid JSON body")
+	for _, m := range members {
+		if _, dup := b.fields[m.Key]; !dup {
+			b.order = append(b.order, m.Key)
 		}
-		k := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, newError(http.StatusBadRequest, CodeInvalidRequest, "Invalid JSON body")
-		}
-		if _, dup := b.fields[k]; !dup {
-			b.order = append(b.order, k)
-		}
-		b.fields[k] = v // like JSON.parse, the last duplicate wins
+		b.fields[m.Key] = m.Value // like JSON.parse, the last duplicate wins
 	}
 	return b, nil
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -95,9 +96,20 @@ func spawnError(err error, url string) error {
 // entityAt loads the entity named by the route, answering 404 NOT_FOUND when the type
 // exists but the entity does not, and 404 UNKNOWN_ENTITY_TYPE when neither does.
 func (s *Server) entityAt(r *http.Request) (*entity.Entity, error) {
+	return s.lookupEntity(r, s.registry.Get)
+}
+
+// knownEntityAt is entityAt for paths that need only what never changes after spawn (the
+// send path): it is served from memory once the entity has been seen, because the
+// entity's status is checked again inside the append's transaction.
+func (s *Server) knownEntityAt(r *http.Request) (*entity.Entity, error) {
+	return s.lookupEntity(r, s.registry.Known)
+}
+
+func (s *Server) lookupEntity(r *http.Request, get func(context.Context, string) (*entity.Entity, error)) (*entity.Entity, error) {
 	typ, id := chi.URLParam(r, "type"), chi.URLParam(r, "id")
 	url := entity.URLFor(typ, id)
-	e, err := s.registry.Get(r.Context(), url)
+	e, err := get(r.Context(), url)
 	if errors.Is(err, entity.ErrNotFound) {
 		if _, terr := s.registry.Type(r.Context(), typ); errors.Is(terr, entity.ErrTypeNotFound) {
 			return nil, newError(http.StatusNotFound, CodeUnknownEntityType, "Entity type not found: "+typ)

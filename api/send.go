@@ -8,6 +8,7 @@ import (
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/principal"
+	"github.com/entityd/entityd/internal/rawjson"
 )
 
 const maxSendKeyLength = 256
@@ -15,7 +16,7 @@ const maxSendKeyLength = 256
 // send is POST /_electric/entities/:type/:id/send: validate a message and append it to
 // the entity's inbox. 200 {"txid"} is written only after the append committed.
 func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
-	e, err := s.entityAt(r)
+	e, err := s.knownEntityAt(r)
 	if err != nil {
 		return err
 	}
@@ -59,7 +60,11 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return sendError(err)
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"txid": res.Txid})
+	var o rawjson.Object
+	o.String("txid", res.Txid)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(o.Bytes())
 	return nil
 }
 

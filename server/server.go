@@ -207,6 +207,11 @@ func (s *Server) openDB(ctx context.Context) (*pgxpool.Pool, func(), error) {
 		return nil, func() {}, fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	poolCfg.MaxConns = int32(s.cfg.DBMaxConns)
+	// Every statement is prepared once per connection and run many times with different
+	// arguments; custom plans made Postgres plan the hottest ones on every execution.
+	if _, set := poolCfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
+		poolCfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		stop()

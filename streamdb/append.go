@@ -413,7 +413,10 @@ func queueWrites(b *pgx.Batch, st *appendState, w *writeSet) {
 		}
 		b.Queue(`UPDATE streams s SET tail_seq = u.tail_seq, tail_pos = u.tail_pos, closed = u.closed,
 				closed_producer_id = u.cp_id, closed_producer_epoch = u.cp_epoch, closed_producer_seq = u.cp_seq,
-				last_stream_seq = u.lss, last_access_at = now()
+				last_stream_seq = u.lss,
+				-- only TTL streams track access: leaving the indexed column alone otherwise
+				-- keeps this a HOT update (no index churn on the hottest row of the stream)
+				last_access_at = CASE WHEN s.ttl_seconds IS NULL THEN s.last_access_at ELSE now() END
 			FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bool[], $5::text[], $6::bigint[], $7::bigint[], $8::text[])
 				AS u(id, tail_seq, tail_pos, closed, cp_id, cp_epoch, cp_seq, lss)
 			WHERE s.id = u.id`, ids, seqs, poss, closed, cpID, cpEpoch, cpSeq, lss)
@@ -453,9 +456,24 @@ func queueWrites(b *pgx.Batch, st *appendState, w *writeSet) {
 // runAppends locks, plans and writes reqs inside tx. It returns one result or error per
 // request (in order) and the streams whose state changed, for notification after commit.
 // The returned error is a failure of the transaction itself.
-func (s *Store) runAppends(ctx context.Context, tx pgx.Tx, now time.Time, reqs []*AppendRequest, notify bool) ([]AppendResult, []error, *writeSet, error) {
+func (s *Store) runAppends(ctx context.Context, tx batchSender, now time.Time, reqs []*AppendRequest, notify bool) ([]AppendResult, []error, *writeSet, error) {
+	return s.runAppendsWith(ctx, tx, now, reqs, notify, "", "")
+}
+
+// batchSender is a connection or transaction that sends pipelined batches.
+type batchSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// runAppendsWith is runAppends with statements opening the first batch and closing the
+// last one: the group-commit lanes send BEGIN with the locking reads and COMMIT with the
+// writes, so a whole transaction costs two round trips.
+func (s *Store) runAppendsWith(ctx context.Context, tx batchSender, now time.Time, reqs []*AppendRequest, notify bool, open, close string) ([]AppendResult, []error, *writeSet, error) {
 	st := newAppendState(now)
 	b := &pgx.Batch{}
+	if open != "" {
+		b.Queue(open)
+	}
 	queueLoad(b, st, reqs)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, nil, nil, fmt.Errorf("streamdb: load append state: %w", err)
@@ -466,16 +484,20 @@ func (s *Store) runAppends(ctx context.Context, tx pgx.Tx, now time.Time, reqs [
 	for i, r := range reqs {
 		results[i], errs[i] = st.plan(r, w)
 	}
-	if w.empty() {
-		return results, errs, w, nil
-	}
 	b = &pgx.Batch{}
-	queueWrites(b, st, w)
-	if notify && len(w.touched) > 0 {
-		s.queueNotify(b, w)
+	if !w.empty() {
+		queueWrites(b, st, w)
+		if notify && len(w.touched) > 0 {
+			s.queueNotify(b, w)
+		}
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, nil, nil, fmt.Errorf("streamdb: write appends: %w", err)
+	if close != "" {
+		b.Queue(close)
+	}
+	if b.Len() > 0 {
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return nil, nil, nil, fmt.Errorf("streamdb: write appends: %w", err)
+		}
 	}
 	return results, errs, w, nil
 }

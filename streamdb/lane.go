@@ -6,7 +6,6 @@ import (
 	"hash/fnv"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
 )
@@ -101,6 +100,7 @@ func (l *lane) commit(ctx context.Context, batch []*pending) {
 		w       *writeSet
 		err     error
 	)
+	start := time.Now()
 	for attempt := 0; ; attempt++ {
 		results, errs, w, err = s.appendTx(ctx, reqs)
 		if err == nil || !retryable(err) || attempt >= 3 {
@@ -116,6 +116,9 @@ func (l *lane) commit(ctx context.Context, batch []*pending) {
 		}
 		return
 	}
+	if ce := s.log.Check(zap.DebugLevel, "append batch committed"); ce != nil {
+		ce.Write(zap.Int("appends", len(batch)), zap.Duration("took", time.Since(start)))
+	}
 	s.publish(w)
 	for i, p := range batch {
 		p.res, p.err = results[i], errs[i]
@@ -126,19 +129,18 @@ func (l *lane) commit(ctx context.Context, batch []*pending) {
 func (s *Store) appendTx(ctx context.Context, reqs []*AppendRequest) ([]AppendResult, []error, *writeSet, error) {
 	txCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	tx, err := s.pool.BeginTx(txCtx, pgx.TxOptions{})
+	conn, err := s.pool.Acquire(txCtx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(txCtx)) }()
-	results, errs, w, err := s.runAppends(txCtx, tx, time.Now(), reqs, true)
+	defer conn.Release()
+	results, errs, w, err := s.runAppendsWith(txCtx, conn, time.Now(), reqs, true, "BEGIN", "COMMIT")
 	if err != nil {
-		return nil, nil, nil, err
-	}
-	if w.empty() {
-		return results, errs, w, nil
-	}
-	if err := tx.Commit(txCtx); err != nil {
+		// The transaction may be open or failed: end it before the connection is reused,
+		// and drop the connection if even that fails.
+		if _, rerr := conn.Exec(context.WithoutCancel(txCtx), "ROLLBACK"); rerr != nil {
+			conn.Conn().Close(context.WithoutCancel(txCtx))
+		}
 		return nil, nil, nil, err
 	}
 	return results, errs, w, nil

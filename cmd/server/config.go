@@ -32,6 +32,7 @@ type config struct {
 	WakeMaxAttempts   int
 	WakeBackoff       time.Duration
 	HandlerTimeout    time.Duration
+	DebugAddr         string
 }
 
 func loadConfig(args []string) (*config, error) {
@@ -97,6 +98,7 @@ func loadConfig(args []string) (*config, error) {
 	num(&c.WakeMaxAttempts, "wake-max-attempts", "ENTITYD_WAKE_MAX_ATTEMPTS", 5, "handler attempts per message before it is marked failed")
 	dur(&c.WakeBackoff, "wake-backoff", "ENTITYD_WAKE_BACKOFF", 200*time.Millisecond, "delay before the first retry of a failed handler (doubles each time, up to 30s)")
 	dur(&c.HandlerTimeout, "handler-timeout", "ENTITYD_HANDLER_TIMEOUT", 5*time.Minute, "longest a handler may run before its wake fails")
+	str(&c.DebugAddr, "debug-addr", "ENTITYD_DEBUG_ADDR", "", "serve Go's profiler (pprof) on this address, e.g. 127.0.0.1:6060 (off when empty)")
 	str(&c.SkillsDir, "skills-dir", "ENTITYD_SKILLS_DIR", "./skills", "SKILL.md files of the demo assistant")
 	c.Demo = true
 	if v, ok := os.LookupEnv("ENTITYD_DEMO"); ok {

@@ -1,0 +1,130 @@
+package rawjson
+
+import (
+	"encoding/json"
+	"errors"
+	"unicode/utf8"
+)
+
+// ErrNotObject reports that SplitObject was given something other than a JSON object.
+var ErrNotObject = errors.New("rawjson: not a JSON object")
+
+// Member is one member of a JSON object: its key and its value's raw bytes.
+type Member struct {
+	Key   string
+	Value []byte
+}
+
+// SplitObject returns the members of a JSON object in document order, each value as the
+// raw bytes it was sent as. data must be valid JSON (check with json.Valid first): the
+// scanner only finds boundaries, which is several times cheaper than decoding.
+func SplitObject(data []byte) ([]Member, error) {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return nil, ErrNotObject
+	}
+	i++
+	var out []Member
+	for {
+		i = skipSpace(data, i)
+		if i >= len(data) {
+			return nil, ErrNotObject
+		}
+		if data[i] == '}' {
+			return out, nil
+		}
+		if data[i] == ',' {
+			i++
+			continue
+		}
+		keyEnd := skipString(data, i)
+		key, err := stringValue(data[i:keyEnd])
+		if err != nil {
+			return nil, err
+		}
+		i = skipSpace(data, keyEnd)
+		if i >= len(data) || data[i] != ':' {
+			return nil, ErrNotObject
+		}
+		i = skipSpace(data, i+1)
+		end := skipValue(data, i)
+		out = append(out, Member{Key: key, Value: data[i:end]})
+		i = end
+	}
+}
+
+func skipSpace(d []byte, i int) int {
+	for i < len(d) && (d[i] == ' ' || d[i] == '\t' || d[i] == '\n' || d[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string starting at d[i] (a quote).
+func skipString(d []byte, i int) int {
+	for i++; i < len(d); i++ {
+		switch d[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(d)
+}
+
+// skipValue returns the index after the value starting at d[i].
+func skipValue(d []byte, i int) int {
+	if i >= len(d) {
+		return i
+	}
+	switch d[i] {
+	case '"':
+		return skipString(d, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(d); i++ {
+			switch d[i] {
+			case '"':
+				i = skipString(d, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(d)
+	default: // number, true, false, null
+		for i < len(d) && d[i] != ',' && d[i] != '}' && d[i] != ']' && d[i] != ' ' && d[i] != '\t' && d[i] != '\n' && d[i] != '\r' {
+			i++
+		}
+		return i
+	}
+}
+
+// stringValue decodes a JSON string token; tokens without escapes need no decoder.
+func stringValue(tok []byte) (string, error) {
+	if len(tok) < 2 || tok[0] != '"' || tok[len(tok)-1] != '"' {
+		return "", ErrNotObject
+	}
+	inner := tok[1 : len(tok)-1]
+	plain, ascii := true, true
+	for _, c := range inner {
+		if c == '\\' {
+			plain = false
+			break
+		}
+		if c >= utf8.RuneSelf {
+			ascii = false
+		}
+	}
+	if plain && (ascii || utf8.Valid(inner)) {
+		return string(inner), nil
+	}
+	var s string // escapes, or invalid UTF-8 (which decodes to U+FFFD)
+	err := json.Unmarshal(tok, &s)
+	return s, err
+}
