@@ -359,6 +359,7 @@ type writeSet struct {
 	touched   map[int64]*Meta
 	order     []int64
 	also      []Statement
+	written   map[int64][]Message // by stream, in order
 }
 
 func (w *writeSet) addMessage(stream int64, end Offset, data []byte) {
@@ -366,6 +367,10 @@ func (w *writeSet) addMessage(stream int64, end Offset, data []byte) {
 	w.msgSeq = append(w.msgSeq, end.Seq)
 	w.msgPos = append(w.msgPos, end.Pos)
 	w.msgData = append(w.msgData, data)
+	if w.written == nil {
+		w.written = map[int64][]Message{}
+	}
+	w.written[stream] = append(w.written[stream], Message{Data: data, End: end})
 }
 
 func (w *writeSet) touch(m *Meta) {

@@ -66,7 +66,7 @@ func (s *Store) publish(w *writeSet) {
 	changes := make([]Change, 0, len(w.order))
 	for _, id := range w.order {
 		m := w.touched[id]
-		s.notifier.publish(id, tailState{tail: m.Tail, closed: m.Closed, known: true})
+		s.notifier.publish(id, tailState{tail: m.Tail, closed: m.Closed, known: true, recent: w.written[id]})
 		changes = append(changes, Change{StreamID: id, Tail: m.Tail, Closed: m.Closed, Local: true, Path: m.Path})
 	}
 	s.tellObservers(changes)

@@ -25,6 +25,10 @@ type tailState struct {
 	closed bool
 	gone   bool
 	known  bool
+	// recent are the messages of the commit that produced tail (this process's commits
+	// only), ending at tail: readers woken by that commit take them from here instead of
+	// asking Postgres.
+	recent []Message
 }
 
 func newNotifier() *notifier { return &notifier{watches: map[int64]*watch{}} }

@@ -74,6 +74,9 @@ func (s *Store) Read(ctx context.Context, m *Meta, from, tail Offset) ([]Message
 	if from.Seq >= tail.Seq {
 		return nil, nil
 	}
+	if msgs, ok := s.fromRecent(m.ID, from, tail); ok {
+		return msgs, nil
+	}
 	key := strconv.FormatInt(m.ID, 10) + ":" + strconv.FormatInt(from.Seq, 10) + ":" + strconv.FormatInt(tail.Seq, 10)
 	v, err, _ := s.reads.Do(key, func() (any, error) {
 		// shared by every reader waiting on this key: one caller leaving must not fail the rest
@@ -134,6 +137,22 @@ func (s *Store) readRange(ctx context.Context, m *Meta, from Offset, toSeq, budg
 		out = append(out, msg)
 	}
 	return out, rows.Err()
+}
+
+// fromRecent serves (from, tail] from the messages of the stream's latest commit in this
+// process, when they cover exactly that range: the common case of readers parked at the
+// tail and woken by that commit.
+func (s *Store) fromRecent(id int64, from, tail Offset) ([]Message, bool) {
+	_, st := s.notifier.current(id)
+	r := st.recent
+	if !st.known || len(r) == 0 || st.tail.Seq != tail.Seq || r[len(r)-1].End.Seq != tail.Seq {
+		return nil, false
+	}
+	first := r[0].End.Seq - 1 // the offset the run starts after
+	if from.Seq < first {
+		return nil, false
+	}
+	return r[from.Seq-first:], true
 }
 
 // WaitResult is the stream state that ended a Wait.
