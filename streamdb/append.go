@@ -492,7 +492,7 @@ func (s *Store) runAppendsWith(ctx context.Context, tx batchSender, now time.Tim
 	b = &pgx.Batch{}
 	if !w.empty() {
 		queueWrites(b, st, w)
-		if notify && len(w.touched) > 0 {
+		if notify && len(w.touched) > 0 && s.notifyNeeded() {
 			s.queueNotify(b, w)
 		}
 	}

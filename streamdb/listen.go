@@ -110,6 +110,9 @@ func (s *Store) listenOnce(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.opts.NotifyChannel}.Sanitize()); err != nil {
 		return err
 	}
+	if err := s.registerListener(ctx); err != nil {
+		return err
+	}
 	// Anything committed while we were not listening is unknown to the readers.
 	s.notifier.publishAll()
 	s.tellObservers(nil)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/entityd/entityd/internal/pgtest"
 )
 
 // Deleting an expired stream removes it for good (the clean-up is not rolled back with
@@ -59,4 +61,35 @@ func TestAppendAfterClose(t *testing.T) {
 	s.Close()
 	_, err = s.Append(ctx, &AppendRequest{Path: "/v1/stream/c", ContentType: "text/plain", Messages: msgs("x")})
 	require.True(t, errors.Is(err, ErrClosed))
+}
+
+// A process that has been alone skips NOTIFY; a newcomer still sees its commits — at
+// first through its catch-up re-checks, then through NOTIFY once the first process has
+// noticed it.
+func TestNewcomerSeesCommitsOfALoneProcess(t *testing.T) {
+	dsn := pgtest.URL(t)
+	a := openStore(t, openPool(t, dsn))
+	ctx := testCtx(t)
+	create(t, a, "/alone", CreateConfig{ContentType: "text/plain"}, "first")
+	require.Eventually(t, func() bool { return !a.notifyNeeded() }, 5*time.Second, 20*time.Millisecond,
+		"a process with no peers stops notifying")
+
+	b := openStore(t, openPool(t, dsn))
+	mb := lookup(t, b, "/alone")
+	tail := mb.Tail
+	for i := 0; i < 4; i++ { // spans the newcomer's catch-up window and beyond
+		out := waitAsync(ctx, b, mb, tail)
+		parked(t, b, 1)
+		res := appendMsgs(t, a, "/alone", "next")
+		select {
+		case o := <-out:
+			require.NoError(t, o.err)
+			require.Equal(t, res.Tail, o.res.Tail)
+			tail = o.res.Tail
+		case <-time.After(2 * time.Second):
+			t.Fatalf("append %d through the first process did not wake the newcomer's reader", i)
+		}
+		time.Sleep(700 * time.Millisecond)
+	}
+	require.True(t, a.notifyNeeded(), "the first process notices the newcomer and notifies again")
 }

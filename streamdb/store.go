@@ -56,6 +56,7 @@ type Store struct {
 
 	notifier *notifier
 	obs      observers
+	peers    peers
 	lanes    []*lane
 	reads    flightGroup
 
@@ -89,8 +90,9 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error)
 		// queued are committed rather than failed (appendTx bounds each transaction).
 		go func() { defer s.wg.Done(); l.run(context.WithoutCancel(runCtx)) }()
 	}
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.listen(runCtx) }()
+	go func() { defer s.wg.Done(); s.peerLoop(runCtx) }()
 	if opts.SweepInterval > 0 {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); s.sweepLoop(runCtx) }()
@@ -109,6 +111,9 @@ func (s *Store) Close() {
 		s.closing.Unlock()
 		s.stop()
 		s.wg.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.unregisterListener(ctx)
 	})
 }
 
