@@ -148,7 +148,16 @@ func (s *Server) handle(h handlerFunc) http.HandlerFunc {
 	}
 }
 
+// health answers {"status":"ok"} when the server can reach Postgres, and 503 otherwise,
+// so that load balancers take a server without its database out of rotation.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.streams.Pool().Ping(ctx); err != nil {
+		s.log.Warn("health check: Postgres unreachable", zap.Error(err))
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "database unreachable"})
+		return nil
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	return nil
 }
