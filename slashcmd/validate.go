@@ -3,10 +3,10 @@ package slashcmd
 import (
 	"bytes"
 	"encoding/json"
-	"sort"
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/internal/validation"
 )
 
@@ -346,42 +346,5 @@ func decodeObject(raw json.RawMessage) ([]string, map[string]json.RawMessage, bo
 		}
 		vals[k] = v
 	}
-	return jsKeyOrder(keys), vals, true
-}
-
-func jsKeyOrder(keys []string) []string {
-	var idx, rest []string
-	for _, k := range keys {
-		if _, ok := arrayIndex(k); ok {
-			idx = append(idx, k)
-		} else {
-			rest = append(rest, k)
-		}
-	}
-	if len(idx) == 0 {
-		return keys
-	}
-	sort.SliceStable(idx, func(i, j int) bool {
-		a, _ := arrayIndex(idx[i])
-		b, _ := arrayIndex(idx[j])
-		return a < b
-	})
-	return append(idx, rest...)
-}
-
-// arrayIndex reports whether k is a canonical JavaScript array index.
-func arrayIndex(k string) (uint64, bool) {
-	if k == "" || len(k) > 10 || (len(k) > 1 && k[0] == '0') {
-		return 0, false
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < '0' || k[i] > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseUint(k, 10, 64)
-	if err != nil || n >= 1<<32-1 {
-		return 0, false
-	}
-	return n, true
+	return rawjson.JSKeyOrder(keys), vals, true
 }

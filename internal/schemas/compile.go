@@ -98,6 +98,8 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/entityd/entityd/internal/rawjson"
 )
 
 // maxDepth bounds JSON nesting in instances, maxSchemaDepth in schemas (the compiler
@@ -173,7 +175,7 @@ func readValue(dec *json.Decoder, depth, limit int) (any, error) {
 			if _, err := dec.Token(); err != nil {
 				return nil, err
 			}
-			o.keys = jsKeyOrder(o.keys)
+			o.keys = rawjson.JSKeyOrder(o.keys)
 			return o, nil
 		case '[':
 			arr := []any{}
@@ -199,52 +201,6 @@ func readValue(dec *json.Decoder, depth, limit int) (any, error) {
 	default: // nil, bool, string
 		return t, nil
 	}
-}
-
-// jsKeyOrder returns keys in the order JavaScript enumerates an object's own string
-// keys: canonical array indices ascending, then the rest in insertion order.
-func jsKeyOrder(keys []string) []string {
-	n := 0
-	for _, k := range keys {
-		if _, ok := arrayIndex(k); ok {
-			n++
-		}
-	}
-	if n == 0 {
-		return keys
-	}
-	idx := make([]string, 0, n)
-	rest := make([]string, 0, len(keys)-n)
-	for _, k := range keys {
-		if _, ok := arrayIndex(k); ok {
-			idx = append(idx, k)
-		} else {
-			rest = append(rest, k)
-		}
-	}
-	sort.SliceStable(idx, func(i, j int) bool {
-		a, _ := arrayIndex(idx[i])
-		b, _ := arrayIndex(idx[j])
-		return a < b
-	})
-	return append(idx, rest...)
-}
-
-// arrayIndex reports whether k is a canonical array index ("0".."4294967294").
-func arrayIndex(k string) (uint64, bool) {
-	if k == "" || len(k) > 10 || (len(k) > 1 && k[0] == '0') {
-		return 0, false
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < '0' || k[i] > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseUint(k, 10, 64)
-	if err != nil || n >= math.MaxUint32 {
-		return 0, false
-	}
-	return n, true
 }
 
 // ---------------------------------------------------------------------------
@@ -660,7 +616,7 @@ func (c *compiler) lookup(ptr string) (any, string, bool) {
 			}
 			v = nv
 		case []any:
-			i, ok := arrayIndex(tok)
+			i, ok := rawjson.ArrayIndex(tok)
 			if !ok || i >= uint64(len(cur)) {
 				return nil, "", false
 			}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/internal/validation"
 )
 
@@ -310,7 +311,7 @@ func TestJSNumber(t *testing.T) {
 }
 
 func TestJSKeyOrder(t *testing.T) {
-	got := jsKeyOrder([]string{"b", "10", "a", "2", "01", "-1", "4294967295", "0"})
+	got := rawjson.JSKeyOrder([]string{"b", "10", "a", "2", "01", "-1", "4294967295", "0"})
 	want := []string{"0", "2", "10", "b", "a", "01", "-1", "4294967295"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
