@@ -3,6 +3,8 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -83,7 +85,7 @@ func schemaMap(b *body, name string) json.RawMessage {
 	}
 	var m map[string]json.RawMessage
 	_ = json.Unmarshal(v, &m)
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if kind(m[k]) != 'o' {
 			b.details.Add(validation.Pointer(name, k), "must be object")
 		}
@@ -105,7 +107,7 @@ func checkSchemaKeywords(t *entity.Type) validation.Details {
 		}
 		var all map[string]json.RawMessage
 		_ = json.Unmarshal(m.raw, &all)
-		for _, k := range sortedKeys(all) {
+		for _, k := range slices.Sorted(maps.Keys(all)) {
 			d = append(d, schemas.CheckKeywords(all[k], validation.Pointer(m.name, k))...)
 		}
 	}

@@ -91,13 +91,7 @@ func (s *Server) putSlashCommand(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return commandError(err)
 	}
-	out := commandChange{Changed: len(res.Changes) > 0, Txid: res.Txid}
-	for i := range res.Rows {
-		if res.Rows[i].Name == name {
-			out.Command = &res.Rows[i]
-		}
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, changeOf(res, name))
 	return nil
 }
 
@@ -118,14 +112,19 @@ func (s *Server) deleteSlashCommand(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return commandError(err)
 	}
+	writeJSON(w, http.StatusOK, changeOf(res, name))
+	return nil
+}
+
+// changeOf reports what an Apply did to the command name.
+func changeOf(res *slashcmd.Result, name string) commandChange {
 	out := commandChange{Changed: len(res.Changes) > 0, Txid: res.Txid}
 	for i := range res.Rows {
 		if res.Rows[i].Name == name {
 			out.Command = &res.Rows[i]
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return out
 }
 
 func commandError(err error) error {

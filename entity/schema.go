@@ -2,6 +2,8 @@ package entity
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/entityd/entityd/internal/schemas"
@@ -78,7 +80,7 @@ func (r *Registry) Precompile(t *Type) error {
 		if err := json.Unmarshal(f.all, &m); err != nil {
 			return err
 		}
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if _, err := r.schemas.Get(m[k]); err != nil {
 				return &SchemaCompileError{Field: f.name, Key: k, Err: err}
 			}

@@ -2,6 +2,8 @@ package entity
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -235,10 +237,11 @@ func mergeSchemas(cur json.RawMessage, add map[string]json.RawMessage) (json.Raw
 	if len(add) == 0 {
 		return cur, nil
 	}
-	existing := map[string]json.RawMessage{}
 	var order []string
+	var existing map[string][]byte
 	if cur != nil {
-		if err := decodeOrdered(cur, existing, &order); err != nil {
+		var err error
+		if order, existing, err = rawjson.Ordered(cur); err != nil {
 			return nil, err
 		}
 	}
@@ -246,7 +249,7 @@ func mergeSchemas(cur json.RawMessage, add map[string]json.RawMessage) (json.Raw
 	for _, k := range order {
 		o.Raw(k, existing[k])
 	}
-	for _, k := range sortedKeys(add) {
+	for _, k := range slices.Sorted(maps.Keys(add)) {
 		if _, ok := existing[k]; ok {
 			return nil, &SchemaKeyExistsError{Key: k}
 		}

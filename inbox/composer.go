@@ -66,17 +66,8 @@ func ParseComposerInput(payload []byte) (*ComposerInput, error) {
 	if top == len(d) || d[top] != '{' {
 		return nil, fmt.Errorf("%w: payload is not a JSON object", ErrInvalidComposerInput)
 	}
-	var source, nodes span
-	it := r.members(top)
-	for it.next() {
-		switch r.word(it.key) {
-		case "source":
-			source = it.val
-		case "nodes":
-			nodes = it.val
-		}
-	}
-	if !r.finish(it.i) {
+	source, nodes, end := r.sourceAndNodes(top)
+	if !r.finish(end) {
 		return nil, fmt.Errorf("%w: payload is not valid JSON", ErrInvalidComposerInput)
 	}
 	if !source.is(d, '"') {

@@ -66,17 +66,8 @@ func ValidateComposerInput(payload []byte, limits ComposerLimits) validation.Det
 	}
 	// This pass also checks the syntax of everything, nodes included, so the node pass
 	// below runs on bytes known to be JSON.
-	var source, nodes span
-	it := r.members(top)
-	for it.next() {
-		switch r.word(it.key) {
-		case "source":
-			source = it.val
-		case "nodes":
-			nodes = it.val
-		}
-	}
-	if !r.finish(it.i) {
+	source, nodes, end := r.sourceAndNodes(top)
+	if !r.finish(end) {
 		return validation.Details{{Path: "/", Message: MsgInvalidJSON}}
 	}
 
@@ -303,6 +294,21 @@ func (s span) content(d []byte) []byte { return d[s.start+1 : s.end-1] }
 
 // jsonReader walks a payload and remembers whether it ever saw invalid syntax; once bad,
 // every step returns at once and offsets stop meaning anything.
+// sourceAndNodes finds the payload's "source" and "nodes" members in the object at top
+// (the last one wins, as in JSON.parse) and returns where the object ends.
+func (r *jsonReader) sourceAndNodes(top int) (source, nodes span, end int) {
+	it := r.members(top)
+	for it.next() {
+		switch r.word(it.key) {
+		case "source":
+			source = it.val
+		case "nodes":
+			nodes = it.val
+		}
+	}
+	return source, nodes, it.i
+}
+
 type jsonReader struct {
 	data  []byte
 	depth int

@@ -108,22 +108,23 @@ func (s *State) Keys(typ string) []string {
 // mergeShallow overlays the members of b on a (both JSON objects); if either is not an
 // object, b replaces a.
 func mergeShallow(a, b json.RawMessage) json.RawMessage {
-	var am, bm map[string]json.RawMessage
-	var aOrder []string
-	if !isObject(a) || !isObject(b) || decodeObject(a, &am, &aOrder) != nil || json.Unmarshal(b, &bm) != nil {
+	if !isObject(a) || !isObject(b) {
+		return b
+	}
+	aKeys, am, errA := rawjson.Ordered(a)
+	bKeys, bm, errB := rawjson.Ordered(b)
+	if errA != nil || errB != nil {
 		return b
 	}
 	var o rawjson.Object
-	for _, k := range aOrder {
+	for _, k := range aKeys {
 		if v, ok := bm[k]; ok {
 			o.Raw(k, v)
 		} else {
 			o.Raw(k, am[k])
 		}
 	}
-	var bOrder []string
-	_ = decodeObject(b, &map[string]json.RawMessage{}, &bOrder)
-	for _, k := range bOrder {
+	for _, k := range bKeys {
 		if _, ok := am[k]; !ok {
 			o.Raw(k, bm[k])
 		}
@@ -134,30 +135,4 @@ func mergeShallow(a, b json.RawMessage) json.RawMessage {
 func isObject(v json.RawMessage) bool {
 	v = bytes.TrimSpace(v)
 	return len(v) > 0 && v[0] == '{'
-}
-
-func decodeObject(data []byte, m *map[string]json.RawMessage, order *[]string) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if _, err := dec.Token(); err != nil {
-		return err
-	}
-	if *m == nil {
-		*m = map[string]json.RawMessage{}
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		k, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return err
-		}
-		if _, dup := (*m)[k]; !dup {
-			*order = append(*order, k)
-		}
-		(*m)[k] = v
-	}
-	return nil
 }

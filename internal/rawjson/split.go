@@ -128,3 +128,24 @@ func stringValue(tok []byte) (string, error) {
 	err := json.Unmarshal(tok, &s)
 	return s, err
 }
+
+// Ordered decodes a JSON object into its members by key and the keys in document order
+// (a repeated key keeps its first position and its last value, as JSON.parse does).
+// Unlike SplitObject it validates data first.
+func Ordered(data []byte) (keys []string, values map[string][]byte, err error) {
+	if !json.Valid(data) {
+		return nil, nil, ErrNotObject
+	}
+	members, err := SplitObject(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	values = make(map[string][]byte, len(members))
+	for _, m := range members {
+		if _, dup := values[m.Key]; !dup {
+			keys = append(keys, m.Key)
+		}
+		values[m.Key] = m.Value
+	}
+	return keys, values, nil
+}
