@@ -8,6 +8,7 @@
 //	entityd-bench catchup  -url http://127.0.0.1:4437 -messages 100000
 //	entityd-bench summary  -dir bench/results/<run>
 //	entityd-bench payload  (prints one composer_input payload, for pgbench.sh)
+//	entityd-bench wake-server -addr-file F  /  wake-load -url … -ctl … -mode latency|throughput
 //
 // Every benchmark prints a human-readable table, or with -json one JSON object (also
 // written to -out FILE when given). Latencies are exact: every sample is kept and sorted.
@@ -40,6 +41,14 @@ func main() {
 		err = runSummary(args)
 	case "payload":
 		err = runPayload(args)
+	case "wake":
+		err = runWake(args)
+	case "wake-server":
+		err = runWakeServer(args)
+	case "wake-load":
+		err = runWakeLoad(args)
+	case "wake-summary":
+		err = runWakeSummary(args)
 	case "-h", "-help", "--help", "help":
 		usage()
 		return
@@ -64,6 +73,11 @@ commands:
   catchup   fill a stream, then time reading it from the start
   summary   read the JSON results of bench/run.sh and print the markdown summary
   payload   print one composer_input payload (what send posts), e.g. for pgbench
+  wake-server  entityd with a recording no-op Go handler (type bench) + a control port
+  wake-load    drive a wake-server: send→handler latency (-mode latency) or
+               end-to-end throughput (-mode throughput); bench/wake.sh runs both
+  wake         wake-server and wake-load in one process (CPU split not separable)
+  wake-summary read the JSON results of bench/wake.sh and print the markdown summary
 
 Run "entityd-bench <command> -h" for the flags of a command.
 `)
