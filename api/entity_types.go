@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
-	"slices"
 	"net/http"
+	"slices"
 
 	"github.com/go-chi/chi/v5"
 

@@ -2,11 +2,11 @@ package entity
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
