@@ -24,6 +24,10 @@
 #   REV=<commit>  build entityd-bench (and so the server it embeds) from that committed
 #                 revision with git archive, not from the working tree
 #   PROFILE=1     also save a CPU profile of the server over each window (pprof)
+#   ANALYZE=0     do not ANALYZE the fresh database after spawning the entities (by default
+#                 it is analyzed, as autovacuum would have done on a server running for a
+#                 minute; without it, whether autovacuum happens to run during the short
+#                 benchmark decides PostgreSQL's plans and the throughput)
 #   SERVER_FLAGS  extra wake-server flags (e.g. "-commit-lanes 1")
 # Everything runs on loopback of this machine and every loop is bounded in time/count.
 set -euo pipefail
@@ -67,7 +71,7 @@ if [[ -z "${ENTITYD_WAKE_INNER:-}" ]]; then
     DESC="$(git describe --always --dirty 2>/dev/null || echo unknown) (working tree)"
   fi
   export ENTITYD_WAKE_INNER=1 ENTITYD_WAKE_WORK="$work" ENTITYD_WAKE_OUT="$OUT" ENTITYD_WAKE_DESC="$DESC"
-  export WAIT_QUIET="${WAIT_QUIET:-}" PROFILE="${PROFILE:-}" SERVER_FLAGS="${SERVER_FLAGS:-}"
+  export WAIT_QUIET="${WAIT_QUIET:-}" PROFILE="${PROFILE:-}" SERVER_FLAGS="${SERVER_FLAGS:-}" ANALYZE="${ANALYZE:-1}"
   export REPS DURATION WARMUP RATE ARRIVALS LAT_ENTITIES TP_ENTITIES CONC MODES PGBIN
   set +e
   go run ./internal/tools/withpg --fsync -- "$here/wake.sh"
@@ -128,6 +132,7 @@ fi
   echo "pg_test_fsync: ${fsync_line:-n/a}"
   echo "entityd-bench (embedded entityd): $ENTITYD_WAKE_DESC"
   echo "server flags: ${SERVER_FLAGS:-(defaults)}"
+  echo "ANALYZE after spawning: $([[ $ANALYZE == 0 ]] && echo no || echo yes)"
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "runs: REPS=$REPS DURATION=$DURATION WARMUP=$WARMUP MODES=$MODES RATE=$RATE ARRIVALS=$ARRIVALS LAT_ENTITIES=$LAT_ENTITIES TP_ENTITIES=$TP_ENTITIES CONC=$CONC"
   echo "cpu sharing: wake-server (entityd + handler), wake-load and PostgreSQL all run on these $(nproc) cores (no pinning)"
@@ -165,6 +170,7 @@ for rep in $(seq 1 "$REPS"); do
     fi
     args=(-url "$api" -ctl "$ctl" -mode "$mode" -d "$DURATION" -warmup "$WARMUP" -pg-pid "$pm_pid"
           -database-url "$dburl" -label "rep$rep" -out "$d/wake-$mode.json")
+    [[ $ANALYZE == 0 ]] && args+=(-analyze=false)
     if [[ $mode == latency ]]; then
       args+=(-entities "$LAT_ENTITIES" -rate "$RATE" -arrivals "$ARRIVALS")
     else

@@ -41,6 +41,7 @@ func runWake(args []string) error {
 	fs.DurationVar(&lf.warmup, "warmup", 5*time.Second, "load before the window")
 	fs.DurationVar(&lf.drainTimeout, "drain-timeout", 120*time.Second, "give up waiting for delivery after this long without progress")
 	fs.DurationVar(&lf.settle, "pg-settle", 11*time.Second, "with -pg-counters: wait before reading the counters after the drain")
+	fs.BoolVar(&lf.analyze, "analyze", true, "with -pg-counters: ANALYZE the database after spawning, before the load")
 	fs.IntVar(&lf.pgPID, "pg-pid", 0, "optional: the postmaster's pid, for the CPU split")
 	fs.StringVar(&lf.pprofOut, "pprof", "", "optional: write a CPU profile of the window to this file")
 	fs.BoolVar(&lf.verify, "verify", true, "check every entity's scanned_seq after the drain")

@@ -31,7 +31,7 @@ type wakeLoadFlags struct {
 	entities, conc, pgPID, maxInflight                    int
 	rate                                                  float64
 	dur, warmup, drainTimeout, settle                     time.Duration
-	jsonOut, verify                                       bool
+	jsonOut, verify, analyze                              bool
 }
 
 func (f *wakeLoadFlags) register(fs *flag.FlagSet) {
@@ -48,6 +48,7 @@ func (f *wakeLoadFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", 120*time.Second, "give up waiting for undelivered messages after this long without progress")
 	fs.StringVar(&f.dbURL, "database-url", "", "optional: the server's database, for PostgreSQL counters per message (pg_stat_*)")
 	fs.DurationVar(&f.settle, "pg-settle", 11*time.Second, "with -database-url: wait this long after the drain before reading the counters (idle backends flush their statistics after 10 s)")
+	fs.BoolVar(&f.analyze, "analyze", true, "with -database-url: ANALYZE the database after spawning, before the load, as autovacuum would on a server that has run for a minute (otherwise whether it ran during the short benchmark decides the plans)")
 	fs.IntVar(&f.pgPID, "pg-pid", 0, "optional: the postmaster's pid, for the CPU split (it and its children are PostgreSQL)")
 	fs.StringVar(&f.pprofOut, "pprof", "", "optional: write a CPU profile of the server taken over the window to this file")
 	fs.BoolVar(&f.verify, "verify", true, "after the drain, check every entity's scanned_seq via GET /_electric/entities/bench/<id>/wake")
@@ -81,6 +82,7 @@ type WakeResult struct {
 	DurationS   float64 `json:"duration_s"`
 	WarmupS     float64 `json:"warmup_s"`
 	BodyBytes   int     `json:"body_bytes"`
+	Analyzed    bool    `json:"analyzed"` // ANALYZE ran after spawning, before the load
 
 	Sends      WakeSends       `json:"sends"`
 	Delivery   WakeDelivery    `json:"delivery"`
@@ -252,6 +254,13 @@ func wakeLoad(ctx context.Context, f *wakeLoadFlags) error {
 		return err
 	}
 	var pgBefore *wakePGSnapshot
+	analyzed := false
+	if f.dbURL != "" && f.analyze {
+		if err := wakeAnalyze(ctx, f.dbURL); err != nil {
+			return fmt.Errorf("wake-load: ANALYZE: %w", err)
+		}
+		analyzed = true
+	}
 	if f.dbURL != "" {
 		if pgBefore, err = takeWakePGSnapshot(ctx, f.dbURL); err != nil {
 			return fmt.Errorf("wake-load: PostgreSQL counters: %w", err)
@@ -360,6 +369,7 @@ func wakeLoad(ctx context.Context, f *wakeLoadFlags) error {
 	res.Bench, res.Mode, res.Label, res.Run = "wake", f.mode, f.label, l.run
 	res.Started = started.Format(time.RFC3339)
 	res.Entities, res.DurationS, res.WarmupS = f.entities, f.dur.Seconds(), f.warmup.Seconds()
+	res.Analyzed = analyzed
 	res.BodyBytes = len(l.body(&sentMsg{e: int32(f.entities - 1), n: 1e6, t: monoNow()}))
 	if f.mode == "latency" {
 		res.RatePerSec, res.Arrivals = f.rate, f.arrivals
@@ -373,7 +383,8 @@ func wakeLoad(ctx context.Context, f *wakeLoadFlags) error {
 		c := cpuB.sub(cpuA, res.Throughput.HandledInWindow)
 		res.CPU = &c
 	}
-	if cpuDrainA.ok && cpuDrainB.ok {
+	// (a drain shorter than a second is below the tick resolution: no split)
+	if cpuDrainA.ok && cpuDrainB.ok && cpuDrainB.mono-cpuDrainA.mono >= int64(time.Second) {
 		handledInDrain := 0
 		for i := range recs {
 			if recs[i].End >= cpuDrainA.mono {

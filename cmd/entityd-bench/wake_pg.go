@@ -51,6 +51,19 @@ type WakePGStatement struct {
 	TotalMs     float64 `json:"total_ms"`
 }
 
+// wakeAnalyze runs ANALYZE on the database (statistics for every table).
+func wakeAnalyze(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	_, err = conn.Exec(ctx, "ANALYZE")
+	return err
+}
+
 func takeWakePGSnapshot(ctx context.Context, url string) (*wakePGSnapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
