@@ -211,6 +211,10 @@ func (s *Server) openDB(ctx context.Context) (*pgxpool.Pool, func(), error) {
 	// arguments; custom plans made Postgres plan the hottest ones on every execution.
 	if _, set := poolCfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
 		poolCfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+		// A generic plan is made once per connection from the statistics of that moment;
+		// recycling connections lets plans follow tables that grew since.
+		poolCfg.MaxConnLifetime = 10 * time.Minute
+		poolCfg.MaxConnLifetimeJitter = time.Minute
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
