@@ -6,6 +6,8 @@
 //	entityd-bench append   -url http://127.0.0.1:4438 -streams 64 -writers 64
 //	entityd-bench longpoll -url http://127.0.0.1:4437 -n 500
 //	entityd-bench catchup  -url http://127.0.0.1:4437 -messages 100000
+//	entityd-bench fanout   -url http://127.0.0.1:4437 -n 10000 -server-pid <pid>
+//	entityd-bench commands -url http://127.0.0.1:4437 -c 64 -d 10s
 //	entityd-bench summary  -dir bench/results/<run>
 //	entityd-bench payload  (prints one composer_input payload, for pgbench.sh)
 //	entityd-bench wake-server -addr-file F  /  wake-load -url … -ctl … -mode latency|throughput
@@ -37,6 +39,10 @@ func main() {
 		err = runLongPoll(args)
 	case "catchup":
 		err = runCatchup(args)
+	case "fanout":
+		err = runFanout(args)
+	case "commands":
+		err = runCommands(args)
 	case "summary":
 		err = runSummary(args)
 	case "payload":
@@ -71,6 +77,10 @@ commands:
   append    closed-loop Durable Streams appends of 100-byte JSON messages
   longpoll  long-poll round trip: append while a reader waits, time until the reader has it
   catchup   fill a stream, then time reading it from the start
+  fanout    N SSE subscribers to one entity's slash-command collection: memory per idle
+            subscriber, and the delivery latency of registrations to all of them
+  commands  closed-loop GET of an entity's slash-command list (200 commands), revalidating
+            with If-None-Match (304) or, with -no-etag, fetching the full list
   summary   read the JSON results of bench/run.sh and print the markdown summary
   payload   print one composer_input payload (what send posts), e.g. for pgbench
   wake-server  entityd with a recording no-op Go handler (type bench) + a control port
