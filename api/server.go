@@ -60,6 +60,7 @@ type Server struct {
 
 	dispatcher *wake.Dispatcher
 	mounts     []mount
+	hubs       *sseHubs
 }
 
 type mount struct {
@@ -78,8 +79,10 @@ func (s *Server) Mount(pattern string, h http.Handler) {
 func New(cfg Config, log *zap.Logger, streams *streamdb.Store, registry *entity.Registry, sender *inbox.Sender) *Server {
 	cfg.setDefaults()
 	live, stopLive := context.WithCancel(context.Background())
-	return &Server{cfg: cfg, log: log.Named("api"), streams: streams, registry: registry, sender: sender,
+	s := &Server{cfg: cfg, log: log.Named("api"), streams: streams, registry: registry, sender: sender,
 		live: live, stopLive: stopLive}
+	s.hubs = &sseHubs{s: s, hubs: map[int64]*streamHub{}}
+	return s
 }
 
 // Handler returns the router.

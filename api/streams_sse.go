@@ -3,102 +3,124 @@ package api
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
+	"net"
 	"net/http"
+	"strings"
 	"time"
 
-	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/streamdb"
 )
 
 // sseKeepAlive is how often an idle SSE response gets a comment line, so that proxies
-// with idle timeouts keep the connection.
+// with idle timeouts keep the connection (and dead clients are noticed).
 const sseKeepAlive = 15 * time.Second
 
-// serveSSE streams a stream as Server-Sent Events: every read batch is one "data" event
-// followed by its own "control" event carrying the next offset, the cursor and whether
-// the reader is up to date or the stream closed. The response ends after SSELifetime
-// (clients reconnect from the last offset) or once a closed stream is fully delivered.
+// sseWriteTimeout bounds one write to a subscriber during its catch-up.
+const sseWriteTimeout = 10 * time.Second
+
 // ssePreamble is a first batch sent before reading the stream (a collection snapshot).
 type ssePreamble struct {
 	body []byte
 	next streamdb.Offset
 }
 
+// serveSSE streams a stream as Server-Sent Events: every read batch is one "data" event
+// followed by its own "control" event carrying the next offset, the cursor and whether
+// the reader is up to date or the stream closed. The response ends after SSELifetime
+// (clients reconnect from the last offset) or once a closed stream is fully delivered.
+//
+// A subscriber first catches up on its own. Once at the tail, over HTTP/1.x, its
+// connection is taken over from net/http and parked in the stream's hub (sseHubs): no
+// goroutine and no request state per idle subscriber, and every change is rendered once
+// and written to all of them. Other connections (HTTP/2) keep a goroutine each.
 func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, m *streamdb.Meta, rq readQuery, pre *ssePreamble) error {
-	rc := http.NewResponseController(w)
+	binary := !streamdb.IsText(m.ContentType)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
-	binary := !streamdb.IsText(m.ContentType)
 	if binary {
 		h.Set(hSSEDataEncoding, "base64")
 	}
-	w.WriteHeader(http.StatusOK)
-	// net/http already buffers the response; writing through it directly keeps an idle
-	// subscriber's memory to the connection's own buffers.
-	bw := &sseWriter{w: w}
-	flush := func() error {
-		if bw.err != nil {
-			return bw.err
-		}
-		return rc.Flush()
+	deadline := time.Now().Add(s.cfg.SSELifetime)
+	sink, conn := s.openSSE(w)
+	if sink == nil {
+		return nil // the connection is gone
 	}
-
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.SSELifetime)
+	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
 	defer s.liveContext(ctx, cancel)()
+	end := func() {
+		if conn != nil {
+			_ = conn.Close()
+		}
+	}
+
 	cursor := nextCursor(rq.cursor)
 	from, tail, closed := rq.from, m.Tail, m.Closed
 	announced := false // an up-to-date control was sent for the current tail
+	var b bytes.Buffer
 	if pre != nil {
 		from = pre.next
 		if tail.Seq < from.Seq {
 			tail = from
 		}
-		writeSSEData(bw, pre.body, binary)
+		writeSSEData(&b, pre.body, binary)
 		upToDate := from.Seq >= tail.Seq
-		writeSSEControl(bw, from, cursor, upToDate, closed && upToDate)
-		if err := flush(); err != nil || (closed && upToDate) {
+		writeSSEControl(&b, from, cursor, upToDate, closed && upToDate)
+		if err := sink.send(b.Bytes()); err != nil || (closed && upToDate) {
+			end()
 			return nil
 		}
+		b.Reset()
 		announced = upToDate
 	}
 	for {
 		if from.Seq < tail.Seq {
 			msgs, err := s.streams.Read(ctx, m, from, tail)
-			if err != nil {
-				return nil // the response has started; the client reconnects
-			}
-			if len(msgs) == 0 {
+			if err != nil || len(msgs) == 0 {
+				end() // the response has started; the client reconnects
 				return nil
 			}
 			from = msgs[len(msgs)-1].End
-			writeSSEData(bw, renderBody(m, msgs), binary)
+			writeSSEData(&b, renderBody(m, msgs), binary)
 			upToDate := from.Seq >= tail.Seq
-			writeSSEControl(bw, from, cursor, upToDate, closed && upToDate)
-			if err := flush(); err != nil {
-				return nil
-			}
-			if closed && upToDate {
+			writeSSEControl(&b, from, cursor, upToDate, closed && upToDate)
+			err = sink.send(b.Bytes())
+			b.Reset()
+			if err != nil || (closed && upToDate) {
+				end()
 				return nil
 			}
 			announced = upToDate
 			continue
 		}
 		if closed {
-			writeSSEControl(bw, from, cursor, true, true)
-			_ = flush()
+			writeSSEControl(&b, from, cursor, true, true)
+			_ = sink.send(b.Bytes())
+			end()
 			return nil
 		}
 		if !announced {
-			writeSSEControl(bw, from, cursor, true, false)
-			if err := flush(); err != nil {
+			writeSSEControl(&b, from, cursor, true, false)
+			err := sink.send(b.Bytes())
+			b.Reset()
+			if err != nil {
+				end()
 				return nil
 			}
 			announced = true
+		}
+		if conn != nil {
+			// Hand the idle subscriber to the stream's hub, unless the stream moved on
+			// meanwhile: then catch up to where the hub is and try again.
+			joined, hubTail, hubClosed := s.hubs.join(m, binary, &sseSub{conn: conn, cursor: cursor, deadline: deadline}, from)
+			if joined {
+				return nil
+			}
+			tail, closed = hubTail, hubClosed
+			continue
 		}
 		waitCtx, waitCancel := context.WithTimeout(ctx, sseKeepAlive)
 		res, err := s.streams.Wait(waitCtx, m, from)
@@ -107,8 +129,7 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, m *streamdb.Me
 		case err == nil:
 			tail, closed = res.Tail, res.Closed
 		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-			_, _ = bw.WriteString(": keep-alive\n\n")
-			if err := flush(); err != nil {
+			if err := sink.send([]byte(sseKeepAliveComment)); err != nil {
 				return nil
 			}
 		default:
@@ -117,83 +138,59 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, m *streamdb.Me
 	}
 }
 
-// writeSSEData writes one data event. Text is split into data lines on CR, LF and CRLF,
-// so bytes in the payload can never end the event early; binary is one base64 line.
-func writeSSEData(bw *sseWriter, payload []byte, binary bool) {
-	_, _ = bw.WriteString("event: data\n")
-	if binary {
-		_, _ = bw.WriteString("data:")
-		enc := base64.NewEncoder(base64.StdEncoding, bw)
-		_, _ = enc.Write(payload)
-		_ = enc.Close()
-		_, _ = bw.WriteString("\n\n")
-		return
-	}
-	for {
-		i := bytes.IndexAny(payload, "\r\n")
-		line := payload
-		if i >= 0 {
-			line = payload[:i]
-		}
-		writeDataLine(bw, line)
-		if i < 0 {
-			break
-		}
-		if payload[i] == '\r' && i+1 < len(payload) && payload[i+1] == '\n' {
-			i++
-		}
-		payload = payload[i+1:]
-	}
-	_ = bw.WriteByte('\n')
-}
+// sseSink is where a subscriber's events go.
+type sseSink interface{ send(b []byte) error }
 
-func writeSSEControl(bw *sseWriter, next streamdb.Offset, cursor string, upToDate, closed bool) {
-	var o rawjson.Object
-	o.String("streamNextOffset", next.String())
-	if !closed {
-		o.String("streamCursor", cursor)
-	}
-	if upToDate || closed {
-		o.Bool("upToDate", true)
-	}
-	if closed {
-		o.Bool("streamClosed", true)
-	}
-	_, _ = bw.WriteString("event: control\n")
-	writeDataLine(bw, o.Bytes())
-	_ = bw.WriteByte('\n')
-}
+// connSink writes to a connection taken over from net/http.
+type connSink struct{ conn net.Conn }
 
-// writeDataLine writes "data:<line>". SSE parsers drop one space after the colon, so a
-// line that itself starts with a space gets an extra one to keep its own.
-func writeDataLine(bw *sseWriter, line []byte) {
-	_, _ = bw.WriteString("data:")
-	if len(line) > 0 && line[0] == ' ' {
-		_ = bw.WriteByte(' ')
-	}
-	_, _ = bw.Write(line)
-	_ = bw.WriteByte('\n')
-}
-
-// sseWriter writes SSE text to the response, remembering the first error so that a
-// vanished client ends the loop at the next flush.
-type sseWriter struct {
-	w   http.ResponseWriter
-	err error
-}
-
-func (s *sseWriter) Write(p []byte) (int, error) {
-	if s.err != nil {
-		return 0, s.err
-	}
-	n, err := s.w.Write(p)
-	s.err = err
-	return n, err
-}
-
-func (s *sseWriter) WriteString(v string) (int, error) { return s.Write([]byte(v)) }
-
-func (s *sseWriter) WriteByte(c byte) error {
-	_, err := s.Write([]byte{c})
+func (c connSink) send(b []byte) error {
+	_ = c.conn.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
+	_, err := c.conn.Write(b)
 	return err
+}
+
+// responseSink writes through net/http (when the connection cannot be taken over).
+type responseSink struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (r responseSink) send(b []byte) error {
+	if _, err := r.w.Write(b); err != nil {
+		return err
+	}
+	return r.rc.Flush()
+}
+
+// openSSE starts the response. Over HTTP/1.x it takes the connection over from net/http
+// and writes the response head itself (the body then runs until the connection closes);
+// otherwise it answers through the ResponseWriter.
+func (s *Server) openSSE(w http.ResponseWriter) (sseSink, net.Conn) {
+	rc := http.NewResponseController(w)
+	if conn, _, err := rc.Hijack(); err == nil {
+		var head bytes.Buffer
+		head.WriteString("HTTP/1.1 200 OK\r\n")
+		w.Header().Set("Connection", "close")
+		for k, vs := range w.Header() {
+			for _, v := range vs {
+				if strings.ContainsAny(v, "\r\n") {
+					continue
+				}
+				head.WriteString(k)
+				head.WriteString(": ")
+				head.WriteString(v)
+				head.WriteString("\r\n")
+			}
+		}
+		head.WriteString("\r\n")
+		sink := connSink{conn: conn}
+		if err := sink.send(head.Bytes()); err != nil {
+			_ = conn.Close()
+			return nil, nil
+		}
+		return sink, conn
+	}
+	w.WriteHeader(http.StatusOK)
+	return responseSink{w: w, rc: rc}, nil
 }
