@@ -39,7 +39,7 @@ func (f fence) stream() string { return f.url + "/main" }
 var fenceAdmission = &streamdb.Admission{
 	SQL: `WITH req AS (SELECT left(p, -5) AS url, k FROM unnest($1::text[], $2::text[]) AS u(p, k)),
 		locked AS (SELECT w.entity_url, w.epoch, w.holder FROM entity_wake w
-			WHERE w.entity_url IN (SELECT url FROM req) ORDER BY w.entity_url FOR UPDATE)
+			WHERE w.entity_url = ANY(ARRAY(SELECT url FROM req)) ORDER BY w.entity_url FOR UPDATE)
 		SELECT r.url || '/main',
 			CASE WHEN l.entity_url IS NULL OR l.epoch::text || '/' || coalesce(l.holder, '') <> r.k
 				THEN 'fenced' ELSE 'observed' END
