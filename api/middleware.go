@@ -32,7 +32,8 @@ func requestID(next http.Handler) http.Handler {
 	})
 }
 
-// accessLog logs one line per request: id, method, route pattern, status, bytes, latency.
+// accessLog logs one line per request: id, method, route pattern, status, bytes, latency
+// (5xx at error level, 4xx at info, the rest at debug).
 func accessLog(log *zap.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -53,9 +54,16 @@ func accessLog(log *zap.Logger) func(http.Handler) http.Handler {
 				zap.Int("bytes", ww.BytesWritten()),
 				zap.Duration("latency", time.Since(start)),
 			}
-			if status >= 500 {
-				log.Error("request", fields...)
-			} else if ce := log.Check(zap.DebugLevel, "request"); ce != nil {
+			// Failures are worth a line at the default level; successful requests only at
+			// debug (a busy server answers thousands a second).
+			level := zap.DebugLevel
+			switch {
+			case status >= 500:
+				level = zap.ErrorLevel
+			case status >= 400:
+				level = zap.InfoLevel
+			}
+			if ce := log.Check(level, "request"); ce != nil {
 				ce.Write(fields...)
 			}
 		})
