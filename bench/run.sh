@@ -25,6 +25,8 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 cd "$root"
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
 
 REPS="${REPS:-3}"
 DURATION="${DURATION:-10s}"
@@ -36,7 +38,6 @@ CATCHUP_MESSAGES="${CATCHUP_MESSAGES:-100000}"
 LONG_POLL_TIMEOUT_MS="${LONG_POLL_TIMEOUT_MS:-20000}"
 PGBIN="${PGBIN:-/usr/lib/postgresql/15/bin}"
 
-log() { printf '\n=== %s  %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 
 if [[ -z "${ENTITYD_BENCH_INNER:-}" ]]; then
   # Outer half: build, install the reference, then run the inner half under withpg.
@@ -82,14 +83,6 @@ OUT="$ENTITYD_BENCH_OUT"
 bench="$work/entityd-bench"
 : "${PGPORT:?run bench/run.sh, not this half directly}"
 
-free_port() {
-  local p
-  for _ in $(seq 1 100); do
-    p=$(( 20000 + RANDOM % 20000 ))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
-  done
-  echo "no free port" >&2; return 1
-}
 
 entityd_pid=""
 ref_pid=""
@@ -100,14 +93,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-wait_http() { # url what pid
-  for _ in $(seq 1 150); do
-    if curl -sf -o /dev/null "$1"; then return 0; fi
-    if ! kill -0 "$3" 2>/dev/null; then echo "$2 exited during startup" >&2; return 1; fi
-    sleep 0.2
-  done
-  echo "$2 did not become ready at $1" >&2; return 1
-}
 
 # --- machine facts
 log "recording the machine"
@@ -164,7 +149,6 @@ pm_pid="$(head -1 "$("$PGBIN/psql" -qAtX -d postgres -c 'show data_directory')/p
 hz="$(getconf CLK_TCK)"
 ticks() { awk '{print $14+$15+$16+$17}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 pg_ticks() { local s p; s=$(ticks "$pm_pid"); for p in $(pgrep -P "$pm_pid"); do s=$((s + $(ticks "$p"))); done; echo "$s"; }
-busy_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
 measure() { # measure <json file> <command...>: run the command, write its CPU split
   local out="$1"; shift
   if [[ -n "${WAIT_QUIET:-}" ]]; then
@@ -181,14 +165,6 @@ measure() { # measure <json file> <command...>: run the command, write its CPU s
   echo "cpu: $(cat "$out")" >&2
 }
 
-wait_quiet() { # wait up to $1 s for the machine to be quiet; prints the busy % seen last
-  local deadline=$(( $(date +%s) + $1 )) b0 b1 pct
-  while :; do
-    b0=$(busy_ticks); sleep 2; b1=$(busy_ticks)
-    pct=$(( 100 * (b1 - b0) / (2 * hz * $(nproc)) ))
-    if (( pct < 15 )) || (( $(date +%s) >= deadline )); then echo "$pct"; return; fi
-  done
-}
 
 # --- repetitions
 for rep in $(seq 1 "$REPS"); do

@@ -36,6 +36,8 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 cd "$root"
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
 
 REPS="${REPS:-3}"
 SUBSCRIBERS="${SUBSCRIBERS:-10000}"
@@ -100,7 +102,6 @@ if [[ "${1:-}" == --summary ]]; then
   exit
 fi
 
-log() { printf '\n=== %s  %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 
 if [[ -z "${ENTITYD_SLASH_INNER:-}" ]]; then
   # Outer half: build, then run the inner half under withpg.
@@ -154,14 +155,6 @@ if (( $(ulimit -n) < SUBSCRIBERS + 512 )); then
   exit 1
 fi
 
-free_port() {
-  local p
-  for _ in $(seq 1 100); do
-    p=$(( 20000 + RANDOM % 12000 ))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
-  done
-  echo "no free port" >&2; return 1
-}
 
 entityd_pid=""
 stop_entityd() {
@@ -173,14 +166,6 @@ stop_entityd() {
 }
 trap stop_entityd EXIT
 
-wait_http() { # url what pid
-  for _ in $(seq 1 150); do
-    if curl -sf -o /dev/null "$1"; then return 0; fi
-    if ! kill -0 "$3" 2>/dev/null; then echo "$2 exited during startup" >&2; return 1; fi
-    sleep 0.2
-  done
-  echo "$2 did not become ready at $1" >&2; return 1
-}
 
 db_n=0
 start_entityd() { # start_entityd <log file>: a fresh server on a fresh database
@@ -199,15 +184,6 @@ start_entityd() { # start_entityd <log file>: a fresh server on a fresh database
 }
 
 hz="$(getconf CLK_TCK)"
-busy_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
-wait_quiet() { # wait up to $1 s for the machine to be quiet; prints the busy % seen last
-  local deadline=$(( $(date +%s) + $1 )) b0 b1 pct
-  while :; do
-    b0=$(busy_ticks); sleep 2; b1=$(busy_ticks)
-    pct=$(( 100 * (b1 - b0) / (2 * hz * $(nproc)) ))
-    if (( pct < 15 )) || (( $(date +%s) >= deadline )); then echo "$pct"; return; fi
-  done
-}
 quiet() { # quiet <dir> <name>: wait (WAIT_QUIET) and note the machine's state
   local t0 pct
   if [[ -n "${WAIT_QUIET:-}" ]]; then

@@ -35,6 +35,8 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 cd "$root"
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
 
 REPS="${REPS:-3}"
 DURATION="${DURATION:-20s}"
@@ -47,7 +49,6 @@ CONC="${CONC:-64}"
 MODES="${MODES:-latency throughput}"
 PGBIN="${PGBIN:-/usr/lib/postgresql/15/bin}"
 
-log() { printf '\n=== %s  %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 
 if [[ -z "${ENTITYD_WAKE_INNER:-}" ]]; then
   # Outer half: build, then run the inner half under withpg.
@@ -102,15 +103,6 @@ trap cleanup EXIT
 
 pm_pid="$(head -1 "$("$PGBIN/psql" -qAtX -d postgres -c 'show data_directory')/postmaster.pid")"
 hz="$(getconf CLK_TCK)"
-busy_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
-wait_quiet() { # wait up to $1 s for the machine to be quiet; prints the busy % seen last
-  local deadline=$(( $(date +%s) + $1 )) b0 b1 pct
-  while :; do
-    b0=$(busy_ticks); sleep 2; b1=$(busy_ticks)
-    pct=$(( 100 * (b1 - b0) / (2 * hz * $(nproc)) ))
-    if (( pct < 15 )) || (( $(date +%s) >= deadline )); then echo "$pct"; return; fi
-  done
-}
 
 # --- machine facts
 log "recording the machine"
