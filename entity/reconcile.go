@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 
 	"github.com/entityd/entityd/slashcmd"
@@ -30,17 +31,8 @@ func (r *Registry) reconcileCommands(ctx context.Context, t *Type) (int, error) 
 		if err != nil {
 			return done, err
 		}
-		var urls []string
-		for rows.Next() {
-			var u string
-			if err := rows.Scan(&u); err != nil {
-				rows.Close()
-				return done, err
-			}
-			urls = append(urls, u)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		urls, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
 			return done, err
 		}
 		if len(urls) == 0 {

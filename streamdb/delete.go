@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 )
 
@@ -124,17 +125,8 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var paths []string
-	for rows.Next() {
-		var p string
-		if err := rows.Scan(&p); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		paths = append(paths, p)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	paths, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
 		return 0, err
 	}
 	n := 0
