@@ -35,3 +35,19 @@ wait_quiet() {
     if (( pct < 15 )) || (( $(date +%s) >= deadline )); then echo "$pct"; return; fi
   done
 }
+
+# run_inner_under_pg <script>: run the inner half of a benchmark script under a throwaway
+# PostgreSQL with fsync ON, then print $OUT/summary.md if it succeeded; exits with the
+# inner half's status (the outer halves of run.sh, slash.sh and wake.sh end here).
+run_inner_under_pg() {
+  local rc
+  set +e
+  go run ./internal/tools/withpg --fsync -- "$1"
+  rc=$?
+  set -e
+  if [[ $rc -eq 0 ]]; then
+    log "summary ($OUT/summary.md)"
+    cat "$OUT/summary.md"
+  fi
+  exit $rc
+}

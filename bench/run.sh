@@ -66,15 +66,7 @@ if [[ -z "${ENTITYD_BENCH_INNER:-}" ]]; then
   (cd bench/reference && npm ci --no-audit --no-fund --loglevel=error)
   export ENTITYD_BENCH_INNER=1 ENTITYD_BENCH_WORK="$work" ENTITYD_BENCH_OUT="$OUT" ENTITYD_DESC
   export WAIT_QUIET="${WAIT_QUIET:-}" REPS DURATION WARMUP CLIENTS PGBENCH_SECS LP_ROUNDS CATCHUP_MESSAGES LONG_POLL_TIMEOUT_MS PGBIN
-  set +e
-  go run ./internal/tools/withpg --fsync -- "$here/run.sh"
-  rc=$?
-  set -e
-  if [[ $rc -eq 0 ]]; then
-    log "summary ($OUT/summary.md)"
-    cat "$OUT/summary.md"
-  fi
-  exit $rc
+  run_inner_under_pg "$here/run.sh"
 fi
 
 # Inner half: PG* and ENTITYD_TEST_DATABASE_URL come from withpg.

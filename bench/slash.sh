@@ -130,15 +130,7 @@ if [[ -z "${ENTITYD_SLASH_INNER:-}" ]]; then
   export WAIT_QUIET="${WAIT_QUIET:-}" REPS SUBSCRIBERS REGISTRATIONS INTERVAL STATIC CONNECT_CONCURRENCY \
     COMMANDS CLIENTS DURATION WARMUP PROFILE PGBIN
   export ONLY="${ONLY:-}" SERVER_ENV="${SERVER_ENV:-}"
-  set +e
-  go run ./internal/tools/withpg --fsync -- "$here/slash.sh"
-  rc=$?
-  set -e
-  if [[ $rc -eq 0 ]]; then
-    log "summary ($OUT/summary.md)"
-    cat "$OUT/summary.md"
-  fi
-  exit $rc
+  run_inner_under_pg "$here/slash.sh"
 fi
 
 # Inner half: PG* and ENTITYD_TEST_DATABASE_URL come from withpg.

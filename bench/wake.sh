@@ -74,15 +74,7 @@ if [[ -z "${ENTITYD_WAKE_INNER:-}" ]]; then
   export ENTITYD_WAKE_INNER=1 ENTITYD_WAKE_WORK="$work" ENTITYD_WAKE_OUT="$OUT" ENTITYD_WAKE_DESC="$DESC"
   export WAIT_QUIET="${WAIT_QUIET:-}" PROFILE="${PROFILE:-}" SERVER_FLAGS="${SERVER_FLAGS:-}" ANALYZE="${ANALYZE:-1}"
   export REPS DURATION WARMUP RATE ARRIVALS LAT_ENTITIES TP_ENTITIES CONC MODES PGBIN
-  set +e
-  go run ./internal/tools/withpg --fsync -- "$here/wake.sh"
-  rc=$?
-  set -e
-  if [[ $rc -eq 0 ]]; then
-    log "summary ($OUT/summary.md)"
-    cat "$OUT/summary.md"
-  fi
-  exit $rc
+  run_inner_under_pg "$here/wake.sh"
 fi
 
 # Inner half: PG* and ENTITYD_TEST_DATABASE_URL come from withpg.
