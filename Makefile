@@ -32,6 +32,19 @@ conformance-deps:
 migrate: build
 	./$(BIN) migrate
 
+## fuzz: run every Go fuzz target for FUZZTIME each (default 30s); new failing inputs land in testdata/fuzz/
+FUZZTIME ?= 30s
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$f ($$pkg)"; $(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+## bench: the send/stream comparison of docs/benchmarks.md (bench/run.sh; ~15 min, fsync on)
+bench:
+	bench/run.sh
+
 vet:
 	$(GO) vet ./...
 

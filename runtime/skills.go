@@ -348,23 +348,16 @@ func substituteSkillArguments(content, raw string, names []string) string {
 	index := map[string]int{}
 	var alts []string
 	for i, n := range names {
-		if _, dup := index[n]; n == "" || dup {
+		// A name that is not UTF-8 could never be written in a composer; it would only
+		// make the pattern fail to compile.
+		if _, dup := index[n]; n == "" || dup || !utf8.ValidString(n) {
 			continue
 		}
 		index[n] = i
 		alts = append(alts, n)
 	}
 	sort.SliceStable(alts, func(i, j int) bool { return len(alts[i]) > len(alts[j]) }) // longest name first
-	pattern := `\$(?:(ARGUMENTS)|([0-9]+)\b`
-	if len(alts) > 0 {
-		quoted := make([]string, len(alts))
-		for i, a := range alts {
-			quoted[i] = regexp.QuoteMeta(a)
-		}
-		pattern += `|(` + strings.Join(quoted, "|") + `)\b`
-	}
-	pattern += `)`
-	re := regexp.MustCompile(pattern)
+	re := skillArgumentsPattern(alts)
 	matched := false
 	out := re.ReplaceAllStringFunc(content, func(m string) string {
 		sub := re.FindStringSubmatch(m)
@@ -391,6 +384,24 @@ func substituteSkillArguments(content, raw string, names []string) string {
 		out = strings.TrimRightFunc(out, unicode.IsSpace) + "\n\nArguments: " + raw + "\n"
 	}
 	return out
+}
+
+// skillArgumentsPattern matches $ARGUMENTS, $<digits> and $<name> for the declared names
+// (longest first). Names make the pattern only as large as a skill file declares; if the
+// pattern cannot be compiled (too many or too long names), the names are left out rather
+// than failing the wake.
+func skillArgumentsPattern(names []string) *regexp.Regexp {
+	const fixed = `\$(?:(ARGUMENTS)|([0-9]+)\b`
+	if len(names) > 0 {
+		quoted := make([]string, len(names))
+		for i, n := range names {
+			quoted[i] = regexp.QuoteMeta(n)
+		}
+		if re, err := regexp.Compile(fixed + `|(` + strings.Join(quoted, "|") + `)\b)`); err == nil {
+			return re
+		}
+	}
+	return regexp.MustCompile(fixed + `)`)
 }
 
 // skillsCache holds what the last scan found; all of a loader's owners share it.
