@@ -487,6 +487,28 @@ func TestSendToPausedEntityRunsOneHandler(t *testing.T) {
 	require.Less(t, took, 5*time.Second, "shutdown waits for no idle worker")
 }
 
+// TestSendRightAfterSIGSTOPIsDeliveredAtOnce: a send that un-pauses an entity whose
+// worker is still letting go (it just saw the SIGSTOP) must start a run at once, not wait
+// for the sweep (an hour here, so a lost poke shows up as a timeout).
+func TestSendRightAfterSIGSTOPIsDeliveredAtOnce(t *testing.T) {
+	var runs atomic.Int32
+	def := runtime.EntityDefinition{Type: "stopgo", Handler: func(ctx *runtime.Context) error {
+		if _, ok := ctx.Wake.(runtime.InboxWake); ok {
+			runs.Add(1)
+		}
+		return nil
+	}}
+	e := startServer(t, wake.Options{SweepInterval: time.Hour}, false, def)
+	url := e.spawn("stopgo", "s", nil)
+	for i := range 60 {
+		e.signal(url, map[string]any{"signal": "SIGSTOP"})
+		e.send(url, map[string]any{"key": fmt.Sprintf("m%d", i), "payload": i})
+		waitUntil(t, 5*time.Second, func() bool { return runs.Load() >= int32(i+1) },
+			fmt.Sprintf("message %d, sent right after SIGSTOP, was not delivered", i))
+	}
+	require.EqualValues(t, 60, runs.Load(), "each message once")
+}
+
 // TestTwoProcessesShareOneDatabase runs two wakeprobe processes on one database and
 // sends 10,000 messages to 50 entities through both: every message is delivered, per
 // entity in stream order, and no two runs of one entity ever overlap.

@@ -379,11 +379,19 @@ func (d *Dispatcher) claimAndStart(ctx context.Context, urls []string) {
 }
 
 // workerDone forgets a finished worker; when work arrived while it was letting go,
-// the entity is claimed again.
+// the entity is claimed again. Work also counts as arrived when the worker was poked after
+// it last waited: pokes happen under d.mu while the worker is registered, so one that came
+// too late to be seen (say, a send that un-paused the entity while its worker was
+// leaving because it was paused) is still in pokeCh here, and is not lost until the sweep.
 func (d *Dispatcher) workerDone(ctx context.Context, w *worker, reclaim bool) {
 	d.mu.Lock()
 	if d.workers[w.url] == w {
 		delete(d.workers, w.url)
+		select {
+		case <-w.pokeCh:
+			reclaim = true
+		default:
+		}
 	}
 	d.mu.Unlock()
 	if reclaim && ctx.Err() == nil {

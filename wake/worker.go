@@ -46,6 +46,7 @@ func newWorker(d *Dispatcher, c claimed) *worker {
 	return w
 }
 
+// poke tells the worker there may be new work. Callers hold d.mu (see workerDone).
 func (w *worker) poke() {
 	select {
 	case w.pokeCh <- struct{}{}:
