@@ -100,6 +100,19 @@ func (s *Server) Migrate(ctx context.Context) error {
 // in flight and running handlers finish, held entities are released, Postgres (if
 // private) stops.
 func (s *Server) Run(ctx context.Context) error {
+	// Take the address first: a second server started by mistake (a port already in use)
+	// must fail before it migrates, registers types or reconciles live entities. Until
+	// Serve starts, connections wait in the listen backlog.
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
+	}
+	serving := false
+	defer func() {
+		if !serving {
+			ln.Close()
+		}
+	}()
 	pool, stopDB, err := s.openDB(ctx)
 	if err != nil {
 		return err
@@ -146,15 +159,11 @@ func (s *Server) Run(ctx context.Context) error {
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
 	}
-	ln, err := net.Listen("tcp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
-	}
 	if err := dispatcher.Start(ctx); err != nil {
-		ln.Close()
 		return fmt.Errorf("start wake delivery: %w", err)
 	}
 	s.log.Info("entityd listening", zap.String("addr", ln.Addr().String()), zap.Strings("entity_types", rt.Types()))
+	serving = true // from here httpServer owns ln and closes it at Shutdown
 	served := make(chan error, 1)
 	go func() { served <- httpServer.Serve(ln) }()
 	if s.cfg.Ready != nil {

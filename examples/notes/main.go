@@ -1,7 +1,11 @@
 // Command notes is entityd with one entity type of your own: a notebook that keeps every
 // "note" message and answers "/count" with how many notes it holds.
 //
-//	DATABASE_URL=postgres://... go run ./examples/notes   (or leave DATABASE_URL unset)
+//	go run ./examples/notes                              (the embedded cluster in ./.entityd)
+//	DATABASE_URL=postgres://... go run ./examples/notes
+//
+// It listens on :4437 like `make run`: stop that first. It takes over the `notebook`
+// type of the README walkthrough (its definition replaces the registered one).
 package main
 
 import (
