@@ -148,6 +148,24 @@ func TestSpawnRejects(t *testing.T) {
 	events := h.events("/task/ok")
 	require.Equal(t, []string{"entity_created"}, types(events))
 	require.JSONEq(t, `{"n":7}`, string(events[0].Value["args"]))
+
+	// Args are shown with the same bytes everywhere, whatever whitespace was sent.
+	const compact = `{"n":8,"xs":[1,2]}`
+	spawned := h.mustSpawn("task", "spaced", `{"args": { "n": 8,  "xs": [1, 2] } }`)
+	require.Equal(t, compact, string(spawned["spawn_args"]), "spawn response")
+	require.Equal(t, compact, string(h.getEntity("/task/spaced")["spawn_args"]), "GET")
+	r = h.do(http.MethodGet, entitiesPath+"?type=task", nil)
+	requireStatus(t, r, http.StatusOK)
+	list = nil
+	r.decode(t, &list)
+	var listed json.RawMessage
+	for _, e := range list {
+		if str(t, e["url"]) == "/task/spaced" {
+			listed = e["spawn_args"]
+		}
+	}
+	require.Equal(t, compact, string(listed), "list")
+	require.Equal(t, compact, string(h.events("/task/spaced")[0].Value["args"]), "entity_created")
 }
 
 func TestSpawnWithParent(t *testing.T) {

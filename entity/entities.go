@@ -1,6 +1,7 @@
 package entity
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -155,6 +156,14 @@ func (r *Registry) CheckArgs(t *Type, args json.RawMessage) error {
 func (r *Registry) Spawn(ctx context.Context, t *Type, req SpawnRequest) (*SpawnResult, error) {
 	if err := r.CheckArgs(t, req.Args); err != nil {
 		return nil, err
+	}
+	// Stored compact, so every view of the entity (GET, list, entity_created) shows the
+	// same bytes whatever whitespace the request had.
+	if req.Args != nil {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, req.Args); err == nil {
+			req.Args = buf.Bytes()
+		}
 	}
 	defs, err := slashcmd.ParseDefinitions(t.SlashCommands)
 	if err != nil {
