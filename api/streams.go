@@ -85,7 +85,11 @@ func (s *Server) authorizeEntityWrite(r *http.Request, path string) error {
 		return newError(http.StatusNotFound, CodeStreamNotFound, "Stream not found")
 	}
 	token := bearerToken(r)
-	if token == "" || !constantTimeEqual(token, e.WriteToken) {
+	if token == "" {
+		return newError(http.StatusUnauthorized, CodeUnauthorized,
+			"Missing write token: appending to an entity stream needs Authorization: Bearer <X-Write-Token from spawn>")
+	}
+	if !constantTimeEqual(token, e.WriteToken) {
 		return newError(http.StatusUnauthorized, CodeUnauthorized, "Invalid write token")
 	}
 	return nil
