@@ -140,7 +140,10 @@ func (b *body) number(name string) (float64, bool) {
 		return 0, false
 	}
 	var f float64
-	_ = json.Unmarshal(v, &f)
+	if err := json.Unmarshal(v, &f); err != nil {
+		b.details.Add("/"+name, "must be a finite number") // 1e999 and the like
+		return 0, false
+	}
 	return f, true
 }
 

@@ -2,8 +2,10 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
@@ -53,8 +55,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if afterMs > 0 {
-		return newError(http.StatusBadRequest, CodeInvalidRequest,
-			"afterMs (delayed sends) is not supported by this server yet; send the message when it is due")
+		return s.sendLater(w, r, e, req, afterMs)
 	}
 	res, err := s.sender.Send(r.Context(), e, req)
 	if err != nil {
@@ -65,6 +66,24 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(o.Bytes())
+	return nil
+}
+
+// sendLater is a send with afterMs > 0: validated now, appended when due; 204 empty (as
+// in Electric Agents: there is no txid until it fires).
+func (s *Server) sendLater(w http.ResponseWriter, r *http.Request, e *entity.Entity, req *inbox.SendRequest, afterMs float64) error {
+	if afterMs > float64(inbox.MaxDelay/time.Millisecond) {
+		return schemaMismatch(validationDetails("/afterMs",
+			fmt.Sprintf("must be at most %d (%s)", inbox.MaxDelay/time.Millisecond, "365 days")))
+	}
+	delay := time.Duration(afterMs * float64(time.Millisecond))
+	if delay <= 0 {
+		delay = time.Nanosecond // a fraction of a nanosecond is still "later"
+	}
+	if err := s.sender.SendLater(r.Context(), e, req, delay); err != nil {
+		return sendError(err)
+	}
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 

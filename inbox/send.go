@@ -81,6 +81,8 @@ type Sender struct {
 	limits   Limits
 	now      func() time.Time
 	unpaused func(url, entityType string)
+	// delayedPoke wakes RunDelayed when a delayed send is stored.
+	delayedPoke chan struct{}
 }
 
 // OnUnpause registers fn to hear about entities a send moved from paused to idle (their
@@ -89,7 +91,7 @@ func (s *Sender) OnUnpause(fn func(url, entityType string)) { s.unpaused = fn }
 
 // NewSender returns a Sender.
 func NewSender(registry *entity.Registry, streams *streamdb.Store, limits Limits) *Sender {
-	return &Sender{registry: registry, streams: streams, limits: limits, now: time.Now}
+	return &Sender{registry: registry, streams: streams, limits: limits, now: time.Now, delayedPoke: make(chan struct{}, 1)}
 }
 
 // Prepared is a validated message, ready to append.
@@ -224,14 +226,23 @@ func (s *Sender) Send(ctx context.Context, e *entity.Entity, req *SendRequest) (
 		return &SendResult{Txid: res.DedupeRef, Duplicate: true, Offset: res.Tail}, nil
 	}
 	if res.Note == entity.StatusPaused && p.Mode != ModePaused {
-		if err := s.registry.Unpause(ctx, e.URL); err != nil {
+		if err := s.resume(ctx, e); err != nil {
 			return nil, err
-		}
-		if s.unpaused != nil {
-			s.unpaused(e.URL, e.Type)
 		}
 	}
 	return &SendResult{Txid: p.Txid, Offset: res.Tail}, nil
+}
+
+// resume moves an entity a send reached while paused back to idle (spec: a send with a
+// mode other than paused resumes a paused entity) and tells the dispatcher.
+func (s *Sender) resume(ctx context.Context, e *entity.Entity) error {
+	if err := s.registry.Unpause(ctx, e.URL); err != nil {
+		return err
+	}
+	if s.unpaused != nil {
+		s.unpaused(e.URL, e.Type)
+	}
+	return nil
 }
 
 // requestHash fingerprints what makes two sends "the same message" for the idempotency

@@ -162,6 +162,10 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := dispatcher.Start(ctx); err != nil {
 		return fmt.Errorf("start wake delivery: %w", err)
 	}
+	delayedCtx, stopDelayed := context.WithCancel(context.WithoutCancel(ctx))
+	delayedDone := make(chan struct{})
+	go func() { defer close(delayedDone); sender.RunDelayed(delayedCtx, s.log.Named("delayed")) }()
+	defer func() { stopDelayed(); <-delayedDone }()
 	s.log.Info("entityd listening", zap.String("addr", ln.Addr().String()), zap.Strings("entity_types", rt.Types()))
 	serving = true // from here httpServer owns ln and closes it at Shutdown
 	served := make(chan error, 1)

@@ -73,9 +73,14 @@ func Start(t testing.TB, opts Options) *Server {
 	}
 	apiServer := api.New(cfg, log, store, registry, sender)
 	hs := httptest.NewServer(apiServer.Handler())
+	delayedCtx, stopDelayed := context.WithCancel(ctx)
+	delayedDone := make(chan struct{})
+	go func() { defer close(delayedDone); sender.RunDelayed(delayedCtx, log.Named("delayed")) }()
 	t.Cleanup(func() {
 		apiServer.Shutdown()
 		hs.Close()
+		stopDelayed()
+		<-delayedDone
 		store.Close()
 		pool.Close()
 	})

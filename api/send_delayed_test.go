@@ -1,0 +1,126 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// waitInbox polls url's stream until it holds n inbox events (10 s at most).
+func (h *harness) waitInbox(url string, n int) []event {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		inbox := ofType(h.events(url), "inbox")
+		if len(inbox) >= n {
+			return inbox
+		}
+		if time.Now().After(deadline) {
+			require.FailNowf(h.t, "delayed send did not fire", "%d of %d inbox events after 10 s", len(inbox), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestDelayedSendFiresLater: afterMs > 0 answers 204 with no body, appends nothing now,
+// and appends the message (payload byte for byte, type, mode) once due.
+func TestDelayedSendFiresLater(t *testing.T) {
+	h := setup(t)
+	h.registerType(`{"name":"chat","description":"d"}`)
+	h.mustSpawn("chat", "later", nil)
+	const payload = `{ "source": "/search later",  "nodes": [{"kind":"slash_command","start":0,"end":7,"raw":"/search","name":"search"}] }`
+
+	sent := time.Now()
+	r := h.send("/chat/later", `{"type":"composer_input","afterMs":400,"payload":`+payload+`}`)
+	require.Equal(t, http.StatusNoContent, r.Status, "body: %s", r.Body)
+	require.Empty(t, r.Body)
+	require.Empty(t, ofType(h.events("/chat/later"), "inbox"), "nothing is appended before it is due")
+
+	ev := h.waitInbox("/chat/later", 1)[0]
+	require.GreaterOrEqual(t, time.Since(sent), 400*time.Millisecond)
+	require.Equal(t, payload, string(ev.Value["payload"]), "payload byte for byte")
+	require.Equal(t, "composer_input", str(t, ev.Value["message_type"]))
+	require.Equal(t, "immediate", str(t, ev.Value["mode"]))
+	require.Regexp(t, `^scheduled-task-\d+$`, ev.Key, "the default key names the delayed send")
+	fired := requireISOTime(t, ev.Value["timestamp"])
+	require.False(t, fired.Before(sent.Add(390*time.Millisecond)), "timestamp %s is the firing, not the request (%s)", fired, sent)
+
+	// Fired once: nothing more arrives.
+	time.Sleep(300 * time.Millisecond)
+	require.Len(t, ofType(h.events("/chat/later"), "inbox"), 1)
+}
+
+// TestDelayedSendsAreValidatedNow: a delayed send gets the same refusals as a send, at
+// once, and a refused one never fires.
+func TestDelayedSendsAreValidatedNow(t *testing.T) {
+	h := setup(t)
+	h.registerType(`{"name":"typed","description":"d","inbox_schemas":{"note":{"type":"object","required":["text"]}}}`)
+	h.mustSpawn("typed", "v", nil)
+
+	requireValidationFailed(t, h.send("/typed/v", `{"type":"composer_input","afterMs":50,"payload":{"source":"ab","nodes":[{"kind":"file","start":0,"end":3,"raw":"ab","path":"x"}]}}`),
+		detail{"/nodes/0/end", "must be within source"})
+	requireError(t, h.send("/typed/v", `{"type":"unknown","afterMs":50,"payload":{}}`),
+		http.StatusUnprocessableEntity, "UNKNOWN_MESSAGE_TYPE", "Unknown message type: unknown")
+	r := h.send("/typed/v", `{"type":"note","afterMs":50,"payload":{}}`)
+	require.Equal(t, http.StatusUnprocessableEntity, r.Status, "body: %s", r.Body)
+	requireDetails(t, h.send("/typed/v", `{"afterMs":50}`), http.StatusBadRequest, "INVALID_REQUEST", "Missing required field: payload")
+	requireSchemaMismatch(t, h.send("/typed/v", `{"afterMs":1e999,"payload":1}`), detail{"/afterMs", "must be a finite number"})
+	requireSchemaMismatch(t, h.send("/typed/v", `{"afterMs":31536000001,"payload":1}`),
+		detail{"/afterMs", "must be at most 31536000000 (365 days)"})
+
+	// afterMs 0 (or negative) is an ordinary send: 200 with a txid.
+	require.NotEmpty(t, h.mustSend("/typed/v", `{"type":"note","afterMs":0,"payload":{"text":"now"}}`))
+
+	h.signal("/typed/v", `{"signal":"SIGKILL"}`)
+	requireError(t, h.send("/typed/v", `{"type":"note","afterMs":50,"payload":{"text":"x"}}`),
+		http.StatusConflict, "NOT_RUNNING", "Entity is not accepting writes")
+	time.Sleep(300 * time.Millisecond)
+	require.Len(t, ofType(h.events("/typed/v"), "inbox"), 1, "only the immediate send was appended")
+}
+
+// TestDelayedSendToAnEntityThatEnded: the entity is killed before the send is due: nothing
+// is appended, and the row is kept with the reason.
+func TestDelayedSendToAnEntityThatEnded(t *testing.T) {
+	h := setup(t)
+	h.registerType(`{"name":"chat","description":"d"}`)
+	h.mustSpawn("chat", "gone", nil)
+	r := h.send("/chat/gone", `{"afterMs":200,"payload":"too late"}`)
+	require.Equal(t, http.StatusNoContent, r.Status, "body: %s", r.Body)
+	requireStatus(t, h.signal("/chat/gone", `{"signal":"SIGKILL"}`), http.StatusOK)
+
+	ctx := context.Background()
+	var lastError string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := h.srv.Pool.QueryRow(ctx, `SELECT coalesce(last_error, '') FROM delayed_sends
+			WHERE entity_url = '/chat/gone' AND completed_at IS NOT NULL`).Scan(&lastError)
+		if err == nil {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the delayed send was not completed: %v", err)
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.Equal(t, "entity is not accepting writes", lastError)
+	require.Empty(t, ofType(h.events("/chat/gone"), "inbox"))
+}
+
+// TestDelayedSendsWithAKeyAreIdempotent: the same delayed send retried with its key
+// appends one message; a delayed send resumes a paused entity like a send does.
+func TestDelayedSendsWithAKeyAreIdempotent(t *testing.T) {
+	h := setup(t)
+	h.registerType(`{"name":"chat","description":"d"}`)
+	h.mustSpawn("chat", "k", nil)
+	requireStatus(t, h.signal("/chat/k", `{"signal":"SIGSTOP"}`), http.StatusOK)
+	for range 3 {
+		r := h.send("/chat/k", `{"key":"remind-1","afterMs":100,"payload":{"text":"standup"}}`)
+		require.Equal(t, http.StatusNoContent, r.Status, "body: %s", r.Body)
+	}
+	inbox := h.waitInbox("/chat/k", 1)
+	require.Equal(t, "remind-1", inbox[0].Key)
+	time.Sleep(400 * time.Millisecond)
+	require.Len(t, ofType(h.events("/chat/k"), "inbox"), 1, "three requests, one message")
+	require.Equal(t, "idle", h.status("/chat/k"), "the delayed send resumed the paused entity")
+}
