@@ -113,6 +113,8 @@ func (s *Server) Handler() http.Handler {
 			r.Delete("/{type}/{id}", s.handle(s.killEntity))
 			r.Post("/{type}/{id}/send", s.handle(s.send))
 			r.Post("/{type}/{id}/signal", s.handle(s.signal))
+			r.Patch("/{type}/{id}/inbox/{messageKey}", s.handle(s.patchInbox))
+			r.Delete("/{type}/{id}/inbox/{messageKey}", s.handle(s.deleteInbox))
 			r.Get("/{type}/{id}/wake", s.handle(s.wakeStatus))
 			r.Get("/{type}/{id}/slash-commands", s.handle(s.listSlashCommands))
 			r.Put("/{type}/{id}/slash-commands/{name}", s.handle(s.putSlashCommand))

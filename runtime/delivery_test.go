@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"regexp"
 	"slices"
 	"sort"
@@ -291,7 +292,8 @@ func TestConcurrentSendsDeliveredOnceInStreamOrder(t *testing.T) {
 }
 
 // TestPausedMessagesWaitForRelease: a paused message is held until an inbox update
-// releases it (then it is delivered with the merged value); a cancelled one never is.
+// (PATCH .../inbox/:key) releases it (then it is delivered with the merged value); a
+// cancelled or deleted one never is.
 func TestPausedMessagesWaitForRelease(t *testing.T) {
 	rec := &recorder{}
 	def := runtime.EntityDefinition{Type: "pausable", Handler: func(ctx *runtime.Context) error { rec.add(ctx); return nil }}
@@ -304,11 +306,10 @@ func TestPausedMessagesWaitForRelease(t *testing.T) {
 	require.Equal(t, []string{"after-1"}, rec.inboxKeys(url), "paused messages are held")
 	waitUntil(t, 5*time.Second, func() bool { return e.wakeStatus(url).Paused == 2 }, "the held messages are recorded")
 
-	// release p1 with an update that also edits its payload (as PATCH would)
+	// release p1 with a PATCH that also edits its payload
 	update := func(key, value string) {
-		ev := streamdb.Event{Type: "inbox", Key: key, Value: []byte(value), Operation: streamdb.OpUpdate, Timestamp: time.Now()}.Marshal()
-		_, err := e.streams().Append(context.Background(), &streamdb.AppendRequest{Path: url + "/main", Messages: [][]byte{ev}})
-		require.NoError(t, err)
+		r := e.do(http.MethodPatch, entitiesPath+url+"/inbox/"+key, value)
+		require.Equal(t, http.StatusOK, r.Status, "PATCH %s: %s", key, r.Body)
 	}
 	update("p1", `{"mode":"queued","payload":{"v":10}}`)
 	s := rec.waitKey(t, url, "p1", 10*time.Second)
@@ -337,9 +338,8 @@ func TestPausedMessagesWaitForRelease(t *testing.T) {
 
 	// a held message that was deleted is dropped as well
 	e.send(url, map[string]any{"key": "p3", "mode": "paused", "payload": 3})
-	ev := streamdb.Event{Type: "inbox", Key: "p3", Operation: streamdb.OpDelete, Timestamp: time.Now()}.Marshal()
-	_, err := e.streams().Append(context.Background(), &streamdb.AppendRequest{Path: url + "/main", Messages: [][]byte{ev}})
-	require.NoError(t, err)
+	r := e.do(http.MethodDelete, entitiesPath+url+"/inbox/p3", nil)
+	require.Equal(t, http.StatusOK, r.Status, "DELETE p3: %s", r.Body)
 	e.send(url, map[string]any{"key": "after-3", "payload": "go"})
 	rec.waitKey(t, url, "after-3", 10*time.Second)
 	time.Sleep(200 * time.Millisecond)

@@ -1,0 +1,82 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/internal/rawjson"
+)
+
+// patchInbox is PATCH /_electric/entities/:type/:id/inbox/:messageKey: edit a message
+// (payload, position, mode, status) with an inbox update event. Releasing a paused
+// message (mode) or cancelling it (status) is how a held message is let go.
+func (s *Server) patchInbox(w http.ResponseWriter, r *http.Request) error {
+	e, err := s.entityAt(r)
+	if err != nil {
+		return err
+	}
+	b, err := s.readJSON(w, r)
+	if err != nil {
+		return err
+	}
+	var p inbox.Patch
+	p.Payload = b.raw("payload")
+	if v, ok := b.str("position"); ok {
+		p.Position = &v
+	}
+	if v, ok := b.enum("mode", inbox.ModeImmediate, inbox.ModeQueued, inbox.ModePaused, inbox.ModeSteer); ok {
+		p.Mode = &v
+	}
+	if v, ok := b.enum("status", inbox.StatusPending, inbox.StatusProcessed, inbox.StatusCancelled); ok {
+		p.Status = &v
+	}
+	if err := b.fail(); err != nil {
+		return err
+	}
+	if p.Empty() {
+		return newError(http.StatusBadRequest, CodeInvalidRequest,
+			"Empty patch: give at least one of payload, position, mode, status")
+	}
+	txid, err := s.sender.PatchMessage(r.Context(), e, chi.URLParam(r, "messageKey"), &p)
+	if err != nil {
+		return inboxEditError(err)
+	}
+	return writeTxid(w, txid)
+}
+
+// deleteInbox is DELETE /_electric/entities/:type/:id/inbox/:messageKey: an inbox delete
+// event (a held message is withdrawn).
+func (s *Server) deleteInbox(w http.ResponseWriter, r *http.Request) error {
+	e, err := s.entityAt(r)
+	if err != nil {
+		return err
+	}
+	txid, err := s.sender.DeleteMessage(r.Context(), e, chi.URLParam(r, "messageKey"))
+	if err != nil {
+		return inboxEditError(err)
+	}
+	return writeTxid(w, txid)
+}
+
+func inboxEditError(err error) error {
+	switch {
+	case errors.Is(err, inbox.ErrMessageNotFound):
+		return newError(http.StatusNotFound, CodeNotFound, "Inbox message not found")
+	case errors.Is(err, entity.ErrNotRunning):
+		return newError(http.StatusConflict, CodeNotRunning, "Entity is not accepting writes")
+	}
+	return err
+}
+
+func writeTxid(w http.ResponseWriter, txid string) error {
+	var o rawjson.Object
+	o.String("txid", txid)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(o.Bytes())
+	return err
+}

@@ -1,0 +1,115 @@
+package inbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/rawjson"
+	"github.com/entityd/entityd/streamdb"
+)
+
+// Statuses an inbox message can be patched to.
+const (
+	StatusPending   = "pending"
+	StatusProcessed = "processed"
+	StatusCancelled = "cancelled"
+)
+
+// ErrMessageNotFound: no inbox message with that key (or it was deleted).
+var ErrMessageNotFound = errors.New("inbox message not found")
+
+// Patch is an edit of an inbox message (PATCH .../inbox/:messageKey). Nil fields are left
+// alone; the event carries only the fields set, since StreamDB merges updates shallowly.
+// The payload is not validated (as in Electric Agents: the UI edits a queued message's
+// text this way).
+type Patch struct {
+	Payload  json.RawMessage
+	Position *string
+	Mode     *string
+	Status   *string
+}
+
+// Empty reports a patch that changes nothing.
+func (p *Patch) Empty() bool {
+	return p.Payload == nil && p.Position == nil && p.Mode == nil && p.Status == nil
+}
+
+// PatchMessage appends an inbox update event for the message key of e and returns its
+// txid. A paused message patched to another mode is released to the handler; one
+// patched to cancelled is withdrawn. Errors: ErrMessageNotFound, entity.ErrNotRunning.
+func (s *Sender) PatchMessage(ctx context.Context, e *entity.Entity, key string, p *Patch) (string, error) {
+	var v rawjson.Object
+	if p.Payload != nil {
+		v.Raw("payload", p.Payload)
+	}
+	if p.Position != nil {
+		v.String("position", *p.Position)
+	}
+	if p.Mode != nil {
+		v.String("mode", *p.Mode)
+	}
+	if p.Status != nil {
+		v.String("status", *p.Status)
+		if *p.Status == StatusProcessed {
+			v.Time("processed_at", s.now())
+		}
+	}
+	return s.appendEdit(ctx, e, key, streamdb.OpUpdate, v.Bytes())
+}
+
+// DeleteMessage appends an inbox delete event for the message key of e (a held message
+// is withdrawn) and returns its txid.
+func (s *Sender) DeleteMessage(ctx context.Context, e *entity.Entity, key string) (string, error) {
+	return s.appendEdit(ctx, e, key, streamdb.OpDelete, nil)
+}
+
+func (s *Sender) appendEdit(ctx context.Context, e *entity.Entity, key, op string, value []byte) (string, error) {
+	if err := s.requireMessage(ctx, e, key); err != nil {
+		return "", err
+	}
+	txid := uuid.NewString()
+	ev := streamdb.Event{Type: EventType, Key: key, Value: value, Operation: op, Txid: txid, Timestamp: time.Now()}.Marshal()
+	_, err := s.streams.Append(ctx, &streamdb.AppendRequest{
+		Path: e.MainStream(), Messages: [][]byte{ev}, Admission: entity.SendAdmission,
+	})
+	var closed *streamdb.ClosedError
+	if errors.As(err, &closed) || errors.Is(err, entity.ErrNotRunning) {
+		return "", entity.ErrNotRunning
+	}
+	if err != nil {
+		return "", err
+	}
+	return txid, nil
+}
+
+// requireMessage finds the newest inbox event for key in e's stream and refuses when
+// there is none or it deleted the message. The stream is searched newest first, and
+// only messages whose bytes contain the key are parsed (keys that JSON would escape are
+// matched by parsing every inbox event).
+func (s *Sender) requireMessage(ctx context.Context, e *entity.Entity, key string) error {
+	prefilter := !strings.ContainsAny(key, "\"\\") && !strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r > 0x7e })
+	var op *string
+	err := s.streams.Pool().QueryRow(ctx, `SELECT ev->'headers'->>'operation' FROM (
+			SELECT seq, convert_from(data, 'UTF8')::jsonb AS ev FROM stream_messages
+			WHERE stream_id = $1 AND (NOT $3 OR position(convert_to($2, 'UTF8') IN data) > 0)
+		) m
+		WHERE ev->>'type' = 'inbox' AND ev->>'key' = $2
+		ORDER BY seq DESC LIMIT 1`, e.StreamID, key, prefilter).Scan(&op)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrMessageNotFound
+	}
+	if err != nil {
+		return err
+	}
+	if op != nil && *op == streamdb.OpDelete {
+		return ErrMessageNotFound
+	}
+	return nil
+}
