@@ -5,12 +5,15 @@ import (
 	"encoding/hex"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"go.uber.org/zap"
+
+	"github.com/entityd/entityd/internal/metrics"
 )
 
 type ctxKey int
@@ -45,6 +48,10 @@ func accessLog(log *zap.Logger) func(http.Handler) http.Handler {
 			if status == 0 {
 				status = http.StatusOK
 			}
+			elapsed := time.Since(start)
+			live := liveMode(r)
+			metrics.HTTPRequests.WithLabelValues(r.Method, route, strconv.Itoa(status), live).Inc()
+			metrics.HTTPDuration.WithLabelValues(r.Method, route, live).Observe(elapsed.Seconds())
 			fields := []zap.Field{
 				zap.String("request_id", requestIDFrom(r.Context())),
 				zap.String("method", r.Method),
@@ -52,7 +59,7 @@ func accessLog(log *zap.Logger) func(http.Handler) http.Handler {
 				zap.String("path", r.URL.Path),
 				zap.Int("status", status),
 				zap.Int("bytes", ww.BytesWritten()),
-				zap.Duration("latency", time.Since(start)),
+				zap.Duration("latency", elapsed),
 			}
 			// Failures are worth a line at the default level; successful requests only at
 			// debug (a busy server answers thousands a second).
@@ -68,6 +75,19 @@ func accessLog(log *zap.Logger) func(http.Handler) http.Handler {
 			}
 		})
 	}
+}
+
+// liveMode is the live read mode of a request for the metrics' "live" label: long-poll,
+// sse, or "" (only these, so a client cannot invent label values).
+func liveMode(r *http.Request) string {
+	if r.Method != http.MethodGet || !strings.Contains(r.URL.RawQuery, "live=") {
+		return ""
+	}
+	switch v := r.URL.Query().Get("live"); v {
+	case "long-poll", "sse":
+		return v
+	}
+	return ""
 }
 
 // recoverer turns a panic in a handler into a logged 500 that reveals nothing internal.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
 )
@@ -98,6 +99,7 @@ func (s *Server) Handler() http.Handler {
 
 	r.Route("/_electric", func(r chi.Router) {
 		r.Get("/health", s.handle(s.health))
+		r.Method(http.MethodGet, "/metrics", metrics.Handler())
 		r.Route("/entity-types", func(r chi.Router) {
 			r.Get("/", s.handle(s.listTypes))
 			r.Post("/", s.handle(s.registerType))

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/streamdb"
 )
@@ -142,10 +143,12 @@ func (s *Sender) fireDelayed(ctx context.Context, log *zap.Logger) (*time.Time, 
 					return err
 				}
 				if failure != "" {
+					metrics.DelayedDropped.Inc()
 					log.Warn("delayed send cannot be delivered; kept in delayed_sends with last_error",
 						zap.Int64("id", d.id), zap.String("entity", d.url), zap.String("error", failure))
 					_, err = tx.Exec(ctx, `UPDATE delayed_sends SET completed_at = now(), last_error = $2 WHERE id = $1`, d.id, failure)
 				} else {
+					metrics.DelayedFired.Inc()
 					_, err = tx.Exec(ctx, `DELETE FROM delayed_sends WHERE id = $1`, d.id)
 				}
 				if err != nil {

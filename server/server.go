@@ -23,6 +23,7 @@ import (
 	"github.com/entityd/entityd/dssub"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/internal/pgcluster"
 	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/migrations"
@@ -146,6 +147,8 @@ func (s *Server) Run(ctx context.Context) error {
 	sender.OnUnpause(dispatcher.Poke)
 
 	apiServer := api.New(s.cfg.API, s.log, store, registry, sender)
+	defer metrics.TrackPool(pool)()
+	defer metrics.TrackParked(apiServer.ParkedSubscribers)()
 	apiServer.SetDispatcher(dispatcher)
 	subscriptions := dssub.New(store, s.cfg.Subscriptions)
 	if err := subscriptions.Start(ctx); err != nil {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
+
+	"github.com/entityd/entityd/internal/metrics"
 )
 
 // ErrClosed is returned by Append after Close.
@@ -109,6 +111,7 @@ func (l *lane) commit(ctx context.Context, batch []*pending) {
 		time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
 	}
 	if err != nil {
+		metrics.CommitFailures.Inc()
 		s.log.Error("append transaction failed", zap.Int("appends", len(batch)), zap.Error(err))
 		for _, p := range batch {
 			p.err = err
@@ -116,8 +119,12 @@ func (l *lane) commit(ctx context.Context, batch []*pending) {
 		}
 		return
 	}
+	took := time.Since(start)
+	metrics.Appends.Add(float64(len(batch)))
+	metrics.CommitBatch.Observe(float64(len(batch)))
+	metrics.CommitDuration.Observe(took.Seconds())
 	if ce := s.log.Check(zap.DebugLevel, "append batch committed"); ce != nil {
-		ce.Write(zap.Int("appends", len(batch)), zap.Duration("took", time.Since(start)))
+		ce.Write(zap.Int("appends", len(batch)), zap.Duration("took", took))
 	}
 	s.publish(w)
 	for i, p := range batch {

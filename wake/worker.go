@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -290,7 +291,14 @@ func (w *worker) deliver(ctx context.Context, it *item) error {
 	feeder := w.startSteerFeeder(runCtx, steer)
 	job := &Job{EntityURL: w.url, EntityType: w.typ, Wake: it.wake, Attempt: w.attempts + 1, Steer: steer,
 		State: func() (*State, error) { return w.materialize(runCtx) }}
+	started := time.Now()
 	eff, runErr := w.runHandler(runCtx, job)
+	metrics.HandlerDuration.WithLabelValues(w.typ).Observe(time.Since(started).Seconds())
+	result := "ok"
+	if runErr != nil {
+		result = "error"
+	}
+	metrics.HandlerRuns.WithLabelValues(w.typ, result).Inc()
 	consumedNow := feeder.stop()
 
 	ackCtx := context.WithoutCancel(ctx)
@@ -356,6 +364,7 @@ func (w *worker) fail(ctx context.Context, it *item, runErr error, consumed []in
 		return err
 	}
 	if fl.giveUp {
+		metrics.WakesFailed.WithLabelValues(w.typ).Inc()
 		w.scanned, w.attempts, w.retryAt, w.consumed = it.seq, 0, time.Time{}, consumed
 		w.queue = w.queue[1:]
 		return nil

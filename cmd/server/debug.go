@@ -5,6 +5,8 @@ import (
 	"net/http/pprof"
 
 	"go.uber.org/zap"
+
+	"github.com/entityd/entityd/internal/metrics"
 )
 
 // serveDebug serves Go's profiler on a separate, private address (--debug-addr), for
@@ -19,6 +21,7 @@ func serveDebug(addr string, log *zap.Logger) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("/metrics", metrics.Handler())
 	go func() {
 		log.Info("debug server (pprof) listening", zap.String("addr", addr))
 		if err := http.ListenAndServe(addr, mux); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/internal/pgtest"
 	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/streamdb"
@@ -73,6 +74,8 @@ func Start(t testing.TB, opts Options) *Server {
 	}
 	apiServer := api.New(cfg, log, store, registry, sender)
 	hs := httptest.NewServer(apiServer.Handler())
+	untrackPool := metrics.TrackPool(pool)
+	untrackParked := metrics.TrackParked(apiServer.ParkedSubscribers)
 	delayedCtx, stopDelayed := context.WithCancel(ctx)
 	delayedDone := make(chan struct{})
 	go func() { defer close(delayedDone); sender.RunDelayed(delayedCtx, log.Named("delayed")) }()
@@ -81,6 +84,8 @@ func Start(t testing.TB, opts Options) *Server {
 		hs.Close()
 		stopDelayed()
 		<-delayedDone
+		untrackParked()
+		untrackPool()
 		store.Close()
 		pool.Close()
 	})
