@@ -117,6 +117,8 @@ func (s *Server) Handler() http.Handler {
 			r.Post("/{type}/{id}/signal", s.handle(s.signal))
 			r.Patch("/{type}/{id}/inbox/{messageKey}", s.handle(s.patchInbox))
 			r.Delete("/{type}/{id}/inbox/{messageKey}", s.handle(s.deleteInbox))
+			r.Post("/{type}/{id}/tags/{tagKey}", s.handle(s.setTag))
+			r.Delete("/{type}/{id}/tags/{tagKey}", s.handle(s.deleteTag))
 			r.Get("/{type}/{id}/wake", s.handle(s.wakeStatus))
 			r.Get("/{type}/{id}/slash-commands", s.handle(s.listSlashCommands))
 			r.Put("/{type}/{id}/slash-commands/{name}", s.handle(s.putSlashCommand))
