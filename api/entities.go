@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/principal"
@@ -18,7 +16,7 @@ const maxInstanceIDLength = 256
 
 // spawn is PUT /_electric/entities/:type/:id.
 func (s *Server) spawn(w http.ResponseWriter, r *http.Request) error {
-	typ, id := chi.URLParam(r, "type"), chi.URLParam(r, "id")
+	typ, id := param(r, "type"), param(r, "id")
 	if typ == "principal" {
 		return newError(http.StatusBadRequest, CodeInvalidRequest, "principal entities cannot be spawned")
 	}
@@ -107,7 +105,7 @@ func (s *Server) knownEntityAt(r *http.Request) (*entity.Entity, error) {
 }
 
 func (s *Server) lookupEntity(r *http.Request, get func(context.Context, string) (*entity.Entity, error)) (*entity.Entity, error) {
-	typ, id := chi.URLParam(r, "type"), chi.URLParam(r, "id")
+	typ, id := param(r, "type"), param(r, "id")
 	url := entity.URLFor(typ, id)
 	e, err := get(r.Context(), url)
 	if errors.Is(err, entity.ErrNotFound) {

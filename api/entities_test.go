@@ -168,6 +168,20 @@ func TestSpawnRejects(t *testing.T) {
 	require.Equal(t, compact, string(h.events("/task/spaced")[0].Value["args"]), "entity_created")
 }
 
+// TestPercentEncodedInstanceIDs: an id with ':' or '@' sent percent-encoded (as
+// encodeURIComponent does) names the same entity as the plain form.
+func TestPercentEncodedInstanceIDs(t *testing.T) {
+	h := setup(t)
+	h.registerType(`{"name":"chat","description":"d"}`)
+	r := h.do(http.MethodPut, entitiesPath+"/chat/user%3Aada%40home", `{}`)
+	requireStatus(t, r, http.StatusCreated)
+	require.Equal(t, "/chat/user:ada@home", str(t, r.object(t)["url"]))
+	require.Equal(t, "/chat/user:ada@home", str(t, h.getEntity("/chat/user:ada@home")["url"]))
+	requireStatus(t, h.do(http.MethodGet, entitiesPath+"/chat/user%3Aada%40home", nil), http.StatusOK)
+	h.mustSend("/chat/user%3Aada%40home", `{"payload":1}`)
+	require.Len(t, ofType(h.events("/chat/user:ada@home"), "inbox"), 1)
+}
+
 func TestSpawnWithParent(t *testing.T) {
 	h := setup(t)
 	h.registerType(`{"name":"chat","description":"d"}`)

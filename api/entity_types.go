@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/internal/validation"
@@ -189,9 +187,9 @@ func writeRawJSON(w http.ResponseWriter, status int, body []byte) {
 }
 
 func (s *Server) getType(w http.ResponseWriter, r *http.Request) error {
-	t, err := s.registry.Type(r.Context(), chi.URLParam(r, "name"))
+	t, err := s.registry.Type(r.Context(), param(r, "name"))
 	if errors.Is(err, entity.ErrTypeNotFound) {
-		return newError(http.StatusNotFound, CodeNotFound, "Entity type not found: "+chi.URLParam(r, "name"))
+		return newError(http.StatusNotFound, CodeNotFound, "Entity type not found: "+param(r, "name"))
 	}
 	if err != nil {
 		return err
@@ -201,9 +199,9 @@ func (s *Server) getType(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteType(w http.ResponseWriter, r *http.Request) error {
-	err := s.registry.DeleteType(r.Context(), chi.URLParam(r, "name"))
+	err := s.registry.DeleteType(r.Context(), param(r, "name"))
 	if errors.Is(err, entity.ErrTypeNotFound) {
-		return newError(http.StatusNotFound, CodeNotFound, "Entity type not found: "+chi.URLParam(r, "name"))
+		return newError(http.StatusNotFound, CodeNotFound, "Entity type not found: "+param(r, "name"))
 	}
 	if err != nil {
 		return err
@@ -223,7 +221,7 @@ func (s *Server) amendSchemas(w http.ResponseWriter, r *http.Request) error {
 	if err := b.fail(); err != nil {
 		return err
 	}
-	probe := &entity.Type{Name: chi.URLParam(r, "name"), InboxSchemas: inboxRaw, StateSchemas: stateRaw}
+	probe := &entity.Type{Name: param(r, "name"), InboxSchemas: inboxRaw, StateSchemas: stateRaw}
 	if d := checkSchemaKeywords(probe); d != nil {
 		return newError(http.StatusBadRequest, CodeInvalidRequest, "Schema uses disallowed keywords").withDetails(d)
 	}

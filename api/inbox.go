@@ -4,8 +4,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/rawjson"
@@ -41,7 +39,7 @@ func (s *Server) patchInbox(w http.ResponseWriter, r *http.Request) error {
 		return newError(http.StatusBadRequest, CodeInvalidRequest,
 			"Empty patch: give at least one of payload, position, mode, status")
 	}
-	txid, err := s.sender.PatchMessage(r.Context(), e, chi.URLParam(r, "messageKey"), &p)
+	txid, err := s.sender.PatchMessage(r.Context(), e, param(r, "messageKey"), &p)
 	if err != nil {
 		return inboxEditError(err)
 	}
@@ -55,7 +53,7 @@ func (s *Server) deleteInbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	txid, err := s.sender.DeleteMessage(r.Context(), e, chi.URLParam(r, "messageKey"))
+	txid, err := s.sender.DeleteMessage(r.Context(), e, param(r, "messageKey"))
 	if err != nil {
 		return inboxEditError(err)
 	}

@@ -20,6 +20,10 @@ func TestInboxPatchAndDelete(t *testing.T) {
 	weird := `a"b\c é` // a key JSON escapes, found without the byte prefilter
 	h.mustSend("/chat/e", map[string]any{"key": weird, "mode": "paused", "payload": 1})
 
+	// A key with characters encodeURIComponent escapes is found from its encoded form.
+	h.mustSend("/chat/e", `{"key":"msg:1/x","mode":"queued","payload":1}`)
+	requireStatus(t, h.do(http.MethodPatch, path+"msg%3A1%2Fx", `{"status":"cancelled"}`), http.StatusOK)
+
 	r := h.do(http.MethodPatch, path+"q1", `{"payload": {"text" : "edited"}, "position": "0000000000000001:a1"}`)
 	requireStatus(t, r, http.StatusOK)
 	txid := str(t, r.object(t)["txid"])

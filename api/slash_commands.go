@@ -5,8 +5,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/validation"
 	"github.com/entityd/entityd/slashcmd"
@@ -16,7 +14,7 @@ import (
 // commands sorted by name. The ETag is the collection stream's tail, so revalidation
 // costs one indexed lookup.
 func (s *Server) listSlashCommands(w http.ResponseWriter, r *http.Request) error {
-	url := entity.URLFor(chi.URLParam(r, "type"), chi.URLParam(r, "id"))
+	url := entity.URLFor(param(r, "type"), param(r, "id"))
 	m, err := s.streams.Lookup(r.Context(), slashcmd.CollectionPath(url))
 	if err != nil {
 		if _, err := s.entityAt(r); err != nil {
@@ -56,7 +54,7 @@ func (s *Server) putSlashCommand(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	name := chi.URLParam(r, "name")
+	name := param(r, "name")
 	b, err := s.readJSON(w, r)
 	if err != nil {
 		return err
@@ -103,7 +101,7 @@ func (s *Server) deleteSlashCommand(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	name := chi.URLParam(r, "name")
+	name := param(r, "name")
 	owner := r.URL.Query().Get("owner")
 	res, err := s.registry.Commands().Apply(r.Context(), e.URL, func(set *slashcmd.Set) error {
 		set.Unregister(name, owner)

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/entityd/entityd/entity"
 )
 
@@ -48,7 +46,7 @@ func (s *Server) tagTarget(r *http.Request) (*entity.Entity, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	key := chi.URLParam(r, "tagKey")
+	key := param(r, "tagKey")
 	if key == "" || len(key) > maxTagKeyLength {
 		return nil, "", newError(http.StatusBadRequest, CodeInvalidRequest, "Tag keys must be 1-256 characters")
 	}

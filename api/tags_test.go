@@ -52,6 +52,11 @@ func TestTags(t *testing.T) {
 	requireStatus(t, h.do(http.MethodDelete, path+"owner", nil), http.StatusOK)
 	require.Len(t, tagEvents(), 3, "deleting an absent tag writes nothing")
 
+	// Keys arrive percent-encoded (encodeURIComponent) and are stored decoded.
+	requireStatus(t, h.do(http.MethodPost, path+"a%3Ab%2Fc", `{"value":"v"}`), http.StatusOK)
+	require.JSONEq(t, `{"team":"core","a:b/c":"v"}`, string(h.getEntity("/chat/t")["tags"]))
+	requireStatus(t, h.do(http.MethodDelete, path+"a%3Ab%2Fc", nil), http.StatusOK)
+
 	requireSchemaMismatch(t, h.do(http.MethodPost, path+"x", `{"value":5}`), detail{"/value", "must be string"})
 	requireSchemaMismatch(t, h.do(http.MethodPost, path+"x", `{}`), detail{"/value", "must be string"})
 	requireError(t, h.do(http.MethodPost, entitiesPath+"/chat/nobody/tags/x", `{"value":"v"}`),
