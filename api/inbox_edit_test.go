@@ -19,6 +19,8 @@ func TestInboxPatchAndDelete(t *testing.T) {
 	h.mustSend("/chat/e", `{"key":"q1","mode":"queued","payload":{"text":"draft"}}`)
 	weird := `a"b\c é` // a key JSON escapes, found without the byte prefilter
 	h.mustSend("/chat/e", map[string]any{"key": weird, "mode": "paused", "payload": 1})
+	// a payload jsonb could not hold must not break the lookup
+	h.mustSend("/chat/e", `{"key":"nul","payload":"a\u0000b"}`)
 
 	// A key with characters encodeURIComponent escapes is found from its encoded form.
 	h.mustSend("/chat/e", `{"key":"msg:1/x","mode":"queued","payload":1}`)

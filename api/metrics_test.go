@@ -53,8 +53,12 @@ func TestMetricsEndpoint(t *testing.T) {
 	require.GreaterOrEqual(t, metricValue(t, r.Body, `entityd_db_pool_acquires_total`), 1.0)
 	require.GreaterOrEqual(t, metricValue(t, r.Body, `go_goroutines`), 1.0)
 
-	// A client cannot invent label values: an unknown live mode counts as "".
+	// A client cannot invent label values: an unknown live mode counts as "", an unknown
+	// method as OTHER.
 	h.do(http.MethodGet, "/chat/m/main?offset=-1&live=bogus", nil)
+	h.do("BREW", "/chat/m/main", nil)
 	r = h.do(http.MethodGet, "/_electric/metrics", nil)
 	require.NotContains(t, string(r.Body), `live="bogus"`)
+	require.NotContains(t, string(r.Body), `method="BREW"`)
+	require.Contains(t, string(r.Body), `method="OTHER"`)
 }

@@ -50,8 +50,9 @@ func accessLog(log *zap.Logger) func(http.Handler) http.Handler {
 			}
 			elapsed := time.Since(start)
 			live := liveMode(r)
-			metrics.HTTPRequests.WithLabelValues(r.Method, route, strconv.Itoa(status), live).Inc()
-			metrics.HTTPDuration.WithLabelValues(r.Method, route, live).Observe(elapsed.Seconds())
+			method := metricMethod(r.Method)
+			metrics.HTTPRequests.WithLabelValues(method, route, strconv.Itoa(status), live).Inc()
+			metrics.HTTPDuration.WithLabelValues(method, route, live).Observe(elapsed.Seconds())
 			fields := []zap.Field{
 				zap.String("request_id", requestIDFrom(r.Context())),
 				zap.String("method", r.Method),
@@ -75,6 +76,17 @@ func accessLog(log *zap.Logger) func(http.Handler) http.Handler {
 			}
 		})
 	}
+}
+
+// metricMethod is the method for the metrics' labels: net/http accepts any token as a
+// method, so anything but the standard ones counts as OTHER (no client-made series).
+func metricMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "OTHER"
 }
 
 // liveMode is the live read mode of a request for the metrics' "live" label: long-poll,

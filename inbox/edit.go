@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -90,25 +90,31 @@ func (s *Sender) appendEdit(ctx context.Context, e *entity.Entity, key, op strin
 }
 
 // requireMessage finds the newest inbox event for key in e's stream and refuses when
-// there is none or it deleted the message. The stream is searched newest first, and
-// only messages whose bytes contain the key are parsed (keys that JSON would escape are
-// matched by parsing every inbox event).
+// there is none or it deleted the message. It matches the canonical start of the events
+// entityd writes for that key ({"type":"inbox","key":<key>,...), by bytes: no JSON is
+// parsed in Postgres (jsonb would refuse a payload's \u0000), and a lookup costs one
+// prefix comparison per message.
 func (s *Sender) requireMessage(ctx context.Context, e *entity.Entity, key string) error {
-	prefilter := !strings.ContainsAny(key, "\"\\") && !strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r > 0x7e })
-	var op *string
-	err := s.streams.Pool().QueryRow(ctx, `SELECT ev->'headers'->>'operation' FROM (
-			SELECT seq, convert_from(data, 'UTF8')::jsonb AS ev FROM stream_messages
-			WHERE stream_id = $1 AND (NOT $3 OR position(convert_to($2, 'UTF8') IN data) > 0)
-		) m
-		WHERE ev->>'type' = 'inbox' AND ev->>'key' = $2
-		ORDER BY seq DESC LIMIT 1`, e.StreamID, key, prefilter).Scan(&op)
+	prefix := rawjson.AppendString([]byte(`{"type":"`+EventType+`","key":`), key)
+	var data []byte
+	err := s.streams.Pool().QueryRow(ctx, `SELECT data FROM stream_messages
+		WHERE stream_id = $1 AND substring(data FROM 1 FOR $3) = $2
+		ORDER BY seq DESC LIMIT 1`, e.StreamID, prefix, len(prefix)).Scan(&data)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ErrMessageNotFound
 	}
 	if err != nil {
 		return err
 	}
-	if op != nil && *op == streamdb.OpDelete {
+	var ev struct {
+		Headers struct {
+			Operation string `json:"operation"`
+		} `json:"headers"`
+	}
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return fmt.Errorf("inbox: stored event for %q: %w", key, err)
+	}
+	if ev.Headers.Operation == streamdb.OpDelete {
 		return ErrMessageNotFound
 	}
 	return nil
