@@ -119,6 +119,10 @@ func TestDelayedSendsWithAKeyAreIdempotent(t *testing.T) {
 		require.Equal(t, http.StatusNoContent, r.Status, "body: %s", r.Body)
 	}
 	inbox := h.waitInbox("/chat/k", 1)
+	// Once the key is used, a delayed send reusing it for another message is refused now.
+	r409 := h.send("/chat/k", `{"key":"remind-1","afterMs":100,"payload":{"text":"other"}}`)
+	require.Equal(t, http.StatusConflict, r409.Status, "body: %s", r409.Body)
+	require.Contains(t, string(r409.Body), "IDEMPOTENCY_KEY_REUSED")
 	require.Equal(t, "remind-1", inbox[0].Key)
 	time.Sleep(400 * time.Millisecond)
 	require.Len(t, ofType(h.events("/chat/k"), "inbox"), 1, "three requests, one message")

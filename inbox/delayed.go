@@ -1,13 +1,16 @@
 package inbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 
 	"github.com/entityd/entityd/entity"
@@ -19,7 +22,7 @@ import (
 // MaxDelay bounds afterMs: a delayed send is a reminder, not an archive.
 const MaxDelay = 365 * 24 * time.Hour
 
-// delayedBatch is how many due sends one firing transaction carries.
+// delayedBatch is how many due sends one pass looks up (each fires in its own transaction).
 const delayedBatch = 50
 
 // delayedRequest is a delayed send as stored (see storedRequest).
@@ -72,6 +75,19 @@ func (s *Sender) SendLater(ctx context.Context, e *entity.Entity, req *SendReque
 	if err := s.Validate(fresh, t, req); err != nil {
 		return err
 	}
+	// A key already used for a different message would only be refused when the send
+	// fires; refuse it now, as Send would.
+	if req.Key != "" {
+		var hash []byte
+		err := s.streams.Pool().QueryRow(ctx, `SELECT body_hash FROM stream_dedupe WHERE stream_id = $1 AND key = $2`,
+			fresh.StreamID, req.Key).Scan(&hash)
+		switch {
+		case err == nil && !bytes.Equal(hash, requestHash(req)):
+			return ErrKeyReused
+		case err != nil && !errors.Is(err, pgx.ErrNoRows):
+			return err
+		}
+	}
 	if _, err := s.streams.Pool().Exec(ctx, `INSERT INTO delayed_sends (entity_url, fire_at, request)
 		VALUES ($1, now() + make_interval(secs => $2), $3)`, e.URL, delay.Seconds(), string(storedRequest(req))); err != nil {
 		return fmt.Errorf("inbox: store delayed send: %w", err)
@@ -84,18 +100,13 @@ func (s *Sender) SendLater(ctx context.Context, e *entity.Entity, req *SendReque
 }
 
 // RunDelayed fires due delayed sends until ctx ends. It sleeps until the next one is
-// due (at most a second, so sends stored by other processes fire in time too).
+// due by the database's clock (at most a second, so sends stored by other processes fire
+// in time too).
 func (s *Sender) RunDelayed(ctx context.Context, log *zap.Logger) {
 	for {
-		next, err := s.fireDelayed(ctx, log)
+		wait, err := s.fireDelayed(ctx, log)
 		if err != nil && ctx.Err() == nil {
 			log.Warn("firing delayed sends failed; retrying", zap.Error(err))
-		}
-		wait := time.Second
-		if next != nil {
-			if d := time.Until(*next); d < wait {
-				wait = max(d, 5*time.Millisecond)
-			}
 		}
 		select {
 		case <-ctx.Done():
@@ -106,94 +117,105 @@ func (s *Sender) RunDelayed(ctx context.Context, log *zap.Logger) {
 	}
 }
 
-// fireDelayed appends every due delayed send and returns when the next one is due.
-func (s *Sender) fireDelayed(ctx context.Context, log *zap.Logger) (*time.Time, error) {
+// fireDelayed fires every due delayed send, each in its own transaction (one failing
+// row never holds the others back, and a transaction locks one stream), and returns how
+// long to sleep.
+func (s *Sender) fireDelayed(ctx context.Context, log *zap.Logger) (time.Duration, error) {
 	for {
-		var resumed []*entity.Entity
-		fired := 0
-		err := s.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
-			resumed, fired = nil, 0
-			rows, err := tx.Query(ctx, `SELECT id, entity_url, request::text FROM delayed_sends
-				WHERE completed_at IS NULL AND fire_at <= now()
-				ORDER BY fire_at, id LIMIT $1 FOR UPDATE SKIP LOCKED`, delayedBatch)
-			if err != nil {
-				return err
-			}
-			type due struct {
-				id      int64
-				url     string
-				request string
-			}
-			var list []due
-			for rows.Next() {
-				var d due
-				if err := rows.Scan(&d.id, &d.url, &d.request); err != nil {
-					rows.Close()
-					return err
-				}
-				list = append(list, d)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			for _, d := range list {
-				e, failure, err := s.fireOne(ctx, tx, d.id, d.url, d.request)
-				if err != nil {
-					return err
-				}
-				if failure != "" {
-					metrics.DelayedDropped.Inc()
-					log.Warn("delayed send cannot be delivered; kept in delayed_sends with last_error",
-						zap.Int64("id", d.id), zap.String("entity", d.url), zap.String("error", failure))
-					_, err = tx.Exec(ctx, `UPDATE delayed_sends SET completed_at = now(), last_error = $2 WHERE id = $1`, d.id, failure)
-				} else {
-					metrics.DelayedFired.Inc()
-					_, err = tx.Exec(ctx, `DELETE FROM delayed_sends WHERE id = $1`, d.id)
-				}
-				if err != nil {
-					return err
-				}
-				if e != nil {
-					resumed = append(resumed, e)
-				}
-				fired++
-			}
-			return nil
-		})
+		rows, err := s.streams.Pool().Query(ctx, `SELECT id FROM delayed_sends
+			WHERE completed_at IS NULL AND fire_at <= now() ORDER BY fire_at, id LIMIT $1`, delayedBatch)
 		if err != nil {
-			return nil, err
+			return time.Second, err
 		}
-		for _, e := range resumed {
-			if err := s.resume(ctx, e); err != nil && ctx.Err() == nil {
-				log.Warn("a delayed send reached a paused entity that could not be resumed; SIGCONT resumes it",
-					zap.String("entity", e.URL), zap.Error(err))
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return time.Second, err
+		}
+		progressed := false
+		for _, id := range ids {
+			done, err := s.fireDelayedRow(ctx, log, id)
+			if err != nil {
+				if ctx.Err() != nil {
+					return 0, ctx.Err()
+				}
+				log.Warn("delayed send could not be fired now; retrying", zap.Int64("id", id), zap.Error(err))
+				continue
 			}
+			progressed = progressed || done
 		}
-		if fired < delayedBatch {
+		if len(ids) < delayedBatch || !progressed {
 			break
 		}
 	}
-	var next *time.Time
-	err := s.streams.Pool().QueryRow(ctx, `SELECT min(fire_at) FROM delayed_sends WHERE completed_at IS NULL`).Scan(&next)
-	return next, err
+	var secs *float64
+	err := s.streams.Pool().QueryRow(ctx, `SELECT extract(epoch FROM min(fire_at) - now())::float8
+		FROM delayed_sends WHERE completed_at IS NULL`).Scan(&secs)
+	wait := time.Second
+	if err == nil && secs != nil {
+		wait = min(wait, max(time.Duration(*secs*float64(time.Second)), 5*time.Millisecond))
+	}
+	return wait, err
+}
+
+// fireDelayedRow fires one delayed send unless another process has it or fired it
+// already: appended and deleted, or kept with last_error when it can never be appended.
+func (s *Sender) fireDelayedRow(ctx context.Context, log *zap.Logger, id int64) (done bool, err error) {
+	var resumed *entity.Entity
+	err = s.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+		done, resumed = false, nil
+		var url, request string
+		err := tx.QueryRow(ctx, `SELECT entity_url, request::text FROM delayed_sends
+			WHERE id = $1 AND completed_at IS NULL AND fire_at <= now() FOR UPDATE SKIP LOCKED`, id).Scan(&url, &request)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // taken by another process, or fired already
+		}
+		if err != nil {
+			return err
+		}
+		e, failure, err := s.fireOne(ctx, tx, id, url, request)
+		if err != nil {
+			return err
+		}
+		if failure != "" {
+			log.Warn("delayed send cannot be delivered; kept in delayed_sends with last_error",
+				zap.Int64("id", id), zap.String("entity", url), zap.String("error", failure))
+			_, err = tx.Exec(ctx, `UPDATE delayed_sends SET completed_at = now(), last_error = $2 WHERE id = $1`, id, failure)
+		} else {
+			_, err = tx.Exec(ctx, `DELETE FROM delayed_sends WHERE id = $1`, id)
+		}
+		if err != nil {
+			return err
+		}
+		done, resumed = true, e
+		if failure != "" {
+			metrics.DelayedDropped.Inc()
+		} else {
+			metrics.DelayedFired.Inc()
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	if resumed != nil {
+		if err := s.resume(ctx, resumed); err != nil && ctx.Err() == nil {
+			log.Warn("a delayed send reached a paused entity that could not be resumed; SIGCONT resumes it",
+				zap.String("entity", resumed.URL), zap.Error(err))
+		}
+	}
+	return done, nil
 }
 
 // fireOne appends one delayed send inside tx. It reports the entity when the send
 // resumed it from paused, or why the send can never be delivered (failure); err is for
-// failures worth retrying, and aborts the batch.
+// failures worth retrying. It reads nothing outside tx: the entity's status is checked by
+// the append's admission, and its stream is found by its URL.
 func (s *Sender) fireOne(ctx context.Context, tx *streamdb.Tx, id int64, url, stored string) (resumed *entity.Entity, failure string, err error) {
 	var d delayedRequest
 	if err := json.Unmarshal([]byte(stored), &d); err != nil {
 		return nil, "stored request is not valid: " + err.Error(), nil
 	}
-	e, err := s.registry.Get(ctx, url)
-	if errors.Is(err, entity.ErrNotFound) {
-		return nil, "entity not found", nil
-	}
-	if err != nil {
-		return nil, "", err
-	}
+	e := &entity.Entity{URL: url, Type: entityTypeOf(url)}
 	req := &SendRequest{Payload: d.Payload, Type: d.Type, Key: d.Key, Mode: d.Mode, Position: d.Position,
 		FromPrincipal: d.FromPrincipal, FromAgent: d.FromAgent, Sender: d.Sender}
 	if req.Key == "" {
@@ -205,7 +227,9 @@ func (s *Sender) fireOne(ctx context.Context, tx *streamdb.Tx, id int64, url, st
 	})
 	var closed *streamdb.ClosedError
 	switch {
-	case errors.As(err, &closed), errors.Is(err, entity.ErrNotRunning), errors.Is(err, streamdb.ErrNotFound):
+	case errors.Is(err, streamdb.ErrNotFound), errors.Is(err, streamdb.ErrGone):
+		return nil, "entity not found", nil
+	case errors.As(err, &closed), errors.Is(err, entity.ErrNotRunning):
 		return nil, "entity is not accepting writes", nil
 	case errors.Is(err, streamdb.ErrDedupeConflict):
 		return nil, "key " + strconv.Quote(req.Key) + " was already used for a different message", nil
@@ -216,4 +240,10 @@ func (s *Sender) fireOne(ctx context.Context, tx *streamdb.Tx, id int64, url, st
 		return e, "", nil
 	}
 	return nil, "", nil
+}
+
+// entityTypeOf is the type part of an entity URL (/<type>/<id>).
+func entityTypeOf(url string) string {
+	typ, _, _ := strings.Cut(strings.TrimPrefix(url, "/"), "/")
+	return typ
 }

@@ -33,6 +33,8 @@ func TestDelayedSendSurvivesARestartAndWakesTheHandler(t *testing.T) {
 		"type": "note", "key": "standup", "afterMs": 1500, "payload": map[string]any{"text": "standup"}})
 	require.Equal(t, http.StatusNoContent, r.Status, "body: %s", r.Body)
 	first.stop()
+	require.EqualValues(t, 1, first.queryInt(`SELECT count(*) FROM delayed_sends`),
+		"the first process stopped before the send was due (else this test proves nothing)")
 
 	startServerOn(t, dbURL, wake.Options{}, false, def)
 	waitUntil(t, 15*time.Second, func() bool {

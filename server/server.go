@@ -168,7 +168,8 @@ func (s *Server) Run(ctx context.Context) error {
 	delayedCtx, stopDelayed := context.WithCancel(context.WithoutCancel(ctx))
 	delayedDone := make(chan struct{})
 	go func() { defer close(delayedDone); sender.RunDelayed(delayedCtx, s.log.Named("delayed")) }()
-	defer func() { stopDelayed(); <-delayedDone }()
+	stopDelayedLoop := func() { stopDelayed(); <-delayedDone }
+	defer stopDelayedLoop() // early returns; a no-op after the shutdown below
 	s.log.Info("entityd listening", zap.String("addr", ln.Addr().String()), zap.Strings("entity_types", rt.Types()))
 	serving = true // from here httpServer owns ln and closes it at Shutdown
 	served := make(chan error, 1)
@@ -192,6 +193,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := httpServer.Shutdown(shutdownCtx); err != nil {
 		s.log.Warn("requests still in flight at shutdown", zap.Error(err))
 	}
+	stopDelayedLoop() // before delivery stops: nothing fires into a server going away
 	dispatcher.Stop(shutdownCtx)
 	subscriptions.Stop(shutdownCtx)
 	return runErr
