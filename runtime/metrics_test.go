@@ -27,10 +27,6 @@ func TestHandlerMetrics(t *testing.T) {
 		return nil
 	}}
 	e := startServer(t, wake.Options{MaxAttempts: 2}, true, def)
-	url := e.spawn("metered", "m", nil)
-	e.send(url, map[string]any{"key": "bad", "payload": 0})
-	e.send(url, map[string]any{"key": "good", "payload": 1})
-
 	value := func(series string) float64 {
 		r := e.do(http.MethodGet, "/_electric/metrics", nil)
 		require.Equal(t, http.StatusOK, r.Status)
@@ -45,11 +41,25 @@ func TestHandlerMetrics(t *testing.T) {
 		}
 		return 0
 	}
-	waitUntil(t, 10*time.Second, func() bool {
-		return value(`entityd_handler_runs_total{entity_type="metered",result="ok"}`) >= 2
-	}, "the spawn and the good message ran")
-	require.Equal(t, 2.0, value(`entityd_handler_runs_total{entity_type="metered",result="ok"}`), "spawn wake + good")
-	require.Equal(t, 2.0, value(`entityd_handler_runs_total{entity_type="metered",result="error"}`), "bad, twice")
-	require.Equal(t, 1.0, value(`entityd_wakes_failed_total{entity_type="metered"}`))
-	require.Equal(t, 4.0, value(`entityd_handler_duration_seconds_count{entity_type="metered"}`))
+	// Metrics are process-wide: count from what earlier runs of this test (-count) left.
+	series := []string{
+		`entityd_handler_runs_total{entity_type="metered",result="ok"}`,
+		`entityd_handler_runs_total{entity_type="metered",result="error"}`,
+		`entityd_wakes_failed_total{entity_type="metered"}`,
+		`entityd_handler_duration_seconds_count{entity_type="metered"}`,
+	}
+	base := map[string]float64{}
+	for _, s := range series {
+		base[s] = value(s)
+	}
+	delta := func(i int) float64 { return value(series[i]) - base[series[i]] }
+
+	url := e.spawn("metered", "m", nil)
+	e.send(url, map[string]any{"key": "bad", "payload": 0})
+	e.send(url, map[string]any{"key": "good", "payload": 1})
+	waitUntil(t, 10*time.Second, func() bool { return delta(0) >= 2 }, "the spawn and the good message ran")
+	require.Equal(t, 2.0, delta(0), "spawn wake + good")
+	require.Equal(t, 2.0, delta(1), "bad, twice")
+	require.Equal(t, 1.0, delta(2))
+	require.Equal(t, 4.0, delta(3))
 }
