@@ -10,7 +10,6 @@ import (
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/principal"
-	"github.com/entityd/entityd/internal/rawjson"
 )
 
 const maxSendKeyLength = 256
@@ -61,12 +60,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return sendError(err)
 	}
-	var o rawjson.Object
-	o.String("txid", res.Txid)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(o.Bytes())
-	return nil
+	return writeTxid(w, res.Txid)
 }
 
 // sendLater is a send with afterMs > 0: validated now, appended when due; 204 empty (as

@@ -88,23 +88,9 @@ trap cleanup EXIT
 
 # --- machine facts
 log "recording the machine"
-fsync_line=""
-if [[ -x "$PGBIN/pg_test_fsync" ]]; then
-  "$PGBIN/pg_test_fsync" -s 2 -f "$work/pg_test_fsync.out" >"$OUT/pg_test_fsync.txt" 2>&1 || true
-  rm -f "$work/pg_test_fsync.out"
-  fsync_line="$(awk '/one 8kB write/{f=1} f && $1=="fdatasync" && $2+0>0 {print $2" ops/s, "$4" µs per 8 kB write+fdatasync"; exit}' "$OUT/pg_test_fsync.txt")"
-fi
 {
-  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "cpu: $(nproc) vCPU, $(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)"
-  echo "memory: $(awk '/MemTotal/{printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
-  echo "kernel: $(uname -sr)"
-  echo "os: $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
-  echo "go: $(go env GOVERSION)"
+  machine_facts "$work"
   echo "node: $(node --version)"
-  echo "postgres: $("$PGBIN/postgres" --version)"
-  echo "pg settings: $("$PGBIN/psql" -qAtX -d postgres -c "select string_agg(name||'='||current_setting(name), ', ' order by name) from pg_settings where name in ('fsync','synchronous_commit','full_page_writes','shared_buffers','wal_sync_method','max_connections')")"
-  echo "pg_test_fsync: ${fsync_line:-n/a}"
   echo "entityd: $ENTITYD_DESC"
   echo "reference: @durable-streams/server $(node -p "require('$root/bench/reference/node_modules/@durable-streams/server/package.json').version"), in memory"
   echo "long-poll timeout: ${LONG_POLL_TIMEOUT_MS} ms on both servers"

@@ -189,14 +189,7 @@ quiet() { # quiet <dir> <name>: wait (WAIT_QUIET) and note the machine's state
 log "recording the machine"
 pm_pid="$(head -1 "$("$PGBIN/psql" -qAtX -d postgres -c 'show data_directory')/postmaster.pid")"
 {
-  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "cpu: $(nproc) vCPU, $(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)"
-  echo "memory: $(awk '/MemTotal/{printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
-  echo "kernel: $(uname -sr)"
-  echo "os: $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
-  echo "go: $(go env GOVERSION)"
-  echo "postgres: $("$PGBIN/postgres" --version)"
-  echo "pg settings: $("$PGBIN/psql" -qAtX -d postgres -c "select string_agg(name||'='||current_setting(name), ', ' order by name) from pg_settings where name in ('fsync','synchronous_commit','full_page_writes','shared_buffers','wal_sync_method','max_connections')")"
+  machine_facts
   echo "entityd: $ENTITYD_DESC${SERVER_ENV:+ (environment: $SERVER_ENV)}; flags --no-demo --log-level warn --sse-lifetime 1h --debug-addr (pprof), otherwise defaults"
   echo "ulimit -n: $(ulimit -n) (hard $(ulimit -Hn)); ephemeral ports $(tr '\t' '-' </proc/sys/net/ipv4/ip_local_port_range); somaxconn $(cat /proc/sys/net/core/somaxconn)"
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"

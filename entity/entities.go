@@ -230,7 +230,8 @@ func (r *Registry) Spawn(ctx context.Context, t *Type, req SpawnRequest) (*Spawn
 			return err
 		}
 		out.Entity = e
-		return tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&out.Txid)
+		out.Txid, err = currentTxid(ctx, tx)
+		return err
 	})
 	if err != nil {
 		if isUniqueViolation(err) {
@@ -362,4 +363,20 @@ var SendAdmission = &streamdb.Admission{
 func (r *Registry) Unpause(ctx context.Context, url string) error {
 	_, err := r.pool.Exec(ctx, `UPDATE entities SET status = 'idle', updated_at = now() WHERE url = $1 AND status = 'paused'`, url)
 	return err
+}
+
+// lockEntity reads the entity at url and locks its row for the rest of tx (ErrNotFound).
+func lockEntity(ctx context.Context, tx *streamdb.Tx, url string) (*Entity, error) {
+	e, err := scanEntity(tx.QueryRow(ctx, `SELECT `+entityColumns+` FROM entities WHERE url = $1 FOR UPDATE`, url))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return e, err
+}
+
+// currentTxid is the Postgres transaction id of tx, the txid the API reports for it.
+func currentTxid(ctx context.Context, tx *streamdb.Tx) (int64, error) {
+	var txid int64
+	err := tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&txid)
+	return txid, err
 }

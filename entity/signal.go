@@ -3,11 +3,8 @@ package entity
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strconv"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/slashcmd"
@@ -86,18 +83,15 @@ func transition(status, signal string, withHandler bool) (next string, handled b
 func (r *Registry) Signal(ctx context.Context, url string, req SignalRequest) (*SignalResult, error) {
 	var out *SignalResult
 	err := r.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
-		e, err := scanEntity(tx.QueryRow(ctx, `SELECT `+entityColumns+` FROM entities WHERE url = $1 FOR UPDATE`, url))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrNotFound
-		}
+		e, err := lockEntity(ctx, tx, url)
 		if err != nil {
 			return err
 		}
 		if e.Terminal() {
 			return &InvalidSignalError{Status: e.Status}
 		}
-		var txid int64
-		if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&txid); err != nil {
+		txid, err := currentTxid(ctx, tx)
+		if err != nil {
 			return err
 		}
 		next, handled := transition(e.Status, req.Signal, r.handled != nil && r.handled(e.Type))

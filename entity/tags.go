@@ -6,8 +6,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/streamdb"
 )
@@ -58,17 +56,14 @@ func (r *Registry) DeleteTag(ctx context.Context, url, key string) (*TagResult, 
 func (r *Registry) changeTag(ctx context.Context, url, key string, change func(map[string]string) (string, []byte)) (*TagResult, error) {
 	var out TagResult
 	err := r.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
-		e, err := scanEntity(tx.QueryRow(ctx, `SELECT `+entityColumns+` FROM entities WHERE url = $1 FOR UPDATE`, url))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrNotFound
-		}
+		e, err := lockEntity(ctx, tx, url)
 		if err != nil {
 			return err
 		}
 		if !AcceptsWrites(e.Status) {
 			return ErrNotRunning
 		}
-		if err := tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&out.Txid); err != nil {
+		if out.Txid, err = currentTxid(ctx, tx); err != nil {
 			return err
 		}
 		tags := make(map[string]string, len(e.Tags)+1)
