@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
 
+	"github.com/entityd/entityd/internal/dberr"
 	"github.com/entityd/entityd/internal/metrics"
 )
 
@@ -91,46 +92,79 @@ func (l *lane) run(ctx context.Context) {
 
 // commit runs one transaction for batch and answers every request in it.
 func (l *lane) commit(ctx context.Context, batch []*pending) {
+	l.commitGroup(ctx, batch)
+}
+
+// commitGroup commits group in one transaction. When the database refuses the
+// transaction for something one request carried (a value it cannot store, a statement
+// of a caller's that fails), the group is split in two halves that are committed one
+// after the other, down to the request at fault, which fails alone: its neighbours
+// commit and get their answers. The halves keep arrival order, and so per-stream order.
+// A failure that is not about the requests (the database is unreachable) fails them all.
+func (l *lane) commitGroup(ctx context.Context, group []*pending) {
 	s := l.store
-	reqs := make([]*AppendRequest, len(batch))
-	for i, p := range batch {
+	reqs := make([]*AppendRequest, len(group))
+	for i, p := range group {
 		reqs[i] = p.req
 	}
-	var (
-		results []AppendResult
-		errs    []error
-		w       *writeSet
-		err     error
-	)
 	start := time.Now()
-	for attempt := 0; ; attempt++ {
-		results, errs, w, err = s.appendTx(ctx, reqs)
-		if err == nil || !retryable(err) || attempt >= 3 {
-			break
-		}
-		time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
+	results, errs, w, err := s.appendWithRetries(ctx, reqs)
+	if err != nil && len(group) > 1 && isolatable(ctx, err) {
+		metrics.CommitSplits.Inc()
+		mid := len(group) / 2
+		l.commitGroup(ctx, group[:mid])
+		l.commitGroup(ctx, group[mid:])
+		return
 	}
 	if err != nil {
 		metrics.CommitFailures.Inc()
-		s.log.Error("append transaction failed", zap.Int("appends", len(batch)), zap.Error(err))
-		for _, p := range batch {
+		if len(group) == 1 && isolatable(ctx, err) {
+			metrics.AppendsRefused.Inc()
+			s.failLog.Log(s.log, zap.WarnLevel, "append refused by the database", zap.String("stream", group[0].req.Path), zap.Error(err))
+		} else {
+			s.failLog.Log(s.log, zap.ErrorLevel, "append transaction failed", zap.Int("appends", len(group)), zap.Error(err))
+		}
+		for _, p := range group {
 			p.err = err
 			close(p.done)
 		}
 		return
 	}
 	took := time.Since(start)
-	metrics.Appends.Add(float64(len(batch)))
-	metrics.CommitBatch.Observe(float64(len(batch)))
+	metrics.Appends.Add(float64(len(group)))
+	metrics.CommitBatch.Observe(float64(len(group)))
 	metrics.CommitDuration.Observe(took.Seconds())
 	if ce := s.log.Check(zap.DebugLevel, "append batch committed"); ce != nil {
-		ce.Write(zap.Int("appends", len(batch)), zap.Duration("took", took))
+		ce.Write(zap.Int("appends", len(group)), zap.Duration("took", took))
 	}
 	s.publish(w)
-	for i, p := range batch {
+	for i, p := range group {
 		p.res, p.err = results[i], errs[i]
 		close(p.done)
 	}
+}
+
+// appendWithRetries runs one append transaction, again after a deadlock or a
+// serialization failure (Postgres resolved it by aborting us; nothing was written).
+func (s *Store) appendWithRetries(ctx context.Context, reqs []*AppendRequest) ([]AppendResult, []error, *writeSet, error) {
+	for attempt := 0; ; attempt++ {
+		results, errs, w, err := s.appendTx(ctx, reqs)
+		if err == nil || !retryable(err) || attempt >= 3 {
+			return results, errs, w, err
+		}
+		time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
+	}
+}
+
+// isolatable reports whether a failed transaction failed because of what its requests
+// carried (Postgres answered with an error about a statement), as opposed to the
+// database being unreachable or the store shutting down, which no split would help.
+func isolatable(ctx context.Context, err error) bool {
+	if ctx.Err() != nil || dberr.Unavailable(err) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr)
 }
 
 func (s *Store) appendTx(ctx context.Context, reqs []*AppendRequest) ([]AppendResult, []error, *writeSet, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"github.com/entityd/entityd/internal/ratelog"
 	"sync"
 	"time"
 
@@ -59,6 +60,7 @@ type Store struct {
 	peers    peers
 	lanes    []*lane
 	reads    flightGroup
+	failLog  ratelog.Limiter // commit failures: one line per interval during an outage
 
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
