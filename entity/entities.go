@@ -359,10 +359,18 @@ var SendAdmission = &streamdb.Admission{
 	},
 }
 
-// Unpause moves a paused entity back to idle (a send with a mode other than paused does).
-func (r *Registry) Unpause(ctx context.Context, url string) error {
-	_, err := r.pool.Exec(ctx, `UPDATE entities SET status = 'idle', updated_at = now() WHERE url = $1 AND status = 'paused'`, url)
-	return err
+// UnpauseOnAdmit is the streamdb.AppendRequest.OnAdmit of a send with a mode other than
+// paused: when SendAdmission found the entity paused, the send moves it back to idle in
+// the append's own transaction (spec: such a send resumes a paused entity), so a crash
+// can never leave a delivered message behind a paused entity.
+func UnpauseOnAdmit(url string) func(note string) []streamdb.Statement {
+	return func(note string) []streamdb.Statement {
+		if note != StatusPaused {
+			return nil
+		}
+		return []streamdb.Statement{{SQL: `UPDATE entities SET status = 'idle', updated_at = now()
+			WHERE url = $1 AND status = 'paused'`, Args: []any{url}}}
+	}
 }
 
 // lockEntity reads the entity at url and locks its row for the rest of tx (ErrNotFound).

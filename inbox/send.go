@@ -210,9 +210,7 @@ func (s *Sender) Send(ctx context.Context, e *entity.Entity, req *SendRequest) (
 		return nil, err
 	}
 	p := s.Prepare(req)
-	res, err := s.streams.Append(ctx, &streamdb.AppendRequest{
-		Path: e.MainStream(), Messages: [][]byte{p.Event}, Dedupe: p.Dedupe, Admission: entity.SendAdmission,
-	})
+	res, err := s.streams.Append(ctx, s.appendRequest(e, p))
 	var closed *streamdb.ClosedError
 	switch {
 	case errors.As(err, &closed), errors.Is(err, entity.ErrNotRunning):
@@ -225,24 +223,34 @@ func (s *Sender) Send(ctx context.Context, e *entity.Entity, req *SendRequest) (
 	if res.Duplicate {
 		return &SendResult{Txid: res.DedupeRef, Duplicate: true, Offset: res.Tail}, nil
 	}
-	if res.Note == entity.StatusPaused && p.Mode != ModePaused {
-		if err := s.resume(ctx, e); err != nil {
-			return nil, err
-		}
+	if resumes(res, p) {
+		s.resumed(e)
 	}
 	return &SendResult{Txid: p.Txid, Offset: res.Tail}, nil
 }
 
-// resume moves an entity a send reached while paused back to idle (spec: a send with a
-// mode other than paused resumes a paused entity) and tells the dispatcher.
-func (s *Sender) resume(ctx context.Context, e *entity.Entity) error {
-	if err := s.registry.Unpause(ctx, e.URL); err != nil {
-		return err
+// appendRequest is the append of a prepared send to e's inbox: refused when the entity no
+// longer accepts writes, and resuming a paused entity in the same transaction unless the
+// message itself is paused.
+func (s *Sender) appendRequest(e *entity.Entity, p *Prepared) *streamdb.AppendRequest {
+	req := &streamdb.AppendRequest{Path: e.MainStream(), Messages: [][]byte{p.Event}, Dedupe: p.Dedupe,
+		Admission: entity.SendAdmission}
+	if p.Mode != ModePaused {
+		req.OnAdmit = entity.UnpauseOnAdmit(e.URL)
 	}
+	return req
+}
+
+// resumes reports whether an append of p moved a paused entity back to idle.
+func resumes(res streamdb.AppendResult, p *Prepared) bool {
+	return !res.Duplicate && res.Note == entity.StatusPaused && p.Mode != ModePaused
+}
+
+// resumed tells the dispatcher that a send moved e from paused to idle (committed).
+func (s *Sender) resumed(e *entity.Entity) {
 	if s.unpaused != nil {
 		s.unpaused(e.URL, e.Type)
 	}
-	return nil
 }
 
 // requestHash fingerprints what makes two sends "the same message" for the idempotency

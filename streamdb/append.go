@@ -36,6 +36,11 @@ type AppendRequest struct {
 	// append is admitted (after its messages are written). A request with Also may carry
 	// no messages: it then only serializes with the stream's appends and runs Also.
 	Also []Statement
+	// OnAdmit returns statements of the caller's to run in the append's transaction once
+	// the append is admitted and written (not for a duplicate), chosen from the
+	// Admission's note: what the caller does about the state its admission saw (a send
+	// that resumes a paused entity) commits with the append or not at all.
+	OnAdmit func(note string) []Statement
 }
 
 // Statement is a SQL statement with its arguments.
@@ -342,6 +347,9 @@ func (st *appendState) plan(r *AppendRequest, w *writeSet) (AppendResult, error)
 		st.dedupe[dedupeKey{m.ID, r.Dedupe.Key}] = &dedupeRow{hash: r.Dedupe.Hash, ref: r.Dedupe.Ref, seq: m.Tail.Seq, new: true}
 	}
 	w.also = append(w.also, r.Also...)
+	if r.OnAdmit != nil {
+		w.also = append(w.also, r.OnAdmit(note)...)
+	}
 	if len(r.Messages) > 0 || r.Close || r.StreamSeq != "" || len(r.Also) == 0 {
 		w.touch(m) // a statement-only request leaves the stream row alone
 	}
