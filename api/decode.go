@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/entityd/entityd/internal/rawjson"
+	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/internal/validation"
 )
 
@@ -20,6 +22,11 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		if errors.As(err, &tooBig) {
 			return nil, newError(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
 				fmt.Sprintf("Request body exceeds the limit of %d bytes", limit))
+		}
+		if errBodyTimeout(err) {
+			w.Header().Set("Connection", "close")
+			return nil, newError(http.StatusRequestTimeout, CodeRequestTimeout,
+				"The request body did not arrive in time")
 		}
 		return nil, newError(http.StatusBadRequest, CodeInvalidRequest, "Could not read the request body")
 	}
@@ -48,6 +55,10 @@ func parseBody(data []byte) (*body, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
 		return &body{fields: map[string]json.RawMessage{}}, nil
+	}
+	if !utf8.Valid(data) {
+		// JSON is UTF-8 (RFC 8259): what is stored is served back as application/json.
+		return nil, newError(http.StatusBadRequest, CodeInvalidRequest, "Request body must be valid UTF-8")
 	}
 	if !json.Valid(data) {
 		return nil, newError(http.StatusBadRequest, CodeInvalidRequest, "Invalid JSON body")
@@ -101,8 +112,16 @@ func kind(v json.RawMessage) byte {
 	}
 }
 
-// str returns a string member; ok is false when absent or (with a detail) not a string.
-func (b *body) str(name string) (string, bool) {
+// str returns a string member that is an identifier (textpolicy.Name: no control
+// characters, no lone surrogates); ok is false when absent or (with a detail) not such a
+// string.
+func (b *body) str(name string) (string, bool) { return b.stringOf(name, textpolicy.Name) }
+
+// text returns a string member that is human-readable text (textpolicy.Text: tab and
+// line breaks allowed).
+func (b *body) text(name string) (string, bool) { return b.stringOf(name, textpolicy.Text) }
+
+func (b *body) stringOf(name string, k textpolicy.Kind) (string, bool) {
 	v, present := b.fields[name]
 	if !present {
 		return "", false
@@ -111,9 +130,19 @@ func (b *body) str(name string) (string, bool) {
 		b.details.Add("/"+name, "must be string")
 		return "", false
 	}
-	var s string
-	_ = json.Unmarshal(v, &s)
+	s, problem := textpolicy.CheckString(v, k)
+	if problem != "" {
+		b.details.Add(validation.Pointer(name), problem)
+		return "", false
+	}
 	return s, true
+}
+
+// maxLen adds a detail when a string member is longer than max bytes.
+func (b *body) maxLen(name, value string, max int) {
+	if len(value) > max {
+		b.details.Add(validation.Pointer(name), fmt.Sprintf("must be at most %d bytes", max))
+	}
 }
 
 // object returns an object member (nil when absent; a detail when not an object).
@@ -175,23 +204,40 @@ func (b *body) only(known ...string) {
 	}
 }
 
-// stringMap returns an object member whose values must all be strings.
-func (b *body) stringMap(name string) map[string]string {
+// stringMap returns an object member whose values must all be strings: keys are
+// identifiers of at most maxKey bytes, values text of at most maxValue bytes.
+func (b *body) stringMap(name string, maxKey, maxValue int) map[string]string {
 	v := b.object(name)
 	if v == nil {
 		return nil
 	}
-	var raw map[string]json.RawMessage
-	_ = json.Unmarshal(v, &raw)
-	out := make(map[string]string, len(raw))
-	for k, rv := range raw {
-		if kind(rv) != 's' {
-			b.details.Add(validation.Pointer(name, k), "must be string")
+	// Keys are checked as Name and string values as Text, strictly decoded.
+	if d := textpolicy.CheckJSON(v, validation.Pointer(name), textpolicy.Text); len(d) > 0 {
+		b.details = append(b.details, d...)
+		return nil
+	}
+	members, err := rawjson.SplitObject(v)
+	if err != nil {
+		b.details.Add("/"+name, "must be object")
+		return nil
+	}
+	out := make(map[string]string, len(members))
+	for _, m := range members {
+		path := validation.Pointer(name, m.Key)
+		switch {
+		case len(m.Key) == 0 || len(m.Key) > maxKey:
+			b.details.Add(path, fmt.Sprintf("property name must be 1-%d bytes", maxKey))
+			continue
+		case kind(m.Value) != 's':
+			b.details.Add(path, "must be string")
 			continue
 		}
-		var s string
-		_ = json.Unmarshal(rv, &s)
-		out[k] = s
+		s, _ := textpolicy.CheckString(m.Value, textpolicy.Text)
+		if len(s) > maxValue {
+			b.details.Add(path, fmt.Sprintf("must be at most %d bytes", maxValue))
+			continue
+		}
+		out[m.Key] = s // like JSON.parse, the last duplicate wins
 	}
 	return out
 }

@@ -29,7 +29,7 @@ func (s *Server) spawn(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	args := b.object("args")
-	tags := b.stringMap("tags")
+	tags := b.stringMap("tags", maxTagKeyLength, maxTagValueLength)
 	parent, _ := b.str("parent")
 	initialType, _ := b.str("initialMessageType")
 	if err := b.fail(); err != nil {
@@ -192,7 +192,7 @@ func (s *Server) signal(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	sig, hasSig := b.str("signal")
-	reason, hasReason := b.str("reason")
+	reason, hasReason := b.text("reason")
 	if err := b.fail(); err != nil {
 		return err
 	}

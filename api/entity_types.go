@@ -9,6 +9,7 @@ import (
 
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/schemas"
+	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/internal/validation"
 	"github.com/entityd/entityd/slashcmd"
 )
@@ -26,7 +27,7 @@ func (s *Server) registerType(w http.ResponseWriter, r *http.Request) error {
 	}
 	b.only(typeFields...)
 	name, hasName := b.str("name")
-	description, hasDescription := b.str("description")
+	description, hasDescription := b.text("description")
 	t := &entity.Type{
 		Name:                          name,
 		Description:                   description,
@@ -37,6 +38,7 @@ func (s *Server) registerType(w http.ResponseWriter, r *http.Request) error {
 		ExternallyWritableCollections: b.object("externally_writable_collections"),
 	}
 	if v, ok := b.str("serve_endpoint"); ok {
+		b.maxLen("serve_endpoint", v, maxURLLength)
 		t.ServeEndpoint = &v
 	}
 	if raw := b.raw("permission_grants"); raw != nil && kind(raw) != 'a' {
@@ -79,6 +81,11 @@ func (s *Server) registerType(w http.ResponseWriter, r *http.Request) error {
 func schemaMap(b *body, name string) json.RawMessage {
 	v := b.object(name)
 	if v == nil {
+		return nil
+	}
+	// The names are message or event types, identifiers; the schemas are content.
+	if d := textpolicy.CheckKeys(v, validation.Pointer(name)); len(d) > 0 {
+		b.details = append(b.details, d...)
 		return nil
 	}
 	var m map[string]json.RawMessage

@@ -24,6 +24,7 @@ const (
 	CodeMethodNotAllowed       = "METHOD_NOT_ALLOWED"
 	CodeInternal               = "INTERNAL_SERVER_ERROR"
 	CodeServerStopping         = "SERVER_STOPPING"
+	CodeRequestTimeout         = "REQUEST_TIMEOUT"
 )
 
 // Error is an API error: an HTTP status plus the envelope

@@ -24,6 +24,7 @@ func (s *Server) patchInbox(w http.ResponseWriter, r *http.Request) error {
 	var p inbox.Patch
 	p.Payload = b.raw("payload")
 	if v, ok := b.str("position"); ok {
+		b.maxLen("position", v, maxPositionLength)
 		p.Position = &v
 	}
 	if v, ok := b.enum("mode", inbox.ModeImmediate, inbox.ModeQueued, inbox.ModePaused, inbox.ModeSteer); ok {

@@ -12,7 +12,12 @@ import (
 	"github.com/entityd/entityd/internal/principal"
 )
 
-const maxSendKeyLength = 256
+// Send limits beyond the body size.
+const (
+	maxSendKeyLength  = 256
+	maxPositionLength = 256
+	maxURLLength      = 2048
+)
 
 // send is POST /_electric/entities/:type/:id/send: validate a message and append it to
 // the entity's inbox. 200 {"txid"} is written only after the append committed.
@@ -30,7 +35,11 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
 	req.Key, _ = b.str("key")
 	req.Mode, _ = b.enum("mode", inbox.ModeImmediate, inbox.ModeQueued, inbox.ModePaused, inbox.ModeSteer)
 	req.Position, _ = b.str("position")
-	afterMs, _ := b.number("afterMs")
+	b.maxLen("position", req.Position, maxPositionLength)
+	afterMs, hasAfter := b.number("afterMs")
+	if hasAfter && afterMs < 0 {
+		b.details.Add("/afterMs", "must be >= 0")
+	}
 	req.From, _ = b.str("from")
 	req.FromPrincipal, _ = b.str("from_principal")
 	req.FromAgent, _ = b.str("from_agent")

@@ -6,7 +6,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/metrics"
+	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
 )
@@ -28,6 +28,11 @@ type Config struct {
 	MaxAppendBytes int64
 	// LongPollTimeout is how long a live=long-poll read waits for data before 204.
 	LongPollTimeout time.Duration
+	// BodyReadTimeout bounds how long a request body may take to arrive (408 beyond);
+	// 0 takes the default, negative turns it off.
+	BodyReadTimeout time.Duration
+	// MaxStreamPathBytes caps the length of a stream path (400 beyond).
+	MaxStreamPathBytes int
 	// SSELifetime is how long a live=sse response stays open before the server ends it
 	// (clients reconnect from the last offset; this lets proxies and CDNs collapse).
 	SSELifetime time.Duration
@@ -42,6 +47,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.LongPollTimeout <= 0 {
 		c.LongPollTimeout = 20 * time.Second
+	}
+	if c.BodyReadTimeout == 0 {
+		c.BodyReadTimeout = 30 * time.Second
+	}
+	if c.MaxStreamPathBytes <= 0 {
+		c.MaxStreamPathBytes = textpolicy.DefaultMaxPathBytes
 	}
 	if c.SSELifetime <= 0 {
 		c.SSELifetime = 60 * time.Second
@@ -62,6 +73,7 @@ type Server struct {
 	dispatcher *wake.Dispatcher
 	mounts     []mount
 	hubs       *sseHubs
+	outage     *outage
 }
 
 type mount struct {
@@ -83,13 +95,14 @@ func New(cfg Config, log *zap.Logger, streams *streamdb.Store, registry *entity.
 	s := &Server{cfg: cfg, log: log.Named("api"), streams: streams, registry: registry, sender: sender,
 		live: live, stopLive: stopLive}
 	s.hubs = &sseHubs{s: s, hubs: map[int64]*streamHub{}}
+	s.outage = newOutage(s.log, live, streams.Pool().Ping)
 	return s
 }
 
 // Handler returns the router.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(requestID, commonHeaders, accessLog(s.log), recoverer(s.log))
+	r.Use(requestID, commonHeaders, accessLog(s.log), recoverer(s.log), checkRequestText, s.bodyDeadline)
 	r.NotFound(s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		return newError(http.StatusNotFound, CodeNotFound, "No route for "+r.Method+" "+r.URL.Path)
 	}))
@@ -146,14 +159,7 @@ func (s *Server) handle(h handlerFunc) http.HandlerFunc {
 		if err == nil {
 			return
 		}
-		var apiErr *Error
-		if errors.As(err, &apiErr) {
-			writeError(w, apiErr)
-			return
-		}
-		s.log.Error("request failed", zap.String("request_id", requestIDFrom(r.Context())),
-			zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
-		writeError(w, newError(http.StatusInternalServerError, CodeInternal, "Internal server error"))
+		s.writeFailure(w, r, err)
 	}
 }
 

@@ -3,11 +3,13 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/streamdb"
 )
@@ -34,6 +36,9 @@ func (s *Server) streamRoutes() http.Handler {
 		if !isEntity && len(path) == len("/v1/stream/") {
 			return newError(http.StatusNotFound, CodeStreamNotFound, "A stream path needs a name after /v1/stream/")
 		}
+		if len(path) > s.cfg.MaxStreamPathBytes {
+			return badRequest(fmt.Sprintf("Stream paths must be at most %d bytes", s.cfg.MaxStreamPathBytes))
+		}
 		switch r.Method {
 		case http.MethodGet:
 			return s.readStream(w, r, path)
@@ -55,6 +60,9 @@ func (s *Server) streamRoutes() http.Handler {
 				return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
 					"Entity streams are created by spawning the entity (PUT /_electric/entities/:type/:id)")
 			}
+			if err := s.checkNewStreamPath(r, path); err != nil {
+				return err
+			}
 			return s.createStream(w, r, path)
 		case http.MethodDelete:
 			if isEntity {
@@ -66,6 +74,18 @@ func (s *Server) streamRoutes() http.Handler {
 		w.Header().Set("Allow", "GET, HEAD, POST, PUT, DELETE, OPTIONS")
 		return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "Method "+r.Method+" is not allowed on streams")
 	})
+}
+
+// checkNewStreamPath applies the stream path rules (internal/textpolicy.CheckPath) to a
+// stream being created: existing streams stay readable and deletable whatever their name.
+func (s *Server) checkNewStreamPath(r *http.Request, path string) error {
+	if textpolicy.HasEncodedSlash(r.URL.EscapedPath()) {
+		return badRequest("Stream paths must not contain an encoded slash (%2F)")
+	}
+	if p := textpolicy.CheckPath(path, s.cfg.MaxStreamPathBytes); p != "" {
+		return badRequest("The stream path " + p)
+	}
+	return nil
 }
 
 // isCollection reports whether path is an entity's slash-command collection stream.

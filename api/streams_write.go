@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/entityd/entityd/streamdb"
 )
@@ -47,6 +48,9 @@ func (s *Server) createStream(w http.ResponseWriter, r *http.Request, path strin
 	}
 	if len(data) > 0 {
 		if streamdb.IsJSON(ct) {
+			if err := checkJSONText(data); err != nil {
+				return err
+			}
 			if initial, err = streamdb.SplitJSON(data); err != nil {
 				return badRequest("Body is not valid JSON")
 			}
@@ -125,6 +129,9 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request, path strin
 			return badRequest("An append needs a Content-Type")
 		}
 		if streamdb.IsJSON(req.ContentType) {
+			if err := checkJSONText(data); err != nil {
+				return err
+			}
 			msgs, err := streamdb.SplitJSON(data)
 			if err != nil {
 				return badRequest("Body is not valid JSON")
@@ -180,6 +187,16 @@ func (s *Server) deleteStream(w http.ResponseWriter, r *http.Request, path strin
 		return streamError(w, err)
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// checkJSONText refuses a JSON stream body that is not UTF-8: it would be served back as
+// application/json, which readers are right to reject. What the JSON says (escapes such
+// as \u0000 included) is content, stored and served byte for byte.
+func checkJSONText(data []byte) error {
+	if !utf8.Valid(data) {
+		return badRequest("A JSON body must be valid UTF-8")
+	}
 	return nil
 }
 

@@ -5,9 +5,14 @@ import (
 	"net/http"
 
 	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/textpolicy"
 )
 
-const maxTagKeyLength = 256
+// Tag limits: keys are identifiers, values short text (both kept in a jsonb column).
+const (
+	maxTagKeyLength   = 256
+	maxTagValueLength = 4096
+)
 
 // setTag is POST /_electric/entities/:type/:id/tags/:tagKey {"value": string}: set a tag;
 // answers the public entity with txid.
@@ -20,10 +25,11 @@ func (s *Server) setTag(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	value, ok := b.str("value")
+	value, ok := b.text("value")
 	if !ok && !b.has("value") {
 		b.details.Add("/value", "must be string")
 	}
+	b.maxLen("value", value, maxTagValueLength)
 	if err := b.fail(); err != nil {
 		return err
 	}
@@ -47,8 +53,9 @@ func (s *Server) tagTarget(r *http.Request) (*entity.Entity, string, error) {
 		return nil, "", err
 	}
 	key := param(r, "tagKey")
-	if key == "" || len(key) > maxTagKeyLength {
-		return nil, "", newError(http.StatusBadRequest, CodeInvalidRequest, "Tag keys must be 1-256 characters")
+	if key == "" || len(key) > maxTagKeyLength || !textpolicy.Valid(key, textpolicy.Name) {
+		return nil, "", newError(http.StatusBadRequest, CodeInvalidRequest,
+			"Tag keys must be 1-256 bytes of UTF-8 without control characters")
 	}
 	return e, key, nil
 }

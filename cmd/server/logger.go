@@ -16,6 +16,8 @@ func newLogger(level, format string) (*zap.Logger, error) {
 	switch format {
 	case "json":
 		cfg = zap.NewProductionConfig()
+		// A failure is one line with its request id; a panic logs its own stack.
+		cfg.DisableStacktrace = true
 	case "console":
 		cfg = zap.NewDevelopmentConfig()
 		cfg.Development = false

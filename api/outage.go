@@ -1,0 +1,83 @@
+package api
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// outage turns a database outage into three log lines instead of one per request: when
+// the first request finds Postgres unreachable, a reminder every 30 s while it lasts,
+// and when a probe finds it back (with how long it was gone and how many requests got
+// a 503 meanwhile).
+type outage struct {
+	log   *zap.Logger
+	ping  func(context.Context) error
+	live  context.Context // ends the probe at shutdown
+	probe time.Duration
+
+	mu      sync.Mutex
+	down    bool
+	since   time.Time
+	refused int64
+}
+
+const outageReminder = 30 * time.Second
+
+func newOutage(log *zap.Logger, live context.Context, ping func(context.Context) error) *outage {
+	return &outage{log: log, ping: ping, live: live, probe: 250 * time.Millisecond}
+}
+
+// failed records a request that found the database unreachable.
+func (o *outage) failed(err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.refused++
+	if o.down {
+		return
+	}
+	o.down, o.since = true, time.Now()
+	o.log.Error("database unavailable: answering 503 with Retry-After until it is back", zap.Error(err))
+	go o.watch()
+}
+
+// watch probes the database until it answers, then ends the outage.
+func (o *outage) watch() {
+	tick := time.NewTicker(o.probe)
+	defer tick.Stop()
+	lastReminder := time.Now()
+	for {
+		select {
+		case <-o.live.Done():
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(o.live, 2*time.Second)
+		err := o.ping(ctx)
+		cancel()
+		o.mu.Lock()
+		if err == nil {
+			o.down = false
+			o.log.Info("database available again", zap.Duration("outage", time.Since(o.since)),
+				zap.Int64("requests_answered_503", o.refused))
+			o.refused = 0
+			o.mu.Unlock()
+			return
+		}
+		if time.Since(lastReminder) >= outageReminder {
+			lastReminder = time.Now()
+			o.log.Warn("database still unavailable", zap.Duration("for", time.Since(o.since)),
+				zap.Int64("requests_answered_503", o.refused), zap.Error(err))
+		}
+		o.mu.Unlock()
+	}
+}
+
+// Down reports whether an outage is in progress (for tests and health).
+func (o *outage) Down() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.down
+}
