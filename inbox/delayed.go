@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/entityd/entityd/internal/dberr"
+	"github.com/entityd/entityd/internal/ratelog"
+	"github.com/entityd/entityd/internal/textpolicy"
 	"strconv"
 	"strings"
 	"time"
@@ -103,10 +106,11 @@ func (s *Sender) SendLater(ctx context.Context, e *entity.Entity, req *SendReque
 // due by the database's clock (at most a second, so sends stored by other processes fire
 // in time too).
 func (s *Sender) RunDelayed(ctx context.Context, log *zap.Logger) {
+	var failed ratelog.Limiter // an outage would otherwise log a line a second
 	for {
-		wait, err := s.fireDelayed(ctx, log)
+		wait, err := s.fireDelayed(ctx, log, &failed)
 		if err != nil && ctx.Err() == nil {
-			log.Warn("firing delayed sends failed; retrying", zap.Error(err))
+			failed.Log(log, zap.WarnLevel, "firing delayed sends failed; retrying", zap.Error(err))
 		}
 		select {
 		case <-ctx.Done():
@@ -120,7 +124,7 @@ func (s *Sender) RunDelayed(ctx context.Context, log *zap.Logger) {
 // fireDelayed fires every due delayed send, each in its own transaction (one failing
 // row never holds the others back, and a transaction locks one stream), and returns how
 // long to sleep.
-func (s *Sender) fireDelayed(ctx context.Context, log *zap.Logger) (time.Duration, error) {
+func (s *Sender) fireDelayed(ctx context.Context, log *zap.Logger, failed *ratelog.Limiter) (time.Duration, error) {
 	for {
 		rows, err := s.streams.Pool().Query(ctx, `SELECT id FROM delayed_sends
 			WHERE completed_at IS NULL AND fire_at <= now() ORDER BY fire_at, id LIMIT $1`, delayedBatch)
@@ -134,11 +138,16 @@ func (s *Sender) fireDelayed(ctx context.Context, log *zap.Logger) (time.Duratio
 		progressed := false
 		for _, id := range ids {
 			done, err := s.fireDelayedRow(ctx, log, id)
+			if err != nil && dberr.Refused(err) {
+				// The database refuses this row's append and always will: set it aside
+				// with the reason instead of retrying it every second.
+				done, err = s.giveUpDelayed(ctx, log, id, err)
+			}
 			if err != nil {
 				if ctx.Err() != nil {
 					return 0, ctx.Err()
 				}
-				log.Warn("delayed send could not be fired now; retrying", zap.Int64("id", id), zap.Error(err))
+				failed.Log(log, zap.WarnLevel, "delayed send could not be fired now; retrying", zap.Int64("id", id), zap.Error(err))
 				continue
 			}
 			progressed = progressed || done
@@ -198,12 +207,26 @@ func (s *Sender) fireDelayedRow(ctx context.Context, log *zap.Logger, id int64) 
 		return false, err
 	}
 	if resumed != nil {
-		if err := s.resume(ctx, resumed); err != nil && ctx.Err() == nil {
-			log.Warn("a delayed send reached a paused entity that could not be resumed; SIGCONT resumes it",
-				zap.String("entity", resumed.URL), zap.Error(err))
-		}
+		s.resumed(resumed)
 	}
 	return done, nil
+}
+
+// giveUpDelayed marks a delayed send the database refuses to append as completed, with the
+// refusal as its last_error, so that it stops being retried and can be inspected.
+func (s *Sender) giveUpDelayed(ctx context.Context, log *zap.Logger, id int64, refusal error) (bool, error) {
+	reason := textpolicy.Sanitize("the database refused the append: "+refusal.Error(), 1000)
+	tag, err := s.streams.Pool().Exec(ctx, `UPDATE delayed_sends SET completed_at = now(), last_error = $2
+		WHERE id = $1 AND completed_at IS NULL`, id, reason)
+	if err != nil {
+		return false, err
+	}
+	if tag.RowsAffected() > 0 {
+		metrics.DelayedDropped.Inc()
+		log.Warn("delayed send cannot be delivered; kept in delayed_sends with last_error",
+			zap.Int64("id", id), zap.String("error", reason))
+	}
+	return true, nil
 }
 
 // fireOne appends one delayed send inside tx. It reports the entity when the send
@@ -222,9 +245,7 @@ func (s *Sender) fireOne(ctx context.Context, tx *streamdb.Tx, id int64, url, st
 		req.Key = "scheduled-task-" + strconv.FormatInt(id, 10)
 	}
 	p := s.Prepare(req)
-	res, err := tx.Append(ctx, &streamdb.AppendRequest{
-		Path: e.MainStream(), Messages: [][]byte{p.Event}, Dedupe: p.Dedupe, Admission: entity.SendAdmission,
-	})
+	res, err := tx.Append(ctx, s.appendRequest(e, p))
 	var closed *streamdb.ClosedError
 	switch {
 	case errors.Is(err, streamdb.ErrNotFound), errors.Is(err, streamdb.ErrGone):
@@ -236,7 +257,7 @@ func (s *Sender) fireOne(ctx context.Context, tx *streamdb.Tx, id int64, url, st
 	case err != nil:
 		return nil, "", err
 	}
-	if !res.Duplicate && res.Note == entity.StatusPaused && p.Mode != ModePaused {
+	if resumes(res, p) {
 		return e, "", nil
 	}
 	return nil, "", nil
