@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
+	"golang.org/x/net/netutil"
 
 	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/dssub"
@@ -51,10 +52,44 @@ type Config struct {
 	Subscriptions dssub.Options
 	// ShutdownTimeout bounds the graceful shutdown (default 30s).
 	ShutdownTimeout time.Duration
+	// HTTP bounds connections: header read, idle time, header size and how many at once.
+	HTTP HTTPLimits
+	// Retention bounds how long idempotency keys and finished work are kept.
+	Retention Retention
 	// Logger defaults to a production zap logger.
 	Logger *zap.Logger
 	// Ready, if set, is called with the listening address once the server serves.
 	Ready func(addr net.Addr)
+}
+
+// HTTPLimits bound what one client's connections can hold. Zero values take the
+// defaults documented in the README; request bodies are bounded by API.BodyReadTimeout.
+type HTTPLimits struct {
+	// ReadHeaderTimeout bounds how long a request's headers may take to arrive (10s).
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection with no request for this long (120s).
+	IdleTimeout time.Duration
+	// MaxHeaderBytes caps the request line and headers (64 KiB).
+	MaxHeaderBytes int
+	// MaxConns caps open connections; more wait in the listen backlog until one closes
+	// (default: the open-file limit less 256, at most 100,000; each SSE subscriber holds
+	// one).
+	MaxConns int
+}
+
+func (l *HTTPLimits) setDefaults() {
+	if l.ReadHeaderTimeout <= 0 {
+		l.ReadHeaderTimeout = 10 * time.Second
+	}
+	if l.IdleTimeout <= 0 {
+		l.IdleTimeout = 120 * time.Second
+	}
+	if l.MaxHeaderBytes <= 0 {
+		l.MaxHeaderBytes = 64 << 10
+	}
+	if l.MaxConns <= 0 {
+		l.MaxConns = defaultMaxConns()
+	}
 }
 
 // Server is an entityd instance.
@@ -78,6 +113,8 @@ func New(cfg Config, defs ...runtime.EntityDefinition) *Server {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 30 * time.Second
 	}
+	cfg.HTTP.setDefaults()
+	cfg.Retention.setDefaults()
 	if cfg.Logger == nil {
 		cfg.Logger, _ = zap.NewProduction()
 	}
@@ -158,8 +195,9 @@ func (s *Server) Run(ctx context.Context) error {
 	apiServer.Mount(dssub.ControlPrefix+"*", subscriptions.Handler())
 	httpServer := &http.Server{
 		Handler:           apiServer.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		ReadHeaderTimeout: s.cfg.HTTP.ReadHeaderTimeout,
+		IdleTimeout:       s.cfg.HTTP.IdleTimeout,
+		MaxHeaderBytes:    s.cfg.HTTP.MaxHeaderBytes,
 		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
 	}
 	if err := dispatcher.Start(ctx); err != nil {
@@ -170,10 +208,15 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { defer close(delayedDone); sender.RunDelayed(delayedCtx, s.log.Named("delayed")) }()
 	stopDelayedLoop := func() { stopDelayed(); <-delayedDone }
 	defer stopDelayedLoop() // early returns; a no-op after the shutdown below
+	janitorCtx, stopJanitor := context.WithCancel(context.WithoutCancel(ctx))
+	janitorDone := make(chan struct{})
+	jan := &janitor{cfg: s.cfg.Retention, pool: pool, store: store, sender: sender, log: s.log.Named("retention")}
+	go func() { defer close(janitorDone); jan.run(janitorCtx) }()
+	defer func() { stopJanitor(); <-janitorDone }()
 	s.log.Info("entityd listening", zap.String("addr", ln.Addr().String()), zap.Strings("entity_types", rt.Types()))
 	serving = true // from here httpServer owns ln and closes it at Shutdown
 	served := make(chan error, 1)
-	go func() { served <- httpServer.Serve(ln) }()
+	go func() { served <- httpServer.Serve(netutil.LimitListener(ln, s.cfg.HTTP.MaxConns)) }()
 	if s.cfg.Ready != nil {
 		s.cfg.Ready(ln.Addr())
 	}

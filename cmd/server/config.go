@@ -33,6 +33,13 @@ type config struct {
 	WakeBackoff       time.Duration
 	HandlerTimeout    time.Duration
 	DebugAddr         string
+	MaxStreamPath     int
+	BodyReadTimeout   time.Duration
+	ReadHeaderTimeout time.Duration
+	IdleTimeout       time.Duration
+	MaxConns          int
+	DedupeWindow      time.Duration
+	HistoryRetention  time.Duration
 }
 
 func loadConfig(args []string) (*config, error) {
@@ -98,6 +105,13 @@ func loadConfig(args []string) (*config, error) {
 	num(&c.WakeMaxAttempts, "wake-max-attempts", "ENTITYD_WAKE_MAX_ATTEMPTS", 5, "handler attempts per message before it is marked failed")
 	dur(&c.WakeBackoff, "wake-backoff", "ENTITYD_WAKE_BACKOFF", 200*time.Millisecond, "delay before the first retry of a failed handler (doubles each time, up to 30s)")
 	dur(&c.HandlerTimeout, "handler-timeout", "ENTITYD_HANDLER_TIMEOUT", 5*time.Minute, "longest a handler may run before its wake fails")
+	num(&c.MaxStreamPath, "max-stream-path-bytes", "ENTITYD_MAX_STREAM_PATH_BYTES", 1024, "longest stream path, in bytes (400 beyond)")
+	dur(&c.BodyReadTimeout, "body-read-timeout", "ENTITYD_BODY_READ_TIMEOUT", 30*time.Second, "how long a request body may take to arrive (408 beyond)")
+	dur(&c.ReadHeaderTimeout, "read-header-timeout", "ENTITYD_READ_HEADER_TIMEOUT", 10*time.Second, "how long request headers may take to arrive")
+	dur(&c.IdleTimeout, "idle-timeout", "ENTITYD_IDLE_TIMEOUT", 120*time.Second, "how long an idle keep-alive connection stays open")
+	num(&c.MaxConns, "max-conns", "ENTITYD_MAX_CONNS", 0, "most open client connections; more wait their turn (0: the open-file limit less 256, at most 100000)")
+	dur(&c.DedupeWindow, "dedupe-window", "ENTITYD_DEDUPE_WINDOW", 24*time.Hour, "how long send keys (idempotency keys) are remembered")
+	dur(&c.HistoryRetention, "history-retention", "ENTITYD_HISTORY_RETENTION", 7*24*time.Hour, "how long finished delayed sends and wake failure records are kept")
 	str(&c.DebugAddr, "debug-addr", "ENTITYD_DEBUG_ADDR", "", "serve Go's profiler (pprof) on this address, e.g. 127.0.0.1:6060 (off when empty)")
 	str(&c.SkillsDir, "skills-dir", "ENTITYD_SKILLS_DIR", "./skills", "SKILL.md files of the demo assistant")
 	c.Demo = true
@@ -121,6 +135,10 @@ func loadConfig(args []string) (*config, error) {
 	}
 	if len(envErrs) > 0 {
 		return nil, fmt.Errorf("invalid environment: %s", strings.Join(envErrs, "; "))
+	}
+	if c.MaxStreamPath > 2048 {
+		// Postgres indexes a text value of at most ~2,700 bytes; paths are indexed.
+		return nil, fmt.Errorf("--max-stream-path-bytes must be at most 2048")
 	}
 	if *noDemo {
 		c.Demo = false

@@ -1,0 +1,24 @@
+package wake
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/entityd/entityd/streamdb"
+)
+
+// PurgeFailures deletes the records of work given up on (wake_failures, shown by the wake
+// status endpoint) older than retention. The stream keeps its error events.
+func PurgeFailures(ctx context.Context, pool *pgxpool.Pool, retention time.Duration) (int64, error) {
+	return streamdb.PurgeBatches(ctx, func(ctx context.Context) (int64, error) {
+		tag, err := pool.Exec(ctx, `DELETE FROM wake_failures WHERE ctid = ANY(ARRAY(
+			SELECT ctid FROM wake_failures WHERE failed_at < now() - $1::interval LIMIT $2))`, retention, streamdb.PurgeBatch)
+		if err != nil {
+			return 0, fmt.Errorf("wake: purge failures: %w", err)
+		}
+		return tag.RowsAffected(), nil
+	})
+}
