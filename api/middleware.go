@@ -66,6 +66,8 @@ func accessLog(log *zap.Logger) func(http.Handler) http.Handler {
 			// debug (a busy server answers thousands a second).
 			level := zap.DebugLevel
 			switch {
+			case status == http.StatusServiceUnavailable || status == statusClientClosed:
+				// an outage is logged once, with its count, by the outage tracker
 			case status >= 500:
 				level = zap.ErrorLevel
 			case status >= 400:
