@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# A/B of the send path: two builds of entityd measured in one run on one throwaway
+# PostgreSQL (fsync ON), alternating A and B (ABBA order) so that drift of the machine
+# falls on both. Prints a markdown table of sends/s and latency per variant (median of
+# REPS) and the ratio B/A.
+#
+#   bench/ab_send.sh                 # A = BASE (default 82ab27c), B = the working tree
+#   BASE=<rev> HEAD_REV=<rev> bench/ab_send.sh
+#
+# Environment (defaults): REPS=5  DURATION=10s  WARMUP=2s  CLIENTS="64"
+#   OUT=bench/results/ab-<UTC timestamp> (raw JSON per run; not committed)
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+cd "$root"
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
+
+REPS="${REPS:-5}"
+DURATION="${DURATION:-10s}"
+WARMUP="${WARMUP:-2s}"
+CLIENTS="${CLIENTS:-64}"
+BASE="${BASE:-82ab27c}"
+PGBIN="${PGBIN:-/usr/lib/postgresql/15/bin}"
+
+if [[ -z "${ENTITYD_BENCH_INNER:-}" ]]; then
+  OUT="${OUT:-bench/results/ab-$(date -u +%Y%m%d-%H%M%S)}"
+  mkdir -p "$OUT"
+  OUT="$(cd "$OUT" && pwd)"
+  work="$(mktemp -d "${TMPDIR:-/tmp}/entityd-ab.XXXXXX")"
+  trap 'rm -rf "$work"' EXIT
+  build() { # build <rev or ""> <out>: a committed revision with git archive, or the tree
+    if [[ -n "$1" ]]; then
+      mkdir -p "$work/src-$1"
+      git archive "$1" | tar -x -C "$work/src-$1"
+      (cd "$work/src-$1" && go build -o "$2" ./cmd/server)
+    else
+      go build -o "$2" ./cmd/server
+    fi
+  }
+  log "building A ($BASE) and B (${HEAD_REV:-working tree}) and the load tool"
+  build "$BASE" "$work/entityd-a"
+  build "${HEAD_REV:-}" "$work/entityd-b"
+  go build -o "$work/entityd-bench" ./cmd/entityd-bench
+  A_DESC="$(git rev-parse --short "$BASE")"
+  B_DESC="${HEAD_REV:+$(git rev-parse --short "$HEAD_REV")}"
+  B_DESC="${B_DESC:-$(git describe --always --dirty) (working tree)}"
+  export ENTITYD_BENCH_INNER=1 ENTITYD_BENCH_WORK="$work" ENTITYD_BENCH_OUT="$OUT" A_DESC B_DESC
+  export REPS DURATION WARMUP CLIENTS PGBIN
+  run_inner_under_pg "$here/ab_send.sh"
+fi
+
+# Inner half: PG* come from withpg.
+work="$ENTITYD_BENCH_WORK"
+OUT="$ENTITYD_BENCH_OUT"
+: "${PGPORT:?run bench/ab_send.sh, not this half directly}"
+pid=""
+trap '[[ -n "$pid" ]] && kill "$pid" 2>/dev/null; true' EXIT
+
+{
+  machine_facts
+  echo "A: $A_DESC"
+  echo "B: $B_DESC"
+  echo "runs: REPS=$REPS DURATION=$DURATION WARMUP=$WARMUP CLIENTS=$CLIENTS, order ABBA per pair of reps"
+} >"$OUT/meta.txt"
+cat "$OUT/meta.txt" >&2
+
+run_one() { # run_one <variant a|b> <rep> <clients>
+  local v="$1" rep="$2" c="$3" db="ab_${1}_${2}_${3}" port
+  "$PGBIN/psql" -qAtX -d postgres -c "CREATE DATABASE $db" >/dev/null
+  port="$(free_port)"
+  DATABASE_URL="postgres://${PGUSER:-postgres}@127.0.0.1:${PGPORT}/$db?sslmode=disable" \
+    "$work/entityd-$v" --addr "127.0.0.1:$port" --no-demo --log-level warn >"$OUT/entityd-$v-$rep-$c.log" 2>&1 &
+  pid=$!
+  wait_http "http://127.0.0.1:$port/_electric/health" "entityd-$v" "$pid"
+  log "rep $rep: $v c=$c"
+  "$work/entityd-bench" send -url "http://127.0.0.1:$port" -c "$c" -d "$DURATION" -warmup "$WARMUP" \
+    -label "$v" -json -out "$OUT/send-$v-$rep-c$c.json" >/dev/null
+  kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+  "$PGBIN/psql" -qAtX -d postgres -c "DROP DATABASE $db" >/dev/null
+}
+
+for rep in $(seq 1 "$REPS"); do
+  order="a b"; (( rep % 2 == 0 )) && order="b a"
+  for c in $CLIENTS; do
+    for v in $order; do run_one "$v" "$rep" "$c"; done
+  done
+done
+
+median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "n/a"; exit} printf "%.2f", (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+field() { # field <variant> <clients> <jq-ish key path as python expr>
+  for f in "$OUT"/send-"$1"-*-c"$2".json; do python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($3)" "$f"; done
+}
+{
+  echo "| clients | metric | A ($A_DESC) | B ($B_DESC) | B / A |"
+  echo "|---:|---|---:|---:|---:|"
+  for c in $CLIENTS; do
+    for m in "sends/s:d['sends_per_sec']" "p50 ms:d['latency']['p50_ms']" "p99 ms:d['latency']['p99_ms']" "errors:d['errors']"; do
+      name="${m%%:*}"; expr="${m#*:}"
+      a="$(field a "$c" "$expr" | median)"; b="$(field b "$c" "$expr" | median)"
+      ratio="$(awk -v a="$a" -v b="$b" 'BEGIN { if (a+0 == 0) print "n/a"; else printf "%.3f", b/a }')"
+      echo "| $c | $name (median of $REPS) | $a | $b | $ratio |"
+    done
+  done
+  echo
+  echo "per-run sends/s — A: $(for c in $CLIENTS; do field a "$c" "d['sends_per_sec']" | awk '{printf "%.0f ", $1}'; done)"
+  echo "per-run sends/s — B: $(for c in $CLIENTS; do field b "$c" "d['sends_per_sec']" | awk '{printf "%.0f ", $1}'; done)"
+} >"$OUT/summary.md"
