@@ -246,21 +246,12 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) openDB(ctx context.Context) (*pgxpool.Pool, func(), error) {
 	stop := func() {}
 	dbURL := s.cfg.DatabaseURL
-	if dbURL == "" {
-		dir := s.cfg.DataDir + "/pg"
-		cluster, err := pgcluster.Start(ctx, pgcluster.Options{DataDir: dir, Database: "entityd", Logger: s.log, Fsync: true})
+	if dbURL == "" { // the private cluster: see embedded.go
+		var err error
+		dbURL, stop, err = startEmbedded(ctx, pgcluster.Options{DataDir: s.cfg.DataDir + "/pg", Database: "entityd", Logger: s.log, Fsync: true})
 		if err != nil {
-			return nil, stop, fmt.Errorf("embedded Postgres: %w", err)
+			return nil, func() {}, err
 		}
-		stop = func() {
-			stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if err := cluster.Stop(stopCtx); err != nil {
-				s.log.Warn("embedded Postgres did not stop cleanly", zap.Error(err))
-			}
-		}
-		dbURL = cluster.URL()
-		s.log.Info("using the embedded Postgres cluster", zap.String("data_dir", dir), zap.Int("port", cluster.Port()))
 	}
 	poolCfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {

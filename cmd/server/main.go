@@ -89,8 +89,11 @@ func run(args []string) int {
 	}
 	if err != nil {
 		log.Error("entityd stopped with an error", zap.Error(err))
+		var inUse *pgcluster.InUseError
 		if errors.Is(err, pgcluster.ErrNotInstalled) {
 			fmt.Fprintln(os.Stderr, "entityd:", pgcluster.ErrNotInstalled)
+		} else if errors.As(err, &inUse) {
+			fmt.Fprintln(os.Stderr, "entityd:", inUse) // one line: another server owns the data directory
 		}
 		return 1
 	}

@@ -3,10 +3,31 @@
 // uses throwaway ones.
 //
 // A cluster is a data directory initialized with initdb (trust authentication, superuser
-// "postgres", UTF8, C locale) that listens on 127.0.0.1 only and has no unix socket. Its
-// settings live in entityd.conf inside the data directory (included from
-// postgresql.conf and rewritten at every start), its port in entityd.port, and the
-// server log in postgres.log.
+// "postgres", UTF8, C locale). Its settings live in entityd.conf inside the data
+// directory (included from postgresql.conf and rewritten at every start), its port in
+// entityd.port, and the server log in postgres.log.
+//
+// By default (throwaway clusters) the server listens on 127.0.0.1 only, has no Unix
+// socket, and a second Start on a running data directory shares the server.
+//
+// The embedded server database uses two more options:
+//
+//   - SocketOnly locks connections down: no TCP at all (empty listen_addresses), a Unix
+//     socket (mode 0700) in a directory only the cluster's OS user can enter (mode 0700:
+//     the data directory, or <os.TempDir()>/entityd-pg-<hash> when the socket path would
+//     not fit in sun_path), and a pg_hba.conf rewritten at every start to the single line
+//     `local all all trust`. A cluster made with TCP settings is converted at its next
+//     start. URL names the socket directory.
+//   - Exclusive makes one process own the data directory: Start takes an exclusive,
+//     non-blocking flock on <DataDir>.lock (our pid inside) before anything else and
+//     fails at once with an *InUseError (errors.Is ErrInUse) when another process holds
+//     it. Holding the lock means that a server found running in the directory is an
+//     orphan of a process that died without stopping it: Start stops it and starts it
+//     afresh as its own. While the Cluster runs, a supervisor goroutine checks twice a
+//     second that the postmaster lives and restarts it (pg_ctl start, with backoff from
+//     250 ms to 10 s) if it dies (crash, OOM kill, SIGKILL); crash recovery keeps every
+//     committed transaction when Fsync is on. Stop ends the supervisor, stops the server
+//     and releases the lock; the kernel releases it if the process dies.
 //
 // PostgreSQL refuses to run as root. When this process is root, every PostgreSQL binary
 // runs as the `postgres` OS user and the data directory is owned by it.
@@ -55,8 +76,17 @@ type Options struct {
 	// defaults.
 	Fsync bool
 	// Settings are extra postgresql.conf settings (e.g. "max_connections": "200"). They
-	// are written after, and so override, the ones this package sets.
+	// are written after, and so override, the ones this package sets, except the
+	// connection settings of a SocketOnly cluster, which always win.
 	Settings map[string]string
+	// SocketOnly serves connections on a Unix socket only, in a directory only the
+	// cluster's OS user (and root) can enter, with pg_hba.conf allowing nothing else: only
+	// processes of that user can connect. Port then only names the socket file.
+	SocketOnly bool
+	// Exclusive locks the data directory to this process (see the package comment): a
+	// second Exclusive Start fails with an *InUseError, a server left running by a dead
+	// process is taken over, and the server is supervised and restarted if it dies.
+	Exclusive bool
 }
 
 // Cluster is a running PostgreSQL cluster, started by Start.
@@ -66,10 +96,17 @@ type Cluster struct {
 	startedHere               bool
 	log                       *zap.Logger
 	user                      *serverUser // non-nil when the binaries run as postgres (we are root)
+	opts                      Options     // as given to Start, with defaults filled in
+	socketOnly                bool
+	socketDir                 string   // of a SocketOnly cluster
+	lockFile                  *os.File // the data directory's flock, held by an Exclusive cluster
+	sup                       *supervisor
 
-	mu      sync.Mutex
-	stopped bool
-	disarm  func() // StopOnExit's watchdog, nil when not armed
+	mu        sync.Mutex
+	stopped   bool
+	pid       int    // of the postmaster this process started
+	disarm    func() // StopOnExit's watchdog, nil when not armed
+	reaperDir string // StopOnExit's removeDir
 }
 
 const (
@@ -85,12 +122,14 @@ const (
 var settingName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*$`)
 
 // Start initializes the cluster if DataDir holds none, starts it unless it is already
-// running (a live postmaster in DataDir is reused and StartedHere reports false), waits
-// until it accepts connections and creates Options.Database.
+// running (a live postmaster in DataDir is reused and StartedHere reports false; with
+// Exclusive it is taken over instead), waits until it accepts connections and creates
+// Options.Database.
 //
 // initdb runs in a temporary sibling directory that is renamed into place only when
 // complete, so an interrupted first start never leaves a data directory that breaks the
-// next one. If PostgreSQL is not installed, Start returns ErrNotInstalled itself.
+// next one. If PostgreSQL is not installed, Start returns ErrNotInstalled itself; with
+// Exclusive, if another process holds the data directory, an *InUseError.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.DataDir == "" {
 		return nil, errors.New("pgcluster: Options.DataDir is required")
@@ -122,31 +161,61 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{dataDir: dataDir, binDir: binDir, database: opts.Database, log: log, user: su}
+	opts.Logger = log
+	c := &Cluster{dataDir: dataDir, binDir: binDir, database: opts.Database, log: log, user: su,
+		opts: opts, socketOnly: opts.SocketOnly}
+	if opts.SocketOnly {
+		if c.socketDir, err = socketDirFor(dataDir); err != nil {
+			return nil, err
+		}
+	}
 
 	parent := filepath.Dir(dataDir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("pgcluster: %w", err)
 	}
-	if err := su.checkReachable(parent); err != nil {
-		return nil, err
-	}
-	c.removeStaleInitDirs()
-	if !fileExists(filepath.Join(dataDir, "PG_VERSION")) {
-		if err := c.initdb(ctx, opts); err != nil {
+	if opts.Exclusive {
+		if err := c.lock(opts.DataDir); err != nil {
 			return nil, err
 		}
 	}
-	if err := su.chownTree(dataDir); err != nil {
-		return nil, fmt.Errorf("pgcluster: hand %s to the postgres OS user: %w", dataDir, err)
-	}
-	if err := c.ensureInclude(dataDir); err != nil {
+	if err := c.open(ctx, opts); err != nil {
+		c.unlock()
 		return nil, err
+	}
+	if opts.Exclusive {
+		c.startSupervisor()
+	}
+	return c, nil
+}
+
+// open is Start after the data directory is locked (if Exclusive).
+func (c *Cluster) open(ctx context.Context, opts Options) error {
+	if err := c.user.checkReachable(filepath.Dir(c.dataDir)); err != nil {
+		return err
+	}
+	c.removeStaleInitDirs()
+	if !fileExists(filepath.Join(c.dataDir, "PG_VERSION")) {
+		if err := c.initdb(ctx, opts); err != nil {
+			return err
+		}
+	}
+	if err := c.user.chownTree(c.dataDir); err != nil {
+		return fmt.Errorf("pgcluster: hand %s to the postgres OS user: %w", c.dataDir, err)
+	}
+	if err := c.ensureInclude(c.dataDir); err != nil {
+		return err
 	}
 
 	running, err := c.running(ctx)
 	if err != nil {
-		return nil, err
+		return err
+	}
+	if running && opts.Exclusive {
+		if err := c.takeOver(ctx); err != nil {
+			return err
+		}
+		running = false
 	}
 	if running {
 		err = c.reuse(opts)
@@ -154,31 +223,39 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		err = c.start(ctx, opts)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.waitReady(ctx); err != nil {
 		c.abort()
-		return nil, err
+		return err
 	}
 	if err := c.createDatabase(ctx); err != nil {
 		c.abort()
-		return nil, err
+		return err
 	}
-	return c, nil
+	return nil
 }
 
-// URL is the DSN of Options.Database: postgres://postgres@127.0.0.1:<port>/<db>?sslmode=disable.
+// URL is the DSN of Options.Database: postgres://postgres@127.0.0.1:<port>/<db>?sslmode=disable,
+// or for a SocketOnly cluster postgres://postgres@/<db>?host=<socket dir>&port=<port>&sslmode=disable.
 func (c *Cluster) URL() string { return c.urlFor(c.database) }
 
 // AdminURL is the DSN of the "postgres" maintenance database.
 func (c *Cluster) AdminURL() string { return c.urlFor("postgres") }
 
 func (c *Cluster) urlFor(db string) string {
+	if c.socketOnly {
+		return socketURL(c.socketDir, c.port, db)
+	}
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.port, url.PathEscape(db))
 }
 
-// Port is the TCP port the server listens on (127.0.0.1).
+// Port is the TCP port the server listens on (127.0.0.1); for a SocketOnly cluster,
+// the number in the name of its socket file (.s.PGSQL.<port>).
 func (c *Cluster) Port() int { return c.port }
+
+// SocketDir is the directory of a SocketOnly cluster's Unix socket ("" otherwise).
+func (c *Cluster) SocketDir() string { return c.socketDir }
 
 // DataDir is the absolute path of the data directory.
 func (c *Cluster) DataDir() string { return c.dataDir }
@@ -188,8 +265,10 @@ func (c *Cluster) DataDir() string { return c.dataDir }
 func (c *Cluster) StartedHere() bool { return c.startedHere }
 
 // Stop shuts the server down (pg_ctl stop -m fast) if this process started it; for a
-// reused server it does nothing. It is idempotent.
+// reused server it does nothing. An Exclusive cluster's supervisor is ended first, and
+// its lock released once the server is down. It is idempotent.
 func (c *Cluster) Stop(ctx context.Context) error {
+	c.stopSupervisor()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped {
@@ -197,6 +276,7 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	}
 	if !c.startedHere {
 		c.stopped = true
+		c.unlock()
 		return nil
 	}
 	began := time.Now()
@@ -210,6 +290,8 @@ func (c *Cluster) Stop(ctx context.Context) error {
 		c.disarm()
 		c.disarm = nil
 	}
+	c.removeSocketDir()
+	c.unlock()
 	c.log.Info("stopped PostgreSQL", zap.String("data_dir", c.dataDir), zap.Int("port", c.port), zap.Duration("took", time.Since(began)))
 	return nil
 }
@@ -242,6 +324,7 @@ func (c *Cluster) StopOnExit(removeDir string) (disarm func(), err error) {
 		return nil, err
 	}
 	c.disarm = sync.OnceFunc(d)
+	c.reaperDir = removeDir
 	return func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -375,9 +458,11 @@ func (c *Cluster) writeConf(port int, opts Options) error {
 		v = strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(v)
 		fmt.Fprintf(&b, "%s = '%s'\n", k, v)
 	}
-	set("listen_addresses", "127.0.0.1")
-	set("port", strconv.Itoa(port))
-	set("unix_socket_directories", "")
+	if !c.socketOnly {
+		set("listen_addresses", "127.0.0.1")
+		set("port", strconv.Itoa(port))
+		set("unix_socket_directories", "")
+	}
 	if !opts.Fsync {
 		set("fsync", "off")
 		set("synchronous_commit", "off")
@@ -390,6 +475,12 @@ func (c *Cluster) writeConf(port int, opts Options) error {
 	slices.Sort(keys)
 	for _, k := range keys {
 		set(k, opts.Settings[k])
+	}
+	if c.socketOnly { // last, so that no setting above overrides the lockdown
+		set("listen_addresses", "")
+		set("port", strconv.Itoa(port))
+		set("unix_socket_directories", c.socketDir)
+		set("unix_socket_permissions", "0700")
 	}
 	return c.writeFile(filepath.Join(c.dataDir, confFileName), b.String())
 }
@@ -430,6 +521,9 @@ func (c *Cluster) reuse(opts Options) error {
 	if err != nil {
 		return err
 	}
+	if err := c.checkReusable(); err != nil {
+		return err
+	}
 	c.port = port
 	c.startedHere = false
 	c.log.Info("reusing running PostgreSQL", zap.String("data_dir", c.dataDir), zap.Int("port", port), zap.Int("pid", pid))
@@ -442,10 +536,13 @@ func (c *Cluster) reuse(opts Options) error {
 // start launches the server with pg_ctl.
 func (c *Cluster) start(ctx context.Context, opts Options) error {
 	auto := opts.Port == 0
+	// The TCP port must be free; a SocketOnly cluster's port only names its socket file,
+	// in a directory nobody else uses, so its remembered port is always kept.
+	checkPort := !c.socketOnly
 	port := opts.Port
 	if auto {
 		port = c.readPortFile()
-		if port == 0 || !portFree(port) {
+		if port == 0 || (checkPort && !portFree(port)) {
 			old := port
 			var err error
 			if port, err = freePort(); err != nil {
@@ -456,37 +553,42 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 			}
 		}
 	}
-	logPath := filepath.Join(c.dataDir, logFileName)
 	for attempt := 1; ; attempt++ {
 		if auto {
 			if err := c.writeFile(filepath.Join(c.dataDir, portFileName), strconv.Itoa(port)+"\n"); err != nil {
 				return err
 			}
 		}
-		if err := c.writeConf(port, opts); err != nil {
-			return err
-		}
-		if fi, err := os.Stat(logPath); err == nil && fi.Size() > maxLogSize {
-			_ = os.Rename(logPath, logPath+".1")
-		}
 		began := time.Now()
-		_, err := c.run(ctx, "pg_ctl", "start", "-D", c.dataDir, "-l", logPath, "-w", "-t", timeoutSecs(ctx), "-s")
+		err := c.launch(ctx, port)
 		if err == nil {
 			c.port = port
 			c.startedHere = true
-			c.log.Info("started PostgreSQL", zap.String("data_dir", c.dataDir), zap.Int("port", port), zap.Duration("took", time.Since(began)))
+			if pid, _, perr := readPostmasterPID(c.dataDir); perr == nil {
+				c.pid = pid
+			}
+			fields := []zap.Field{zap.String("data_dir", c.dataDir), zap.Int("port", port), zap.Int("pid", c.pid), zap.Duration("took", time.Since(began))}
+			if c.socketOnly {
+				fields = append(fields, zap.String("socket_dir", c.socketDir))
+			}
+			c.log.Info("started PostgreSQL", fields...)
 			return nil
 		}
+		var notLaunched notLaunchedError
+		if errors.As(err, &notLaunched) {
+			return notLaunched.err
+		}
+		logPath := c.logPath()
 		tail := logTail(logPath)
 		if ctx.Err() == nil {
-			if strings.Contains(tail, `lock file "postmaster.pid" already exists`) {
+			if strings.Contains(tail, `lock file "postmaster.pid" already exists`) && !opts.Exclusive {
 				// Another process started this data directory at the same time.
 				if running, rerr := c.running(ctx); rerr == nil && running {
 					return c.reuse(opts)
 				}
 				return fmt.Errorf("%w\nserver log %s ends with:\n%s", err, logPath, tail)
 			}
-			if auto && attempt < 3 && !portFree(port) {
+			if auto && checkPort && attempt < 3 && !portFree(port) {
 				old := port
 				if port, err = freePort(); err != nil {
 					return err
@@ -501,6 +603,36 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		return fmt.Errorf("%w\nserver log %s ends with:\n%s", err, logPath, tail)
 	}
 }
+
+// notLaunchedError marks a launch that failed before running pg_ctl.
+type notLaunchedError struct{ err error }
+
+func (e notLaunchedError) Error() string { return e.err.Error() }
+func (e notLaunchedError) Unwrap() error { return e.err }
+
+// launch writes the settings (and, for a SocketOnly cluster, pg_hba.conf and the socket
+// directory) for port and runs pg_ctl start, waiting until the server is ready.
+func (c *Cluster) launch(ctx context.Context, port int) error {
+	if err := c.writeConf(port, c.opts); err != nil {
+		return notLaunchedError{err}
+	}
+	if c.socketOnly {
+		if err := c.writeHBA(); err != nil {
+			return notLaunchedError{err}
+		}
+		if err := c.prepareSocketDir(c.opts.Exclusive); err != nil {
+			return notLaunchedError{err}
+		}
+	}
+	logPath := c.logPath()
+	if fi, err := os.Stat(logPath); err == nil && fi.Size() > maxLogSize {
+		_ = os.Rename(logPath, logPath+".1")
+	}
+	_, err := c.run(ctx, "pg_ctl", "start", "-D", c.dataDir, "-l", logPath, "-w", "-t", timeoutSecs(ctx), "-s")
+	return err
+}
+
+func (c *Cluster) logPath() string { return filepath.Join(c.dataDir, logFileName) }
 
 // waitReady waits until the server accepts connections.
 func (c *Cluster) waitReady(ctx context.Context) error {
@@ -519,7 +651,11 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("pgcluster: PostgreSQL in %s does not accept connections on 127.0.0.1:%d: %w", c.dataDir, c.port, err)
+			where := fmt.Sprintf("127.0.0.1:%d", c.port)
+			if c.socketOnly {
+				where = fmt.Sprintf("its Unix socket in %s (port %d)", c.socketDir, c.port)
+			}
+			return fmt.Errorf("pgcluster: PostgreSQL in %s does not accept connections on %s: %w", c.dataDir, where, err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -567,12 +703,16 @@ func (c *Cluster) stopImmediate() {
 	_, _ = c.run(ctx, "pg_ctl", "stop", "-D", c.dataDir, "-m", "immediate", "-w", "-s")
 }
 
-// running reports whether a live postmaster owns the data directory (pg_ctl status).
+// running reports whether a live postmaster owns the data directory (pg_ctl status, and
+// the postmaster is not a zombie: pg_ctl counts one that exited and is not reaped yet).
 func (c *Cluster) running(ctx context.Context) (bool, error) {
 	_, err := c.run(ctx, "pg_ctl", "status", "-D", c.dataDir)
 	var exitErr *exec.ExitError
 	switch {
 	case err == nil:
+		if pid, _, perr := readPostmasterPID(c.dataDir); perr == nil && !processAlive(pid) {
+			return false, nil
+		}
 		return true, nil
 	case errors.As(err, &exitErr) && exitErr.ExitCode() == 3: // not running
 		return false, nil

@@ -3,6 +3,7 @@
 package pgcluster
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -129,12 +130,34 @@ func (u *serverUser) checkReachable(dir string) error {
 	}
 }
 
+// processAlive reports whether process pid exists and is not a zombie (a process that
+// exited and that its parent, often init, has not reaped yet: kill(pid, 0) succeeds on
+// it, and some inits reap only every second or so).
 func processAlive(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
 	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	return !zombie(pid)
+}
+
+// zombie reports whether /proc says pid has exited (state Z or X); false where there
+// is no /proc.
+func zombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses and may contain any
+	// character, ")" included.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	return b[i+2] == 'Z' || b[i+2] == 'X'
 }
 
 // reaperScript waits until its stdin reaches EOF (the parent process died: the parent
@@ -172,4 +195,60 @@ func startReaper(postmasterPID int, dataDir, removeDir string) (disarm func(), e
 		<-waited
 		_ = stdin.Close()
 	}, nil
+}
+
+// lockFile opens (creating it) path and takes an exclusive, non-blocking flock on it.
+// busy reports that another open file description holds it. The descriptor is
+// close-on-exec, so no PostgreSQL process we start inherits the lock.
+func lockFile(path string) (f *os.File, busy bool, err error) {
+	f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, false, err
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, true, nil
+		}
+		return nil, false, err
+	}
+	return f, false, nil
+}
+
+// processExited reports whether the postmaster pid is gone. If this process is PID 1 or
+// a subreaper, the postmaster that pg_ctl daemonized was reparented to us and would
+// linger as a zombie (which kill(pid, 0) reports alive): reap it first. For any other
+// process wait4 fails with ECHILD and changes nothing.
+func processExited(pid int) bool {
+	if pid <= 0 {
+		return true
+	}
+	var ws syscall.WaitStatus
+	if wpid, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); err == nil && wpid == pid {
+		return true
+	}
+	return !processAlive(pid)
+}
+
+// fileOwner returns the uid that owns fi.
+func fileOwner(fi fs.FileInfo) (uint32, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return st.Uid, true
+}
+
+// uidOrSelf is the uid the cluster's files belong to: the server user's, or ours.
+func (u *serverUser) uidOrSelf() uint32 {
+	if u == nil {
+		return uint32(os.Geteuid())
+	}
+	return u.uid
 }
