@@ -163,7 +163,7 @@ type failure struct {
 func (d *Dispatcher) recordFailure(ctx context.Context, f fence, fl failure) error {
 	now := time.Now()
 	var v rawjson.Object
-	v.String("message", fl.err.Error()).String("wake", fl.it.wake.Kind()).String("key", fl.it.key).
+	v.String("message", storableError(fl.err)).String("wake", fl.it.wake.Kind()).String("key", fl.it.key).
 		String("offset", fl.it.offset.String()).Int("attempt", int64(fl.attempt)).Int("max_attempts", int64(fl.max))
 	v.Bool("will_retry", !fl.giveUp)
 	if !fl.giveUp {
@@ -175,7 +175,7 @@ func (d *Dispatcher) recordFailure(ctx context.Context, f fence, fl failure) err
 	if fl.giveUp {
 		if _, ok := fl.it.wake.(InboxWake); ok {
 			var u rawjson.Object
-			u.String("status", "failed").Time("failed_at", now).String("error", fl.err.Error()).Int("attempts", int64(fl.attempt))
+			u.String("status", "failed").Time("failed_at", now).String("error", storableError(fl.err)).Int("attempts", int64(fl.attempt))
 			events = append(events, streamdb.Event{Type: "inbox", Key: fl.it.key, Value: u.Bytes(),
 				Operation: streamdb.OpUpdate, Timestamp: now}.Marshal())
 		}
@@ -189,12 +189,12 @@ func (d *Dispatcher) recordFailure(ctx context.Context, f fence, fl failure) err
 		}
 		if !fl.giveUp {
 			_, err := tx.Exec(ctx, `UPDATE entity_wake SET attempts = $2, retry_at = $3, last_error = $4, updated_at = now()
-				WHERE entity_url = $1`, f.url, fl.attempt, fl.retryAt, fl.err.Error())
+				WHERE entity_url = $1`, f.url, fl.attempt, fl.retryAt, storableError(fl.err))
 			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO wake_failures (entity_url, seq, kind, key, attempts, error)
 			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (entity_url, seq) DO NOTHING`,
-			f.url, fl.it.seq, fl.it.wake.Kind(), fl.it.key, fl.attempt, fl.err.Error()); err != nil {
+			f.url, fl.it.seq, fl.it.wake.Kind(), fl.it.key, fl.attempt, storableError(fl.err)); err != nil {
 			return err
 		}
 		return execAll(ctx, tx, fl.progress.statements(f.url))

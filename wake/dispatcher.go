@@ -78,6 +78,7 @@ type Dispatcher struct {
 	changes chan []streamdb.Change
 	rescan  chan struct{}
 	timers  *timerService
+	logs    loopLogs
 
 	stop    context.CancelFunc
 	runCtx  context.Context
@@ -216,7 +217,7 @@ func (d *Dispatcher) heartbeatLoop(ctx context.Context) {
 			sent := time.Now()
 			if err := heartbeat(ctx, d.pool, d.holder, d.opts.Lease); err != nil {
 				if ctx.Err() == nil {
-					d.log.Warn("lease heartbeat failed; handlers wait until it succeeds", zap.Error(err))
+					d.warn(&d.logs.heartbeat, "lease heartbeat failed; handlers wait until it succeeds", zap.Error(err))
 				}
 				continue
 			}
@@ -267,7 +268,7 @@ func (d *Dispatcher) onChanges(ctx context.Context, changes []streamdb.Change) {
 	if len(unknown) > 0 {
 		found, err := d.resolve(ctx, unknown)
 		if err != nil {
-			d.log.Warn("could not resolve streams to entities", zap.Error(err))
+			d.warn(&d.logs.resolve, "could not resolve streams to entities", zap.Error(err))
 			d.requestRescan()
 		}
 		refs = append(refs, found...)
@@ -359,7 +360,7 @@ func (d *Dispatcher) claimAndStart(ctx context.Context, urls []string) {
 	got, err := claim(ctx, d.pool, d.holder, fresh)
 	if err != nil {
 		if ctx.Err() == nil {
-			d.log.Warn("claim failed", zap.Error(err))
+			d.warn(&d.logs.claim, "claim failed", zap.Error(err))
 		}
 		return
 	}
@@ -408,7 +409,7 @@ func (d *Dispatcher) sweep(ctx context.Context) {
 		urls, err := pendingUnheld(ctx, d.pool, d.types, 500)
 		if err != nil {
 			if ctx.Err() == nil {
-				d.log.Warn("sweep for pending work failed", zap.Error(err))
+				d.warn(&d.logs.sweep, "sweep for pending work failed", zap.Error(err))
 			}
 			return
 		}

@@ -44,7 +44,7 @@ func (t *timerService) run(ctx context.Context) {
 	for {
 		next, err := t.fire(ctx)
 		if err != nil && ctx.Err() == nil {
-			t.d.log.Warn("firing timers failed", zap.Error(err))
+			t.d.warn(&t.d.logs.timers, "firing timers failed", zap.Error(err))
 		}
 		wait := time.Second
 		if next != nil {

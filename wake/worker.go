@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/entityd/entityd/internal/dberr"
 	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/streamdb"
 )
@@ -33,8 +34,9 @@ type worker struct {
 	read     streamdb.Offset // everything up to here has been read and applied to state
 	state    *State
 	scanner  *scanner
-	queue    []*item  // work read but not yet acknowledged
-	trailing []heldOp // held changes after the last queued item
+	queue    []*item       // work read but not yet acknowledged
+	trailing []heldOp      // held changes after the last queued item
+	trouble  time.Duration // the last pause after a machinery failure (0: none since progress)
 }
 
 func newWorker(d *Dispatcher, c claimed) *worker {
@@ -61,11 +63,7 @@ func (w *worker) run(ctx context.Context) {
 	defer func() { w.d.workerDone(ctx, w, reclaim) }()
 	unwatch := w.d.streams.Watch(w.streamID)
 	defer unwatch()
-	if err := w.load(ctx); err != nil {
-		if ctx.Err() == nil {
-			w.log.Warn("could not load entity for delivery", zap.Error(err))
-		}
-		w.releaseQuietly(ctx)
+	if err := w.load(ctx); err != nil && !w.recoverFrom(ctx, err) {
 		return
 	}
 	idle := time.NewTimer(w.d.opts.IdleRelease)
@@ -87,22 +85,13 @@ func (w *worker) run(ctx context.Context) {
 			w.releaseQuietly(ctx)
 			return
 		case err != nil:
-			if ctx.Err() != nil {
-				return
-			}
-			w.log.Warn("delivery failed; reloading", zap.Error(err))
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(time.Second):
-			}
-			if err := w.load(ctx); err != nil {
-				w.releaseQuietly(ctx)
+			if !w.recoverFrom(ctx, err) {
 				return
 			}
 			continue
 		}
 		if progressed {
+			w.trouble = 0
 			if !idle.Stop() {
 				select {
 				case <-idle.C:
@@ -317,6 +306,11 @@ func (w *worker) deliver(ctx context.Context, it *item) error {
 	p := progress{scanned: it.seq, consumed: consumed, held: it.held,
 		stop: isSignal && sig.Signal == "SIGTERM"}
 	if err := w.d.acknowledge(ackCtx, w.fence, eff, p); err != nil {
+		if dberr.Refused(err) {
+			// A value the run wrote cannot be stored: retrying the same run would fail
+			// the same way for ever. It is a failed attempt like a handler error.
+			return w.fail(ackCtx, it, errRefusedWrites{err}, pruneConsumed(w.consumed, it.seq))
+		}
 		return err
 	}
 	if w.state != nil {
@@ -415,7 +409,7 @@ func (w *worker) finish(ctx context.Context) bool {
 		p := progress{scanned: w.read.Seq, consumed: pruneConsumed(w.consumed, w.read.Seq), held: w.trailing}
 		if err := w.d.skip(ctx, w.fence, p); err != nil {
 			if !errors.Is(err, ErrFenced) && !errors.Is(err, ErrEntityEnded) && ctx.Err() == nil {
-				w.log.Warn("could not record scan progress", zap.Error(err))
+				w.d.warn(&w.d.logs.progress, "could not record scan progress", zap.String("entity", w.url), zap.Error(err))
 			}
 			if errors.Is(err, ErrFenced) {
 				return false
@@ -425,7 +419,7 @@ func (w *worker) finish(ctx context.Context) bool {
 		}
 	}
 	if err := release(ctx, w.d.pool, w.d.holder, w.url, w.fence.epoch); err != nil && ctx.Err() == nil {
-		w.log.Warn("could not release entity", zap.Error(err))
+		w.d.warn(&w.d.logs.release, "could not release entity", zap.String("entity", w.url), zap.Error(err))
 		return false
 	}
 	if !deliverable(w.status) {
