@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/internal/validation"
 	"github.com/entityd/entityd/slashcmd"
 )
@@ -74,6 +76,8 @@ func (s *Server) putSlashCommand(w http.ResponseWriter, r *http.Request) error {
 	for _, d := range shape {
 		b.details.Add(trimFirstIndex(d.Path), d.Message)
 	}
+	// The text rule on the raw strings: decoding would turn a lone surrogate into U+FFFD.
+	b.details = append(b.details, textpolicy.CheckJSON(mustJSON(def), "", textpolicy.Text)...)
 	if err := b.fail(); err != nil {
 		return err
 	}
@@ -87,7 +91,7 @@ func (s *Server) putSlashCommand(w http.ResponseWriter, r *http.Request) error {
 	}
 	res, err := s.registry.Commands().Apply(r.Context(), e.URL, func(set *slashcmd.Set) error { return set.Register(reg) })
 	if err != nil {
-		return commandError(err)
+		return s.commandError(err)
 	}
 	writeJSON(w, http.StatusOK, changeOf(res, name))
 	return nil
@@ -108,7 +112,7 @@ func (s *Server) deleteSlashCommand(w http.ResponseWriter, r *http.Request) erro
 		return nil
 	})
 	if err != nil {
-		return commandError(err)
+		return s.commandError(err)
 	}
 	writeJSON(w, http.StatusOK, changeOf(res, name))
 	return nil
@@ -125,11 +129,16 @@ func changeOf(res *slashcmd.Result, name string) commandChange {
 	return out
 }
 
-func commandError(err error) error {
+func (s *Server) commandError(err error) error {
+	limits := s.registry.Commands().Limits()
 	var invalid *slashcmd.InvalidError
 	switch {
 	case errors.As(err, &invalid):
 		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, "Validation failed").withDetails(invalid.Details)
+	case errors.Is(err, slashcmd.ErrTooManyOwners):
+		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, "Too many slash-command owners").
+			withDetails(validation.Details{{Path: "/owner", Message: "an entity's slash commands can have at most " +
+				strconv.Itoa(limits.MaxOwners) + " distinct owners"}})
 	case errors.Is(err, slashcmd.ErrTooManyCommands):
 		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, "Too many slash commands").
 			withDetails(validation.Details{{Path: "/", Message: "an entity can have at most 500 slash commands"}})

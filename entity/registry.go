@@ -56,6 +56,11 @@ func New(streams *streamdb.Store, schemaCache *schemas.Cache, log *zap.Logger) *
 	}
 }
 
+// SetCommandLimits replaces the limits of the slash-command service (call before serving).
+func (r *Registry) SetCommandLimits(l slashcmd.Limits) {
+	r.commands = slashcmd.NewService(r.streams, l)
+}
+
 // Commands is the slash-command service over the same store.
 func (r *Registry) Commands() *slashcmd.Service { return r.commands }
 

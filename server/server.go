@@ -29,6 +29,7 @@ import (
 	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/migrations"
 	"github.com/entityd/entityd/runtime"
+	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
 )
@@ -56,6 +57,10 @@ type Config struct {
 	HTTP HTTPLimits
 	// Retention bounds how long idempotency keys and finished work are kept.
 	Retention Retention
+	// SlashCommands sets the owner limits of dynamic slash-command registrations
+	// (MaxOwnerBytes, MaxOwners; zero takes slashcmd.DefaultLimits' value). The
+	// definition limits are always slashcmd.DefaultLimits'.
+	SlashCommands slashcmd.Limits
 	// Logger defaults to a production zap logger.
 	Logger *zap.Logger
 	// Ready, if set, is called with the listening address once the server serves.
@@ -166,6 +171,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	defer store.Close()
 	registry := entity.New(store, schemas.NewCache(), s.log)
+	registry.SetCommandLimits(commandLimits(s.cfg.SlashCommands))
 	sender := inbox.NewSender(registry, store, s.cfg.Limits)
 	rt := runtime.New(registry, store, sender, s.log)
 	if err := rt.Define(s.defs...); err != nil {
@@ -292,4 +298,16 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, log *zap.Logger) error {
 		log.Info("database schema is current", zap.Int32("version", res.To))
 	}
 	return nil
+}
+
+// commandLimits is slashcmd.DefaultLimits with the configured owner limits.
+func commandLimits(c slashcmd.Limits) slashcmd.Limits {
+	l := slashcmd.DefaultLimits
+	if c.MaxOwnerBytes > 0 {
+		l.MaxOwnerBytes = c.MaxOwnerBytes
+	}
+	if c.MaxOwners > 0 {
+		l.MaxOwners = c.MaxOwners
+	}
+	return l
 }

@@ -39,10 +39,19 @@ type Limits struct {
 	MaxDescriptionLength int
 	MaxArguments         int // per command
 	MaxCommands          int // per list
+	// MaxOwnerBytes bounds a dynamic registration's owner, MaxOwners the distinct owners
+	// of one entity's commands: owners are stored with every layer and shown in every
+	// row, so without a bound one client could make each write of the entity huge.
+	MaxOwnerBytes int
+	MaxOwners     int
 }
 
+// MaxVersionBytes bounds a dynamic registration's version.
+const MaxVersionBytes = 256
+
 // DefaultLimits are the limits entityd applies to entity-type registrations.
-var DefaultLimits = Limits{MaxNameLength: 64, MaxDescriptionLength: 1000, MaxArguments: 32, MaxCommands: 500}
+var DefaultLimits = Limits{MaxNameLength: 64, MaxDescriptionLength: 1000, MaxArguments: 32, MaxCommands: 500,
+	MaxOwnerBytes: 256, MaxOwners: 64}
 
 // ParseDefinitions decodes definitions that passed CheckShape and ValidateDefinitions.
 // Absent (nil) input gives nil. Unknown fields are rejected, as CheckShape does.

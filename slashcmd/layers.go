@@ -29,6 +29,9 @@ type Entry struct {
 	Static *Definition
 	Layers []Layer
 	Row    *Row
+	// stored is each owner's layer as loaded (position and encoding), so that a change
+	// writes only the layers that differ (see persistLayers).
+	stored map[string]storedLayer
 }
 
 // InvalidError carries the {path,message} details of a refused definition.
@@ -148,10 +151,19 @@ func ValidateRegistrations(regs []Registration, base string, limits Limits) vali
 // Register puts reg on top of its name's layers, replacing the owner's earlier layer.
 // Registering exactly what the owner already has on top changes nothing.
 func (s *Set) Register(reg Registration) error {
-	if d := ValidateRegistrations([]Registration{reg}, "", s.limits); d != nil {
-		return &InvalidError{Details: trimIndex(d)}
+	if reg.Owner == "" {
+		reg.Owner = DefaultOwner
 	}
+	d := ValidateRegistrations([]Registration{reg}, "", s.limits)
+	d = append(trimIndex(d), checkOwnerAndVersion(reg.Owner, reg.Version, s.limits)...)
+	if len(d) > 0 {
+		return &InvalidError{Details: d}
+	}
+	before := s.owners()
 	s.register(reg)
+	if err := s.checkOwners(before); err != nil {
+		return err
+	}
 	return s.checkCount()
 }
 
@@ -165,8 +177,22 @@ func (s *Set) register(reg Registration) {
 	if n := len(e.Layers); n > 0 && sameLayer(e.Layers[n-1], layer) {
 		return
 	}
+	layer.Position = e.topPosition() + 1
 	e.removeOwner(reg.Owner)
 	e.Layers = append(e.Layers, layer)
+}
+
+// topPosition is the highest stored position among the entry's layers, current or as
+// loaded (a removed layer's position is not reused within the change).
+func (e *Entry) topPosition() int64 {
+	var top int64
+	for _, l := range e.Layers {
+		top = max(top, l.Position)
+	}
+	for _, l := range e.stored {
+		top = max(top, l.position)
+	}
+	return top
 }
 
 // Unregister removes owner's layer for name. Without an owner it removes the layer of the
@@ -193,9 +219,19 @@ func (s *Set) ReplaceOwned(owner string, regs []Registration) error {
 	if owner == "" {
 		owner = DefaultOwner
 	}
-	if d := ValidateRegistrations(regs, "", s.limits); d != nil {
+	d := ValidateRegistrations(regs, "", s.limits)
+	d = append(d, checkOwnerAndVersion(owner, nil, s.limits)...)
+	for i, r := range regs {
+		for _, x := range checkOwnerAndVersion(owner, r.Version, s.limits) {
+			if x.Path == "/version" {
+				d.Add(validation.Join("", i, "version"), x.Message)
+			}
+		}
+	}
+	if len(d) > 0 {
 		return &InvalidError{Details: d}
 	}
+	before := s.owners()
 	keep := map[string]bool{}
 	for _, r := range regs {
 		keep[r.Name] = true
@@ -208,6 +244,9 @@ func (s *Set) ReplaceOwned(owner string, regs []Registration) error {
 	for _, r := range regs {
 		r.Owner = owner
 		s.register(r)
+	}
+	if err := s.checkOwners(before); err != nil {
+		return err
 	}
 	return s.checkCount()
 }
@@ -288,7 +327,7 @@ func (e *Entry) effective(now time.Time, before *Row) *Row {
 	if n := len(e.Layers); n > 0 {
 		top := e.Layers[n-1]
 		owner := top.Owner
-		layers := append([]Layer(nil), e.Layers...)
+		layers := publicLayers(e.Layers)
 		return &Row{Key: e.Name, Name: e.Name, Description: top.Description, Arguments: top.Arguments,
 			Source: SourceDynamic, Owner: &owner, Version: top.Version, UpdatedAt: top.UpdatedAt, DynamicLayers: layers}
 	}
@@ -300,6 +339,15 @@ func (e *Entry) effective(now time.Time, before *Row) *Row {
 		return &r
 	}
 	return nil
+}
+
+// publicLayers copies layers as rows show them (without their storage position).
+func publicLayers(ls []Layer) []Layer {
+	out := append([]Layer(nil), ls...)
+	for i := range out {
+		out[i].Position = 0
+	}
+	return out
 }
 
 func (e *Entry) removeOwner(owner string) {

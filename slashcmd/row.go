@@ -25,6 +25,9 @@ type Layer struct {
 	Owner       string     `json:"owner"`
 	Version     *string    `json:"version"`
 	UpdatedAt   string     `json:"updated_at"`
+	// Position orders an entity's layers of one name in storage (the highest on top).
+	// It is not part of the row clients see.
+	Position int64 `json:"-"`
 }
 
 // Row is the effective command for one name, as materialized in the slashCommands

@@ -188,7 +188,7 @@ type querier interface {
 }
 
 func loadWith(ctx context.Context, tx querier, entityURL string, forUpdate bool) ([]*Entry, error) {
-	q := `SELECT name, description, arguments, source, owner, version, updated_at, static_def, dynamic_layers
+	q := `SELECT name, description, arguments, source, owner, version, updated_at, static_def
 		FROM slash_commands WHERE entity_url = $1 ORDER BY name`
 	if forUpdate {
 		q += ` FOR UPDATE`
@@ -197,43 +197,56 @@ func loadWith(ctx context.Context, tx querier, entityURL string, forUpdate bool)
 	if err != nil {
 		return nil, fmt.Errorf("slashcmd: load: %w", err)
 	}
-	defer rows.Close()
 	var out []*Entry
+	byName := map[string]*Entry{}
 	for rows.Next() {
 		var (
-			r               Row
-			args, st, layrs []byte
-			updated         time.Time
+			r        Row
+			args, st []byte
+			updated  time.Time
 		)
-		if err := rows.Scan(&r.Name, &r.Description, &args, &r.Source, &r.Owner, &r.Version, &updated, &st, &layrs); err != nil {
+		if err := rows.Scan(&r.Name, &r.Description, &args, &r.Source, &r.Owner, &r.Version, &updated, &st); err != nil {
+			rows.Close()
 			return nil, err
 		}
 		r.Key, r.UpdatedAt = r.Name, rawjson.ISOTime(updated)
 		e := &Entry{Name: r.Name, Row: &r}
 		if args != nil {
 			if err := json.Unmarshal(args, &r.Arguments); err != nil {
+				rows.Close()
 				return nil, err
 			}
 		}
 		if st != nil {
 			e.Static = &Definition{}
 			if err := json.Unmarshal(st, e.Static); err != nil {
+				rows.Close()
 				return nil, err
 			}
 		}
-		if err := json.Unmarshal(layrs, &e.Layers); err != nil {
-			return nil, err
-		}
-		if len(e.Layers) > 0 {
-			r.DynamicLayers = append([]Layer(nil), e.Layers...)
-		}
 		out = append(out, e)
+		byName[e.Name] = e
 	}
-	return out, rows.Err()
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if err := loadLayers(ctx, tx, entityURL, byName); err != nil {
+		return nil, err
+	}
+	for _, e := range out {
+		if len(e.Layers) > 0 {
+			e.Row.DynamicLayers = publicLayers(e.Layers)
+		}
+	}
+	return out, nil
 }
 
 func persist(ctx context.Context, tx *streamdb.Tx, entityURL string, c Change) error {
 	e := c.Entry
+	if err := persistLayers(ctx, tx, entityURL, e); err != nil {
+		return err
+	}
 	if e.Static == nil && len(e.Layers) == 0 {
 		_, err := tx.Exec(ctx, `DELETE FROM slash_commands WHERE entity_url = $1 AND name = $2`, entityURL, e.Name)
 		return err
@@ -254,21 +267,17 @@ func persist(ctx context.Context, tx *streamdb.Tx, entityURL string, c Change) e
 			return err
 		}
 	}
-	layers, err := json.Marshal(nonNilLayers(e.Layers))
-	if err != nil {
-		return err
-	}
 	updated, err := time.Parse(time.RFC3339Nano, r.UpdatedAt)
 	if err != nil {
 		return fmt.Errorf("slashcmd: updated_at %q: %w", r.UpdatedAt, err)
 	}
 	_, err = tx.Exec(ctx, `INSERT INTO slash_commands (entity_url, name, description, arguments, source, owner, version,
-			updated_at, static_def, dynamic_layers)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+			updated_at, static_def)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 		ON CONFLICT (entity_url, name) DO UPDATE SET description = excluded.description, arguments = excluded.arguments,
 			source = excluded.source, owner = excluded.owner, version = excluded.version, updated_at = excluded.updated_at,
-			static_def = excluded.static_def, dynamic_layers = excluded.dynamic_layers`,
-		entityURL, e.Name, r.Description, args, r.Source, r.Owner, r.Version, updated, static, layers)
+			static_def = excluded.static_def`,
+		entityURL, e.Name, r.Description, args, r.Source, r.Owner, r.Version, updated, static)
 	return err
 }
 
@@ -282,13 +291,6 @@ func staticJSON(d Definition) ([]byte, error) {
 		Description *string    `json:"description,omitempty"`
 		Arguments   []Argument `json:"arguments"`
 	}{d.Name, d.Description, d.Arguments})
-}
-
-func nonNilLayers(l []Layer) []Layer {
-	if l == nil {
-		return []Layer{}
-	}
-	return l
 }
 
 // Load returns the entity's command entries as stored, for callers that apply changes in

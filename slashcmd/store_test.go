@@ -251,8 +251,9 @@ type tableRow struct {
 func (e *storeEnv) table(url string) []tableRow {
 	e.t.Helper()
 	rows, err := e.pool.Query(e.ctx, `SELECT name, description, arguments::text, source, owner, version, updated_at,
-			static_def::text, dynamic_layers::text, xmin::text
-		FROM slash_commands WHERE entity_url = $1 ORDER BY name`, url)
+			static_def::text, coalesce((SELECT json_agg(l.layer ORDER BY l.position) FROM slash_command_layers l
+				WHERE l.entity_url = c.entity_url AND l.name = c.name), '[]')::text, xmin::text
+		FROM slash_commands c WHERE entity_url = $1 ORDER BY name`, url)
 	require.NoError(e.t, err)
 	defer rows.Close()
 	var out []tableRow

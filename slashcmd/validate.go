@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/entityd/entityd/internal/rawjson"
+	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/internal/validation"
 )
 
@@ -226,7 +227,10 @@ func ValidateDefinitions(raw json.RawMessage, base string, limits Limits) valida
 		cmds = append(cmds, cmd)
 	}
 
-	// entityd limits
+	// entityd limits. Every string (names, descriptions, hints) is text: descriptions are
+	// stored in text columns and shown in pickers, so NUL, lone surrogates and control
+	// characters other than tab and newlines are refused (names are stricter already).
+	d = append(d, textpolicy.CheckJSON(raw, base, textpolicy.Text)...)
 	if limits.MaxCommands > 0 && len(entries) > limits.MaxCommands {
 		d.Add(validation.Join(base), "must contain at most "+strconv.Itoa(limits.MaxCommands)+" commands")
 	}
@@ -261,11 +265,36 @@ func Validate(defs []Definition, base string, limits Limits) validation.Details 
 	if defs == nil {
 		return nil
 	}
+	// json.Marshal would turn invalid UTF-8 into U+FFFD silently: refuse it first.
+	if d := invalidUTF8(defs, base); d != nil {
+		return d
+	}
 	raw, err := json.Marshal(defs)
 	if err != nil { // cannot happen for these types
 		return validation.Details{{Path: validation.Join(base), Message: "must be an array"}}
 	}
 	return ValidateDefinitions(raw, base, limits)
+}
+
+// invalidUTF8 reports the strings of Go definitions that are not valid UTF-8.
+func invalidUTF8(defs []Definition, base string) validation.Details {
+	var d validation.Details
+	check := func(s *string, path string) {
+		if s != nil && !utf8.ValidString(*s) {
+			d.Add(path, textpolicy.ProblemUTF8)
+		}
+	}
+	for i, def := range defs {
+		p := validation.Join(base, i)
+		check(&def.Name, validation.Join(p, "name"))
+		check(def.Description, validation.Join(p, "description"))
+		for j, a := range def.Arguments {
+			ap := validation.Join(p, "arguments", j)
+			check(&a.Name, validation.Join(ap, "name"))
+			check(a.Description, validation.Join(ap, "description"))
+		}
+	}
+	return d
 }
 
 // ---------------------------------------------------------------------------

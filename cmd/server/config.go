@@ -12,34 +12,36 @@ import (
 // config is the server's configuration. Every setting has a flag and an environment
 // variable (ENTITYD_*, plus DATABASE_URL); a flag given on the command line wins.
 type config struct {
-	Addr              string
-	DatabaseURL       string
-	DataDir           string
-	LogLevel          string
-	LogFormat         string
-	MaxBodyBytes      int64
-	MaxAppendBytes    int64
-	ComposerMaxSource int
-	ComposerMaxNodes  int
-	LongPollTimeout   time.Duration
-	SSELifetime       time.Duration
-	ShutdownTimeout   time.Duration
-	DBMaxConns        int
-	CommitLanes       int
-	Demo              bool
-	SkillsDir         string
-	WakeLease         time.Duration
-	WakeMaxAttempts   int
-	WakeBackoff       time.Duration
-	HandlerTimeout    time.Duration
-	DebugAddr         string
-	MaxStreamPath     int
-	BodyReadTimeout   time.Duration
-	ReadHeaderTimeout time.Duration
-	IdleTimeout       time.Duration
-	MaxConns          int
-	DedupeWindow      time.Duration
-	HistoryRetention  time.Duration
+	Addr               string
+	DatabaseURL        string
+	DataDir            string
+	LogLevel           string
+	LogFormat          string
+	MaxBodyBytes       int64
+	MaxAppendBytes     int64
+	ComposerMaxSource  int
+	ComposerMaxNodes   int
+	LongPollTimeout    time.Duration
+	SSELifetime        time.Duration
+	ShutdownTimeout    time.Duration
+	DBMaxConns         int
+	CommitLanes        int
+	Demo               bool
+	SkillsDir          string
+	WakeLease          time.Duration
+	WakeMaxAttempts    int
+	WakeBackoff        time.Duration
+	HandlerTimeout     time.Duration
+	DebugAddr          string
+	MaxStreamPath      int
+	BodyReadTimeout    time.Duration
+	ReadHeaderTimeout  time.Duration
+	IdleTimeout        time.Duration
+	MaxConns           int
+	DedupeWindow       time.Duration
+	HistoryRetention   time.Duration
+	SlashMaxOwnerBytes int
+	SlashMaxOwners     int
 }
 
 func loadConfig(args []string) (*config, error) {
@@ -112,6 +114,8 @@ func loadConfig(args []string) (*config, error) {
 	num(&c.MaxConns, "max-conns", "ENTITYD_MAX_CONNS", 0, "most open client connections; more wait their turn (0: the open-file limit less 256, at most 100000)")
 	dur(&c.DedupeWindow, "dedupe-window", "ENTITYD_DEDUPE_WINDOW", 24*time.Hour, "how long send keys (idempotency keys) are remembered")
 	dur(&c.HistoryRetention, "history-retention", "ENTITYD_HISTORY_RETENTION", 7*24*time.Hour, "how long finished delayed sends and wake failure records are kept")
+	num(&c.SlashMaxOwnerBytes, "slash-max-owner-bytes", "ENTITYD_SLASH_MAX_OWNER_BYTES", 256, "longest slash-command owner, in bytes, at most 1024 (422 beyond)")
+	num(&c.SlashMaxOwners, "slash-max-owners", "ENTITYD_SLASH_MAX_OWNERS", 64, "most distinct slash-command owners per entity (422 beyond)")
 	str(&c.DebugAddr, "debug-addr", "ENTITYD_DEBUG_ADDR", "", "serve Go's profiler (pprof) on this address, e.g. 127.0.0.1:6060 (off when empty)")
 	str(&c.SkillsDir, "skills-dir", "ENTITYD_SKILLS_DIR", "./skills", "SKILL.md files of the demo assistant")
 	c.Demo = true
@@ -139,6 +143,13 @@ func loadConfig(args []string) (*config, error) {
 	if c.MaxStreamPath > 2048 {
 		// Postgres indexes a text value of at most ~2,700 bytes; paths are indexed.
 		return nil, fmt.Errorf("--max-stream-path-bytes must be at most 2048")
+	}
+	if c.SlashMaxOwnerBytes < 1 || c.SlashMaxOwnerBytes > 1024 {
+		// owners are part of an index key; Postgres indexes at most ~2,700 bytes
+		return nil, fmt.Errorf("--slash-max-owner-bytes must be between 1 and 1024")
+	}
+	if c.SlashMaxOwners < 1 {
+		return nil, fmt.Errorf("--slash-max-owners must be at least 1")
 	}
 	if *noDemo {
 		c.Demo = false

@@ -22,6 +22,7 @@ import (
 	"github.com/entityd/entityd/internal/pgcluster"
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/server"
+	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/wake"
 )
 
@@ -72,8 +73,9 @@ func run(args []string) int {
 			MaxStreamPathBytes: cfg.MaxStreamPath, BodyReadTimeout: cfg.BodyReadTimeout},
 		HTTP: server.HTTPLimits{ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
 			MaxConns: cfg.MaxConns},
-		Retention: server.Retention{DedupeWindow: cfg.DedupeWindow, History: cfg.HistoryRetention},
-		Limits:    inbox.Limits{Composer: inbox.ComposerLimits{MaxSourceUnits: cfg.ComposerMaxSource, MaxNodes: cfg.ComposerMaxNodes}},
+		Retention:     server.Retention{DedupeWindow: cfg.DedupeWindow, History: cfg.HistoryRetention},
+		SlashCommands: slashcmd.Limits{MaxOwnerBytes: cfg.SlashMaxOwnerBytes, MaxOwners: cfg.SlashMaxOwners},
+		Limits:        inbox.Limits{Composer: inbox.ComposerLimits{MaxSourceUnits: cfg.ComposerMaxSource, MaxNodes: cfg.ComposerMaxNodes}},
 		Wake: wake.Options{Lease: cfg.WakeLease, MaxAttempts: cfg.WakeMaxAttempts, BaseBackoff: cfg.WakeBackoff,
 			HandlerTimeout: cfg.HandlerTimeout},
 		ShutdownTimeout: cfg.ShutdownTimeout,

@@ -1,0 +1,90 @@
+package slashcmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/entityd/entityd/streamdb"
+)
+
+// Layers live one row per (entity, name, owner) in slash_command_layers, so that an
+// owner's registration writes that owner's layer and not the whole stack of every
+// owner (which made writes grow with the number of owners: quadratic over a session).
+
+// storedLayer is a layer as loaded: where it sits in the stack and its stored encoding.
+type storedLayer struct {
+	position int64
+	encoded  string
+}
+
+// encodeLayer is the stored form of a layer (its JSON, as clients see it).
+func encodeLayer(l Layer) ([]byte, error) { return json.Marshal(l) }
+
+// loadLayers reads the layers of every name of the entity, bottom first, into entries
+// (creating none: a name with layers always has its row in slash_commands).
+func loadLayers(ctx context.Context, tx querier, entityURL string, entries map[string]*Entry) error {
+	rows, err := tx.Query(ctx, `SELECT name, position, layer::text FROM slash_command_layers
+		WHERE entity_url = $1 ORDER BY name, position`, entityURL)
+	if err != nil {
+		return fmt.Errorf("slashcmd: load layers: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name, encoded string
+		var pos int64
+		if err := rows.Scan(&name, &pos, &encoded); err != nil {
+			return err
+		}
+		e := entries[name]
+		if e == nil {
+			continue // cannot happen: layers are written with their row
+		}
+		var l Layer
+		if err := json.Unmarshal([]byte(encoded), &l); err != nil {
+			return fmt.Errorf("slashcmd: layer %s/%s: %w", entityURL, name, err)
+		}
+		l.Position = pos
+		e.Layers = append(e.Layers, l)
+		if e.stored == nil {
+			e.stored = map[string]storedLayer{}
+		}
+		e.stored[l.Owner] = storedLayer{position: pos, encoded: encoded}
+	}
+	return rows.Err()
+}
+
+// persistLayers writes what changed in e's layers since they were loaded: deletes the
+// layers of owners that are gone, upserts those that are new, moved or different.
+func persistLayers(ctx context.Context, tx *streamdb.Tx, entityURL string, e *Entry) error {
+	current := make(map[string]bool, len(e.Layers))
+	for _, l := range e.Layers {
+		current[l.Owner] = true
+		enc, err := encodeLayer(l)
+		if err != nil {
+			return err
+		}
+		if old, ok := e.stored[l.Owner]; ok && old.position == l.Position && old.encoded == string(enc) {
+			continue
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO slash_command_layers (entity_url, name, owner, position, layer)
+			VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (entity_url, name, owner) DO UPDATE SET position = excluded.position, layer = excluded.layer`,
+			entityURL, e.Name, l.Owner, l.Position, enc); err != nil {
+			return fmt.Errorf("slashcmd: write layer: %w", err)
+		}
+	}
+	var gone []string
+	for owner := range e.stored {
+		if !current[owner] {
+			gone = append(gone, owner)
+		}
+	}
+	if len(gone) > 0 {
+		if _, err := tx.Exec(ctx, `DELETE FROM slash_command_layers WHERE entity_url = $1 AND name = $2 AND owner = ANY($3)`,
+			entityURL, e.Name, gone); err != nil {
+			return fmt.Errorf("slashcmd: remove layers: %w", err)
+		}
+	}
+	return nil
+}
