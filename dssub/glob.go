@@ -3,6 +3,8 @@ package dssub
 import (
 	"errors"
 	"strings"
+
+	"github.com/entityd/entityd/internal/textpolicy"
 )
 
 // Limits of patterns and paths.
@@ -117,14 +119,11 @@ func reservedPath(rel string) bool {
 }
 
 // validStreamPath checks a relative stream path given by a client.
+// It follows the stream path rule of the whole server (textpolicy.CheckPath): no empty,
+// "." or ".." segments, no control characters, valid UTF-8.
 func validStreamPath(p string) bool {
 	if p == "" || len(p) > maxPathBytes || reservedPath(p) {
 		return false
 	}
-	for i := 0; i < len(p); i++ {
-		if p[i] < 0x20 || p[i] == 0x7f {
-			return false
-		}
-	}
-	return true
+	return textpolicy.CheckPath("/"+p, maxPathBytes+1) == ""
 }

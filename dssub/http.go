@@ -11,9 +11,12 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
+	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -103,6 +106,14 @@ func (s *Service) Handler() http.Handler {
 		}
 		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 			return // the client went away
+		}
+		if ae := storeFailure(err); ae != nil {
+			if ae.status == http.StatusServiceUnavailable {
+				w.Header().Set("Retry-After", "1")
+				s.logs.request.Log(s.log, zapcore.WarnLevel, "subscription requests answered 503: the database is unavailable", zap.Error(err))
+			}
+			writeError(w, ae)
+			return
 		}
 		s.log.Error("subscription request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
 		writeError(w, fail(http.StatusInternalServerError, codeInternal, "Internal server error"))
@@ -210,10 +221,22 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		data = []byte("{}")
 	}
+	if !utf8.Valid(data) {
+		return fail(http.StatusBadRequest, codeInvalidRequest, "Request body must be valid UTF-8")
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
 		return fail(http.StatusBadRequest, codeInvalidRequest, "Invalid JSON body")
+	}
+	if _, err := dec.Token(); err != io.EOF { // one JSON value, nothing after it
+		return fail(http.StatusBadRequest, codeInvalidRequest, "Invalid JSON body")
+	}
+	// Every string of these bodies is an identifier or a label (there is no content):
+	// the text rule applies to all of them, on the raw bytes, since decoding has
+	// already turned a lone surrogate into U+FFFD.
+	if d := textpolicy.CheckJSON(data, "", textpolicy.Text); len(d) > 0 {
+		return fail(http.StatusBadRequest, codeInvalidRequest, "Invalid text at "+d[0].Path+": "+d[0].Message)
 	}
 	return nil
 }
@@ -275,6 +298,9 @@ func parseCreate(body map[string]any) (*createInput, error) {
 		if ps = normalizePath(ps); ps != "" {
 			if _, err := compileGlob(ps); err != nil {
 				return nil, bad(err.Error())
+			}
+			if p := textpolicy.CheckPath("/"+ps, maxPatternBytes+1); p != "" {
+				return nil, bad("pattern " + p)
 			}
 			if reservedPath(ps) {
 				return nil, bad("pattern must not address the reserved __ds prefix")
@@ -534,7 +560,7 @@ func (s *Service) linkInitial(ctx context.Context, tx *streamdb.Tx, id string, i
 // version bump within a poll interval).
 func (s *Service) changed(ctx context.Context) {
 	if err := s.refresh(context.WithoutCancel(ctx)); err != nil {
-		s.log.Warn("could not reload subscriptions; retrying at the next poll", zap.Error(err))
+		s.logs.reload.Log(s.log, zapcore.WarnLevel, "could not reload subscriptions; retrying at the next poll", zap.Error(err))
 	}
 }
 
@@ -798,8 +824,8 @@ func (s *Service) claim(w http.ResponseWriter, r *http.Request, id string) error
 		return err
 	}
 	worker, _ := body.Worker.(string)
-	if worker == "" || len(worker) > maxIDBytes {
-		return fail(http.StatusBadRequest, codeInvalidRequest, "worker must be a non-empty string")
+	if worker == "" || len(worker) > maxIDBytes || !textpolicy.Valid(worker, textpolicy.Name) {
+		return fail(http.StatusBadRequest, codeInvalidRequest, "worker must be a non-empty string of at most 256 bytes without control characters")
 	}
 	var resp map[string]any
 	err := s.store.WithTx(r.Context(), func(ctx context.Context, tx *streamdb.Tx) error {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // settleAfter is how old a stream row must be before the scan for new streams moves past
@@ -28,7 +29,7 @@ func (s *Service) reconcile(ctx context.Context) error {
 	if kr, err := loadKeys(ctx, s.pool); err == nil {
 		s.keys.Store(kr)
 	} else {
-		s.log.Warn("could not reload signing keys", zap.Error(err))
+		s.logs.keys.Log(s.log, zapcore.WarnLevel, "could not reload signing keys", zap.Error(err))
 	}
 	if err := s.refresh(ctx); err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/entityd/entityd/streamdb"
 )
@@ -101,6 +102,7 @@ type Service struct {
 	publicClient, localClient *http.Client
 
 	started atomic.Bool
+	logs    loopLogs
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
 
@@ -291,7 +293,7 @@ func (s *Service) evalLoop(ctx context.Context) {
 			}
 		}
 		if err := s.evaluate(ctx, id); err != nil && ctx.Err() == nil {
-			s.log.Warn("could not advance subscription; the reconciliation retries", zap.String("subscription", id), zap.Error(err))
+			s.logs.evaluate.Log(s.log, zapcore.WarnLevel, "could not advance subscription; the reconciliation retries", zap.String("subscription", id), zap.Error(err))
 			s.requestReconcile()
 		}
 	}
@@ -313,7 +315,7 @@ func (s *Service) linkLoop(ctx context.Context) {
 			continue
 		}
 		if err := s.linkMatches(ctx, batch); err != nil && ctx.Err() == nil {
-			s.log.Warn("could not link matched streams; the reconciliation retries", zap.Error(err))
+			s.logs.link.Log(s.log, zapcore.WarnLevel, "could not link matched streams; the reconciliation retries", zap.Error(err))
 			s.requestReconcile()
 		}
 		seen := map[string]bool{}
@@ -381,7 +383,7 @@ func (s *Service) pollLoop(ctx context.Context) {
 	run := func() {
 		last, requested = time.Now(), false
 		if err := s.reconcile(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("subscription reconciliation failed", zap.Error(err))
+			s.logs.reconcile.Log(s.log, zapcore.WarnLevel, "subscription reconciliation failed", zap.Error(err))
 		}
 	}
 	for {
@@ -390,7 +392,7 @@ func (s *Service) pollLoop(ctx context.Context) {
 			return
 		case <-tick.C:
 			if err := s.poll(ctx); err != nil && ctx.Err() == nil {
-				s.log.Warn("subscription poll failed", zap.Error(err))
+				s.logs.poll.Log(s.log, zapcore.WarnLevel, "subscription poll failed", zap.Error(err))
 			}
 			if requested && time.Since(last) >= time.Second {
 				run()

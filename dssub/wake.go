@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
+	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -266,7 +268,7 @@ func (s *Service) deliver(job *delivery) {
 	}
 	next, err := s.applyResult(ctx, job, res)
 	if err != nil {
-		s.log.Warn("could not record a webhook delivery; it is retried when its attempt lapses",
+		s.logs.record.Log(s.log, zapcore.WarnLevel, "could not record a webhook delivery; it is retried when its attempt lapses",
 			zap.String("subscription", job.subID), zap.String("wake_id", job.wakeID), zap.Error(err))
 		return
 	}
@@ -343,10 +345,8 @@ func (s *Service) applyResult(ctx context.Context, job *delivery, res result) (*
 			sb.RetryCount++
 			delay := s.backoff(sb.RetryCount)
 			at := sb.now.Add(delay)
-			msg := res.err.Error()
-			if len(msg) > 500 {
-				msg = msg[:500]
-			}
+			// the receiver's words: bounded, and storable whatever bytes it sent
+			msg := textpolicy.Sanitize(res.err.Error(), 500)
 			sb.Status, sb.LastError = statusFailed, msg
 			sb.AttemptOwner, sb.AttemptUntil = "", nil
 			sb.NextAttemptAt, sb.DueAt = &at, &at
@@ -377,7 +377,7 @@ func (s *Service) abandon(job *delivery) {
 	_, err := s.pool.Exec(ctx, `UPDATE ds_subscriptions SET attempt_owner = NULL, attempt_until = NULL, due_at = now()
 		WHERE id = $1 AND wake_id = $2 AND attempt_owner = $3`, job.subID, job.wakeID, s.procID)
 	if err != nil {
-		s.log.Warn("could not hand back a webhook attempt; it is retried when it lapses",
+		s.logs.handBack.Log(s.log, zapcore.WarnLevel, "could not hand back a webhook attempt; it is retried when it lapses",
 			zap.String("subscription", job.subID), zap.Error(err))
 	}
 }

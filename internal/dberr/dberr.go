@@ -22,6 +22,13 @@ func Unavailable(err error) bool {
 	if err == nil {
 		return false
 	}
+	// No connection could be made, whatever the server said while refusing it (a
+	// database that does not accept connections now, a failed login): the request is
+	// not at fault, and it passes once the database can be reached.
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) {
+		return true
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch {
@@ -33,10 +40,6 @@ func Unavailable(err error) bool {
 			return true
 		}
 		return false
-	}
-	var connectErr *pgconn.ConnectError
-	if errors.As(err, &connectErr) {
-		return true
 	}
 	if pgconn.SafeToRetry(err) {
 		return true
