@@ -96,6 +96,7 @@ func TestEmbeddedPostgresBelongsToOneServer(t *testing.T) {
 		lines = append(lines, sc.Text())
 	}
 	require.Contains(t, lines, want, "stderr:\n%s", strings.Join(lines, "\n"))
+	require.NotContains(t, stderr.String(), "stopped with an error", "one plain line, not a log record as well")
 	t.Logf("second server exited with status 1 after %v: %s", took.Round(time.Millisecond), want)
 	require.Equal(t, orphan, postmasterPID(t, pgDir), "the second server did not touch PostgreSQL")
 	requireOK(t, http.MethodGet, first.URL+"/_electric/entity-types/note", "", http.StatusOK)

@@ -90,12 +90,16 @@ func run(args []string) int {
 		err = srv.Run(ctx)
 	}
 	if err != nil {
-		log.Error("entityd stopped with an error", zap.Error(err))
+		// A missing PostgreSQL and a data directory owned by another server are the
+		// newcomer's errors: one plain line that says what to do, not a log record.
 		var inUse *pgcluster.InUseError
-		if errors.Is(err, pgcluster.ErrNotInstalled) {
+		switch {
+		case errors.Is(err, pgcluster.ErrNotInstalled):
 			fmt.Fprintln(os.Stderr, "entityd:", pgcluster.ErrNotInstalled)
-		} else if errors.As(err, &inUse) {
-			fmt.Fprintln(os.Stderr, "entityd:", inUse) // one line: another server owns the data directory
+		case errors.As(err, &inUse):
+			fmt.Fprintln(os.Stderr, "entityd:", inUse)
+		default:
+			log.Error("entityd stopped with an error", zap.Error(err))
 		}
 		return 1
 	}
