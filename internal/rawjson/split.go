@@ -19,14 +19,14 @@ type Member struct {
 // raw bytes it was sent as. data must be valid JSON (check with json.Valid first): the
 // scanner only finds boundaries, which is several times cheaper than decoding.
 func SplitObject(data []byte) ([]Member, error) {
-	i := skipSpace(data, 0)
+	i := SkipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return nil, ErrNotObject
 	}
 	i++
 	var out []Member
 	for {
-		i = skipSpace(data, i)
+		i = SkipSpace(data, i)
 		if i >= len(data) {
 			return nil, ErrNotObject
 		}
@@ -37,31 +37,34 @@ func SplitObject(data []byte) ([]Member, error) {
 			i++
 			continue
 		}
-		keyEnd := skipString(data, i)
+		keyEnd := SkipString(data, i)
 		key, err := stringValue(data[i:keyEnd])
 		if err != nil {
 			return nil, err
 		}
-		i = skipSpace(data, keyEnd)
+		i = SkipSpace(data, keyEnd)
 		if i >= len(data) || data[i] != ':' {
 			return nil, ErrNotObject
 		}
-		i = skipSpace(data, i+1)
+		i = SkipSpace(data, i+1)
 		end := skipValue(data, i)
 		out = append(out, Member{Key: key, Value: data[i:end]})
 		i = end
 	}
 }
 
-func skipSpace(d []byte, i int) int {
+// SkipSpace returns the index of the first byte at or after i that is not JSON
+// whitespace.
+func SkipSpace(d []byte, i int) int {
 	for i < len(d) && (d[i] == ' ' || d[i] == '\t' || d[i] == '\n' || d[i] == '\r') {
 		i++
 	}
 	return i
 }
 
-// skipString returns the index after the string starting at d[i] (a quote).
-func skipString(d []byte, i int) int {
+// SkipString returns the index after the string starting at d[i] (a quote), or len(d)
+// when it is not terminated.
+func SkipString(d []byte, i int) int {
 	for i++; i < len(d); i++ {
 		switch d[i] {
 		case '\\':
@@ -80,13 +83,13 @@ func skipValue(d []byte, i int) int {
 	}
 	switch d[i] {
 	case '"':
-		return skipString(d, i)
+		return SkipString(d, i)
 	case '{', '[':
 		depth := 0
 		for ; i < len(d); i++ {
 			switch d[i] {
 			case '"':
-				i = skipString(d, i) - 1
+				i = SkipString(d, i) - 1
 			case '{', '[':
 				depth++
 			case '}', ']':

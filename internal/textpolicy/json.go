@@ -6,6 +6,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/internal/validation"
 )
 
@@ -115,7 +116,7 @@ func CheckString(raw []byte, k Kind) (string, string) {
 // detail at its JSON pointer under base (at most 20 details).
 func CheckJSON(raw []byte, base string, k Kind) validation.Details {
 	w := walker{data: raw, kind: k}
-	w.value(skipWS(raw, 0), base)
+	w.value(rawjson.SkipSpace(raw, 0), base)
 	return w.details
 }
 
@@ -123,7 +124,7 @@ func CheckJSON(raw []byte, base string, k Kind) validation.Details {
 // content such as JSON Schemas) as Name, with the same details as CheckJSON.
 func CheckKeys(raw []byte, base string) validation.Details {
 	w := walker{data: raw, kind: Name, keysOnly: true}
-	w.value(skipWS(raw, 0), base)
+	w.value(rawjson.SkipSpace(raw, 0), base)
 	return w.details
 }
 
@@ -143,7 +144,7 @@ func (w *walker) value(i int, path string) int {
 	}
 	switch w.data[i] {
 	case '"':
-		end := stringEnd(w.data, i)
+		end := rawjson.SkipString(w.data, i)
 		if w.keysOnly {
 			return end
 		}
@@ -154,9 +155,9 @@ func (w *walker) value(i int, path string) int {
 	case '{':
 		w.depth++
 		defer func() { w.depth-- }()
-		i = skipWS(w.data, i+1)
+		i = rawjson.SkipSpace(w.data, i+1)
 		for i < len(w.data) && w.data[i] != '}' {
-			keyEnd := stringEnd(w.data, i)
+			keyEnd := rawjson.SkipString(w.data, i)
 			key, p := DecodeString(w.data[i:keyEnd])
 			if p == "" {
 				p = Check(key, Name)
@@ -170,22 +171,22 @@ func (w *walker) value(i int, path string) int {
 			if p != "" {
 				w.add(validation.Join(path, key), "property name "+p)
 			}
-			i = skipWS(w.data, keyEnd)
-			i = skipWS(w.data, i+1) // ':'
-			i = skipWS(w.data, w.value(i, validation.Join(path, key)))
+			i = rawjson.SkipSpace(w.data, keyEnd)
+			i = rawjson.SkipSpace(w.data, i+1) // ':'
+			i = rawjson.SkipSpace(w.data, w.value(i, validation.Join(path, key)))
 			if i < len(w.data) && w.data[i] == ',' {
-				i = skipWS(w.data, i+1)
+				i = rawjson.SkipSpace(w.data, i+1)
 			}
 		}
 		return i + 1
 	case '[':
 		w.depth++
 		defer func() { w.depth-- }()
-		i = skipWS(w.data, i+1)
+		i = rawjson.SkipSpace(w.data, i+1)
 		for n := 0; i < len(w.data) && w.data[i] != ']'; n++ {
-			i = skipWS(w.data, w.value(i, validation.Join(path, n)))
+			i = rawjson.SkipSpace(w.data, w.value(i, validation.Join(path, n)))
 			if i < len(w.data) && w.data[i] == ',' {
-				i = skipWS(w.data, i+1)
+				i = rawjson.SkipSpace(w.data, i+1)
 			}
 		}
 		return i + 1
@@ -204,24 +205,4 @@ func (w *walker) add(path, problem string) {
 	if len(w.details) < maxDetails {
 		w.details.Add(path, problem)
 	}
-}
-
-func skipWS(d []byte, i int) int {
-	for i < len(d) && (d[i] == ' ' || d[i] == '\t' || d[i] == '\n' || d[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// stringEnd returns the index after the string token starting at i.
-func stringEnd(d []byte, i int) int {
-	for i++; i < len(d); i++ {
-		switch d[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(d)
 }
