@@ -8,6 +8,7 @@ import (
 
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/principal"
 	"github.com/entityd/entityd/internal/validation"
 )
@@ -42,7 +43,7 @@ func (s *Server) spawn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	url := entity.URLFor(typ, id)
+	url := entitypath.URL(typ, id)
 	if _, err := s.registry.Get(r.Context(), url); err == nil {
 		return duplicateURL(url)
 	}
@@ -106,7 +107,7 @@ func (s *Server) knownEntityAt(r *http.Request) (*entity.Entity, error) {
 
 func (s *Server) lookupEntity(r *http.Request, get func(context.Context, string) (*entity.Entity, error)) (*entity.Entity, error) {
 	typ, id := param(r, "type"), param(r, "id")
-	url := entity.URLFor(typ, id)
+	url := entitypath.URL(typ, id)
 	e, err := get(r.Context(), url)
 	if errors.Is(err, entity.ErrNotFound) {
 		if _, terr := s.registry.Type(r.Context(), typ); errors.Is(terr, entity.ErrTypeNotFound) {
@@ -147,7 +148,7 @@ func (s *Server) headEntity(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) listEntities(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	f := entity.Filter{Type: q.Get("type"), Status: q.Get("status"), Parent: q.Get("parent")}
-	if f.Status != "" && !validStatus(f.Status) {
+	if f.Status != "" && !entity.Status(f.Status).Valid() {
 		return newError(http.StatusBadRequest, CodeInvalidRequest,
 			"status must be one of running, idle, paused, stopping, stopped, killed")
 	}
@@ -157,14 +158,6 @@ func (s *Server) listEntities(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, list)
 	return nil
-}
-
-func validStatus(s string) bool {
-	switch s {
-	case entity.StatusRunning, entity.StatusIdle, entity.StatusPaused, entity.StatusStopping, entity.StatusStopped, entity.StatusKilled:
-		return true
-	}
-	return false
 }
 
 // killEntity is DELETE /_electric/entities/:type/:id, a SIGKILL.
@@ -219,7 +212,7 @@ func signalError(err error) error {
 	var inv *entity.InvalidSignalError
 	switch {
 	case errors.As(err, &inv):
-		return newError(http.StatusConflict, CodeInvalidSignal, "Entity is "+inv.Status+" and accepts no signals")
+		return newError(http.StatusConflict, CodeInvalidSignal, "Entity is "+string(inv.Status)+" and accepts no signals")
 	case errors.Is(err, entity.ErrNotFound):
 		return newError(http.StatusNotFound, CodeNotFound, "Entity not found")
 	}

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/internal/validation"
 	"github.com/entityd/entityd/slashcmd"
@@ -16,8 +16,8 @@ import (
 // commands sorted by name. The ETag is the collection stream's tail, so revalidation
 // costs one indexed lookup.
 func (s *Server) listSlashCommands(w http.ResponseWriter, r *http.Request) error {
-	url := entity.URLFor(param(r, "type"), param(r, "id"))
-	m, err := s.streams.Lookup(r.Context(), slashcmd.CollectionPath(url))
+	url := entitypath.URL(param(r, "type"), param(r, "id"))
+	m, err := s.streams.Lookup(r.Context(), entitypath.Collection(url))
 	if err != nil {
 		if _, err := s.entityAt(r); err != nil {
 			return err

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/textpolicy"
-	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -90,7 +90,7 @@ func (s *Server) checkNewStreamPath(r *http.Request, path string) error {
 
 // isCollection reports whether path is an entity's slash-command collection stream.
 func isCollection(path string) bool {
-	return !strings.HasPrefix(path, "/v1/stream/") && strings.HasSuffix(path, slashcmd.CollectionSuffix)
+	return !strings.HasPrefix(path, "/v1/stream/") && strings.HasSuffix(path, entitypath.CollectionSuffix)
 }
 
 // authorizeEntityWrite is the hook that guards direct appends to an entity's stream:

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/streamdb"
 )
@@ -212,7 +213,7 @@ func noContent(w http.ResponseWriter, next streamdb.Offset, closed bool, cursor 
 // snapshot-end) positioned at the collection's tail, instead of the change history: a
 // picker fills itself with one small response and then follows live changes.
 func (s *Server) readCollectionSnapshot(w http.ResponseWriter, r *http.Request, m *streamdb.Meta, rq readQuery) error {
-	url := strings.TrimSuffix(m.Path, slashcmd.CollectionSuffix)
+	url := strings.TrimSuffix(m.Path, entitypath.CollectionSuffix)
 	rows, tail, err := s.registry.Commands().Snapshot(r.Context(), url)
 	if err != nil {
 		return err

@@ -14,30 +14,18 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/streamdb"
 )
-
-// Statuses of the entity status machine.
-const (
-	StatusRunning  = "running"
-	StatusIdle     = "idle"
-	StatusPaused   = "paused"
-	StatusStopping = "stopping"
-	StatusStopped  = "stopped"
-	StatusKilled   = "killed"
-)
-
-// MainStreamSuffix ends the path of every entity's stream.
-const MainStreamSuffix = "/main"
 
 // Entity is a spawned entity.
 type Entity struct {
 	URL          string
 	Type         string
 	InstanceID   string
-	Status       string
+	Status       Status
 	StreamID     int64
 	Tags         map[string]string
 	SpawnArgs    json.RawMessage
@@ -54,19 +42,11 @@ type Entity struct {
 	inbox compiledSchemas
 }
 
-// URLFor is the URL of entity id of type typ.
-func URLFor(typ, id string) string { return "/" + typ + "/" + id }
-
 // MainStream is the path of the entity's stream.
-func (e *Entity) MainStream() string { return e.URL + MainStreamSuffix }
+func (e *Entity) MainStream() string { return entitypath.Main(e.URL) }
 
 // Terminal reports whether the entity can no longer change status.
-func (e *Entity) Terminal() bool { return e.Status == StatusStopped || e.Status == StatusKilled }
-
-// AcceptsWrites reports whether sends and other writes are allowed.
-func AcceptsWrites(status string) bool {
-	return status != StatusStopping && status != StatusStopped && status != StatusKilled
-}
+func (e *Entity) Terminal() bool { return e.Status.Terminal() }
 
 // MarshalJSON renders the public entity JSON; the write token is never included.
 func (e *Entity) MarshalJSON() ([]byte, error) { return e.JSONObject().Bytes(), nil }
@@ -74,7 +54,7 @@ func (e *Entity) MarshalJSON() ([]byte, error) { return e.JSONObject().Bytes(), 
 // JSONObject is the public entity JSON, open for the caller to add members (a txid).
 func (e *Entity) JSONObject() *rawjson.Object {
 	o := &rawjson.Object{}
-	o.String("url", e.URL).String("type", e.Type).String("status", e.Status)
+	o.String("url", e.URL).String("type", e.Type).String("status", string(e.Status))
 	var streams rawjson.Object
 	streams.String("main", e.MainStream())
 	o.Raw("streams", streams.Bytes())
@@ -169,7 +149,7 @@ func (r *Registry) Spawn(ctx context.Context, t *Type, req SpawnRequest) (*Spawn
 	if err != nil {
 		return nil, fmt.Errorf("entity: static slash commands of %s: %w", t.Name, err)
 	}
-	url := URLFor(req.Type, req.InstanceID)
+	url := entitypath.URL(req.Type, req.InstanceID)
 	now := time.Now()
 	var token [24]byte
 	_, _ = rand.Read(token[:])
@@ -200,7 +180,7 @@ func (r *Registry) Spawn(ctx context.Context, t *Type, req SpawnRequest) (*Spawn
 		commandEvents := slashcmd.StaticEvents(defs, now)
 		events := append([][]byte{createdEvent(t.Name, req.Args, parent, now)}, commandEvents...)
 		events = append(events, req.Initial...)
-		m, created, err := tx.Create(ctx, url+MainStreamSuffix, streamdb.CreateConfig{ContentType: "application/json"}, events)
+		m, created, err := tx.Create(ctx, entitypath.Main(url), streamdb.CreateConfig{ContentType: "application/json"}, events)
 		if err != nil {
 			if isUniqueViolation(err) {
 				return ErrDuplicate
@@ -215,10 +195,10 @@ func (r *Registry) Spawn(ctx context.Context, t *Type, req SpawnRequest) (*Spawn
 		}
 		e, err := scanEntity(tx.QueryRow(ctx, `INSERT INTO entities (url, type, instance_id, status, stream_id,
 				write_token, tags, spawn_args, parent, created_by, type_revision, inbox_schemas, state_schemas, commands_revision)
-			VALUES ($1, $2, $3, 'idle', $4, $5, $6, $7, $8, $9, $10, $11, $12, $10)
+			VALUES ($1, $2, $3, $13, $4, $5, $6, $7, $8, $9, $10, $11, $12, $10)
 			ON CONFLICT (url) DO NOTHING RETURNING `+entityColumns,
 			url, req.Type, req.InstanceID, m.ID, hex.EncodeToString(token[:]), tags, nullable(req.Args),
-			parent, createdBy, t.Revision, nullable(t.InboxSchemas), nullable(t.StateSchemas)))
+			parent, createdBy, t.Revision, nullable(t.InboxSchemas), nullable(t.StateSchemas), string(StatusIdle)))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrDuplicate
 		}
@@ -287,7 +267,7 @@ func (r *Registry) Known(ctx context.Context, url string) (*Entity, error) {
 
 // ByStream finds the entity whose main stream is path (nil, nil when none).
 func (r *Registry) ByStream(ctx context.Context, path string) (*Entity, error) {
-	url, ok := strings.CutSuffix(path, MainStreamSuffix)
+	url, ok := entitypath.OfMain(path)
 	if !ok {
 		return nil, nil
 	}
@@ -342,21 +322,29 @@ func (r *Registry) List(ctx context.Context, f Filter) ([]*Entity, error) {
 	return out, rows.Err()
 }
 
-// SendAdmission refuses appends to the main stream of an entity that is stopping,
-// stopped or killed, and notes paused entities, inside the append transaction.
+// SendAdmission refuses appends to an entity that does not accept writes (stopping,
+// stopped, killed) and admits those to a paused entity with the note StatusPaused,
+// inside the append transaction. The request's Subject.Key is the entity URL.
 var SendAdmission = &streamdb.Admission{
 	// One primary-key lookup per target (a LATERAL subquery kept apart with OFFSET 0),
 	// whatever the statistics say: the planner otherwise prefers the status index, which
-	// reads every killed entity once there are many.
-	SQL: `SELECT e.url || '/main', e.status FROM unnest($1::text[], $2::text[]) AS u(p, k)
-		CROSS JOIN LATERAL (SELECT url, status FROM entities WHERE url = left(u.p, -5) OFFSET 0) AS e
-		WHERE e.status IN ('stopping', 'stopped', 'killed', 'paused')`,
-	Refuse: func(status string) error {
-		if status == StatusPaused {
-			return nil
+	// reads every killed entity once there are many. $4 are the statuses to report.
+	SQL: `SELECT e.url, e.status FROM unnest($1::text[]) AS u(url)
+		CROSS JOIN LATERAL (SELECT url, status FROM entities WHERE url = u.url OFFSET 0) AS e
+		WHERE e.status = ANY('` + sqlArray(append(NotAcceptingWrites(), string(StatusPaused))) + `'::text[])
+		  AND $2::text[] IS NOT NULL AND $3::bigint[] IS NOT NULL`,
+	Judge: func(status string) streamdb.Verdict {
+		if Status(status).AcceptsWrites() {
+			return streamdb.Admitted(status) // paused: the send may resume it (UnpauseOnAdmit)
 		}
-		return ErrNotRunning
+		return streamdb.Refused(ErrNotRunning)
 	},
+}
+
+// SendTo is the append request of one send's event to the entity at url.
+func SendTo(url string, event []byte) *streamdb.AppendRequest {
+	return &streamdb.AppendRequest{Path: entitypath.Main(url), Messages: [][]byte{event},
+		Admission: SendAdmission, Subject: streamdb.Subject{Key: url}}
 }
 
 // UnpauseOnAdmit is the streamdb.AppendRequest.OnAdmit of a send with a mode other than
@@ -365,11 +353,11 @@ var SendAdmission = &streamdb.Admission{
 // can never leave a delivered message behind a paused entity.
 func UnpauseOnAdmit(url string) func(note string) []streamdb.Statement {
 	return func(note string) []streamdb.Statement {
-		if note != StatusPaused {
+		if Status(note) != StatusPaused {
 			return nil
 		}
-		return []streamdb.Statement{{SQL: `UPDATE entities SET status = 'idle', updated_at = now()
-			WHERE url = $1 AND status = 'paused'`, Args: []any{url}}}
+		return []streamdb.Statement{{SQL: `UPDATE entities SET status = $2, updated_at = now()
+			WHERE url = $1 AND status = $3`, Args: []any{url, string(StatusIdle), string(StatusPaused)}}}
 	}
 }
 

@@ -34,6 +34,8 @@ type ValidationError struct {
 func (e *ValidationError) Error() string { return e.Message }
 
 // InvalidSignalError refuses a signal the entity's status does not allow.
-type InvalidSignalError struct{ Status string }
+type InvalidSignalError struct{ Status Status }
 
-func (e *InvalidSignalError) Error() string { return "entity is " + e.Status + " and takes no signals" }
+func (e *InvalidSignalError) Error() string {
+	return "entity is " + string(e.Status) + " and takes no signals"
+}

@@ -26,8 +26,8 @@ func (r *Registry) reconcileCommands(ctx context.Context, t *Type) (int, error) 
 	done := 0
 	for {
 		rows, err := r.pool.Query(ctx, `SELECT url FROM entities
-			WHERE type = $1 AND status NOT IN ('stopped', 'killed') AND commands_revision < $2
-			ORDER BY url LIMIT 200`, t.Name, t.Revision)
+			WHERE type = $1 AND status <> ALL($3) AND commands_revision < $2
+			ORDER BY url LIMIT 200`, t.Name, t.Revision, Ended())
 		if err != nil {
 			return done, err
 		}
@@ -41,7 +41,7 @@ func (r *Registry) reconcileCommands(ctx context.Context, t *Type) (int, error) 
 		for _, url := range urls {
 			err := r.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 				tag, err := tx.Exec(ctx, `UPDATE entities SET commands_revision = $2
-					WHERE url = $1 AND commands_revision < $2 AND status NOT IN ('stopped', 'killed')`, url, t.Revision)
+					WHERE url = $1 AND commands_revision < $2 AND status <> ALL($3)`, url, t.Revision, Ended())
 				if err != nil || tag.RowsAffected() == 0 {
 					return err
 				}

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/rawjson"
-	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -42,40 +42,10 @@ type SignalRequest struct {
 type SignalResult struct {
 	URL           string
 	Signal        string
-	PreviousState string
-	NewState      string
+	PreviousState Status
+	NewState      Status
 	CreatedAt     time.Time
 	Txid          int64
-}
-
-// transition is the status machine: the status a signal leads to from a status.
-// withHandler is true when a Go handler runs the entity here: SIGTERM then asks it to
-// finish (stopping) rather than stopping it at once.
-func transition(status, signal string, withHandler bool) (next string, handled bool) {
-	if status == StatusPaused && signal != SIGKILL && signal != SIGCONT && signal != SIGTERM {
-		return status, false // a paused entity ignores everything but kill, term and cont
-	}
-	switch signal {
-	case SIGKILL:
-		return StatusKilled, true
-	case SIGTERM:
-		if status == StatusRunning || status == StatusStopping || (withHandler && status == StatusIdle) {
-			return StatusStopping, true
-		}
-		return StatusStopped, true
-	case SIGSTOP:
-		if status == StatusIdle || status == StatusRunning {
-			return StatusPaused, true
-		}
-		return status, false
-	case SIGCONT:
-		if status == StatusPaused {
-			return StatusIdle, true
-		}
-		return status, false
-	}
-	// SIGINT, SIGHUP, SIGUSR are for the entity's handler; the status does not change.
-	return status, false
 }
 
 // Signal applies a signal: the status change, a signal event on the entity's stream, and
@@ -94,7 +64,7 @@ func (r *Registry) Signal(ctx context.Context, url string, req SignalRequest) (*
 		if err != nil {
 			return err
 		}
-		next, handled := transition(e.Status, req.Signal, r.handled != nil && r.handled(e.Type))
+		next, handled := e.Status.Next(req.Signal, r.handled != nil && r.handled(e.Type))
 		now := time.Now()
 		closing := next == StatusKilled || next == StatusStopped
 		event := signalEvent(e, req, next, handled, now, strconv.FormatInt(txid, 10))
@@ -102,17 +72,17 @@ func (r *Registry) Signal(ctx context.Context, url string, req SignalRequest) (*
 			return err
 		}
 		if closing { // the slash-command collection ends with the entity
-			if _, err := tx.Append(ctx, &streamdb.AppendRequest{Path: slashcmd.CollectionPath(url), Close: true}); err != nil {
+			if _, err := tx.Append(ctx, &streamdb.AppendRequest{Path: entitypath.Collection(url), Close: true}); err != nil {
 				return err
 			}
 			if r.onEnd != nil {
-				if err := r.onEnd(ctx, tx, url, next); err != nil {
+				if err := r.onEnd(ctx, tx, url, string(next)); err != nil {
 					return err
 				}
 			}
 		}
 		if next != e.Status {
-			if _, err := tx.Exec(ctx, `UPDATE entities SET status = $2, updated_at = now() WHERE url = $1`, url, next); err != nil {
+			if _, err := tx.Exec(ctx, `UPDATE entities SET status = $2, updated_at = now() WHERE url = $1`, url, string(next)); err != nil {
 				return err
 			}
 		}
@@ -125,7 +95,7 @@ func (r *Registry) Signal(ctx context.Context, url string, req SignalRequest) (*
 	return out, nil
 }
 
-func signalEvent(e *Entity, req SignalRequest, next string, handled bool, now time.Time, txid string) []byte {
+func signalEvent(e *Entity, req SignalRequest, next Status, handled bool, now time.Time, txid string) []byte {
 	var v rawjson.Object
 	v.String("signal", req.Signal).String("sender", "/_electric/server")
 	if handled {
@@ -148,7 +118,7 @@ func signalEvent(e *Entity, req SignalRequest, next string, handled bool, now ti
 	case !handled && e.Status == StatusPaused:
 		outcome = "ignored"
 	}
-	v.String("outcome", outcome).String("previous_state", e.Status).String("new_state", next)
+	v.String("outcome", outcome).String("previous_state", string(e.Status)).String("new_state", string(next))
 	if req.Reason != nil {
 		v.String("reason", *req.Reason)
 	}

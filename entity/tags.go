@@ -60,7 +60,7 @@ func (r *Registry) changeTag(ctx context.Context, url, key string, change func(m
 		if err != nil {
 			return err
 		}
-		if !AcceptsWrites(e.Status) {
+		if !e.Status.AcceptsWrites() {
 			return ErrNotRunning
 		}
 		if out.Txid, err = currentTxid(ctx, tx); err != nil {

@@ -72,7 +72,7 @@ func (s *Sender) SendLater(ctx context.Context, e *entity.Entity, req *SendReque
 	if err != nil {
 		return err
 	}
-	if !entity.AcceptsWrites(fresh.Status) {
+	if !fresh.Status.AcceptsWrites() {
 		return entity.ErrNotRunning
 	}
 	if err := s.Validate(fresh, t, req); err != nil {

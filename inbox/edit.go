@@ -76,9 +76,7 @@ func (s *Sender) appendEdit(ctx context.Context, e *entity.Entity, key, op strin
 	}
 	txid := uuid.NewString()
 	ev := streamdb.Event{Type: EventType, Key: key, Value: value, Operation: op, Txid: txid, Timestamp: time.Now()}.Marshal()
-	_, err := s.streams.Append(ctx, &streamdb.AppendRequest{
-		Path: e.MainStream(), Messages: [][]byte{ev}, Admission: entity.SendAdmission,
-	})
+	_, err := s.streams.Append(ctx, entity.SendTo(e.URL, ev))
 	var closed *streamdb.ClosedError
 	if errors.As(err, &closed) || errors.Is(err, entity.ErrNotRunning) {
 		return "", entity.ErrNotRunning

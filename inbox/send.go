@@ -204,7 +204,7 @@ func (s *Sender) Send(ctx context.Context, e *entity.Entity, req *SendRequest) (
 		// The reference refuses a send to a stopped entity before validating it. We
 		// validate first to keep the status read off the hot path, and read it only
 		// when we are about to refuse, so the precedence is the same.
-		if fresh, gerr := s.registry.Get(ctx, e.URL); gerr == nil && !entity.AcceptsWrites(fresh.Status) {
+		if fresh, gerr := s.registry.Get(ctx, e.URL); gerr == nil && !fresh.Status.AcceptsWrites() {
 			return nil, entity.ErrNotRunning
 		}
 		return nil, err
@@ -233,8 +233,8 @@ func (s *Sender) Send(ctx context.Context, e *entity.Entity, req *SendRequest) (
 // longer accepts writes, and resuming a paused entity in the same transaction unless the
 // message itself is paused.
 func (s *Sender) appendRequest(e *entity.Entity, p *Prepared) *streamdb.AppendRequest {
-	req := &streamdb.AppendRequest{Path: e.MainStream(), Messages: [][]byte{p.Event}, Dedupe: p.Dedupe,
-		Admission: entity.SendAdmission}
+	req := entity.SendTo(e.URL, p.Event)
+	req.Dedupe = p.Dedupe
 	if p.Mode != ModePaused {
 		req.OnAdmit = entity.UnpauseOnAdmit(e.URL)
 	}
@@ -243,7 +243,7 @@ func (s *Sender) appendRequest(e *entity.Entity, p *Prepared) *streamdb.AppendRe
 
 // resumes reports whether an append of p moved a paused entity back to idle.
 func resumes(res streamdb.AppendResult, p *Prepared) bool {
-	return !res.Duplicate && res.Note == entity.StatusPaused && p.Mode != ModePaused
+	return !res.Duplicate && entity.Status(res.Note) == entity.StatusPaused && p.Mode != ModePaused
 }
 
 // resumed tells the dispatcher that a send moved e from paused to idle (committed).

@@ -232,7 +232,7 @@ func (c *Context) Send(url string, msg Message) error {
 	if err != nil {
 		return fmt.Errorf("runtime: send to %s: %w", url, err)
 	}
-	if !entity.AcceptsWrites(target.Status) {
+	if !target.Status.AcceptsWrites() {
 		return fmt.Errorf("runtime: send to %s: %w", url, entity.ErrNotRunning)
 	}
 	payload, err := toJSON(msg.Payload)
@@ -249,7 +249,7 @@ func (c *Context) Send(url string, msg Message) error {
 		return fmt.Errorf("runtime: send to %s: %w", url, err)
 	}
 	p := c.rt.sender.Prepare(req)
-	c.eff.sends = append(c.eff.sends, pendingSend{path: target.MainStream(), prepared: p})
+	c.eff.sends = append(c.eff.sends, pendingSend{url: target.URL, prepared: p})
 	return nil
 }
 

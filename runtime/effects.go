@@ -25,7 +25,7 @@ type effects struct {
 }
 
 type pendingSend struct {
-	path     string
+	url      string // the target entity
 	prepared *inbox.Prepared
 }
 
@@ -67,14 +67,15 @@ func (e *effects) Apply(ctx context.Context, tx *streamdb.Tx) error {
 		}
 	}
 	for _, s := range e.sends {
-		_, err := tx.Append(ctx, &streamdb.AppendRequest{Path: s.path, Messages: [][]byte{s.prepared.Event},
-			Dedupe: s.prepared.Dedupe, Admission: entity.SendAdmission})
+		req := entity.SendTo(s.url, s.prepared.Event)
+		req.Dedupe = s.prepared.Dedupe
+		_, err := tx.Append(ctx, req)
 		var closed *streamdb.ClosedError
 		switch {
 		case errors.As(err, &closed), errors.Is(err, entity.ErrNotRunning):
-			return fmt.Errorf("runtime: send to %s: %w", s.path, entity.ErrNotRunning)
+			return fmt.Errorf("runtime: send to %s: %w", s.url, entity.ErrNotRunning)
 		case err != nil:
-			return fmt.Errorf("runtime: send to %s: %w", s.path, err)
+			return fmt.Errorf("runtime: send to %s: %w", s.url, err)
 		}
 	}
 	for _, t := range e.timers {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -23,7 +24,7 @@ func StaticEvents(defs []Definition, at time.Time) [][]byte {
 // transaction: it creates the entity's collection stream holding events (the same
 // inserts as the main stream), and records the static rows in the slash_commands table.
 func SeedStatic(ctx context.Context, tx *streamdb.Tx, entityURL string, defs []Definition, events [][]byte, at time.Time) error {
-	_, created, err := tx.Create(ctx, CollectionPath(entityURL), streamdb.CreateConfig{ContentType: "application/json"}, events)
+	_, created, err := tx.Create(ctx, entitypath.Collection(entityURL), streamdb.CreateConfig{ContentType: "application/json"}, events)
 	if err != nil {
 		return fmt.Errorf("slashcmd: create collection stream: %w", err)
 	}

@@ -10,17 +10,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/streamdb"
 )
-
-// CollectionSuffix ends the path of an entity's slash-command collection stream, which
-// carries only slash_command events and starts every read from the beginning with a
-// snapshot of the current rows.
-const CollectionSuffix = "/slash-commands"
-
-// CollectionPath is the collection stream of the entity at entityURL.
-func CollectionPath(entityURL string) string { return entityURL + CollectionSuffix }
 
 // applyLockClass is the first key of the transaction advisory lock that serializes the
 // changes of one entity's commands (the second key is the hash of its URL).
@@ -104,7 +97,7 @@ func (s *Service) ApplyTx(ctx context.Context, tx *streamdb.Tx, entityURL string
 		return res, nil
 	}
 	res.Txid = txid
-	for _, path := range []string{entityURL + "/main", CollectionPath(entityURL)} {
+	for _, path := range []string{entitypath.Main(entityURL), entitypath.Collection(entityURL)} {
 		_, err := tx.Append(ctx, &streamdb.AppendRequest{Path: path, Messages: events})
 		var closed *streamdb.ClosedError
 		switch {

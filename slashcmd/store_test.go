@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/pgtest"
 	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/slashcmd"
@@ -107,7 +108,7 @@ func (e *storeEnv) newEvents(path string) [][]byte {
 func (e *storeEnv) newCommandEvents(url string) []wireEvent {
 	e.t.Helper()
 	main := e.newEvents(url + "/main")
-	coll := e.newEvents(slashcmd.CollectionPath(url))
+	coll := e.newEvents(entitypath.Collection(url))
 	require.Equal(e.t, asStrings(main), asStrings(coll), "the main and the collection stream get the same events")
 	out := make([]wireEvent, len(main))
 	for i, m := range main {
@@ -121,7 +122,7 @@ func (e *storeEnv) newCommandEvents(url string) []wireEvent {
 func (e *storeEnv) seed(url string) []wireEvent {
 	e.t.Helper()
 	main := e.newEvents(url + "/main")
-	coll := e.newEvents(slashcmd.CollectionPath(url))
+	coll := e.newEvents(entitypath.Collection(url))
 	require.NotEmpty(e.t, main)
 	require.Contains(e.t, string(main[0]), `"type":"entity_created"`)
 	require.Equal(e.t, asStrings(main[1:]), asStrings(coll))
@@ -343,7 +344,7 @@ func (e *storeEnv) consistent(url string) []slashcmd.Row {
 		fromTable = append(fromTable, r.asRow(e.t))
 	}
 	mainMsgs, _, _ := e.readAll(url+"/main", streamdb.Start)
-	collMsgs, collTail, _ := e.readAll(slashcmd.CollectionPath(url), streamdb.Start)
+	collMsgs, collTail, _ := e.readAll(entitypath.Collection(url), streamdb.Start)
 	require.Equal(e.t, fromTable, materialize(e.t, mainMsgs), "the main stream materializes the table")
 	require.Equal(e.t, fromTable, materialize(e.t, collMsgs), "the collection stream materializes the table")
 	list, err := e.svc.List(e.ctx, url)
@@ -385,7 +386,7 @@ func TestStoreLayerScenario(t *testing.T) {
 	main := e.newEvents(url + "/main")
 	require.Len(t, main, 3)
 	require.Contains(t, string(main[0]), `"type":"entity_created"`)
-	coll := e.newEvents(slashcmd.CollectionPath(url))
+	coll := e.newEvents(entitypath.Collection(url))
 	require.Equal(t, asStrings(main[1:]), asStrings(coll))
 	seedReview, seedHelp := decodeEvent(t, coll[0]), decodeEvent(t, coll[1])
 	spawned := seedReview.Value.UpdatedAt
@@ -540,8 +541,8 @@ func TestStoreReconcileStaticCommands(t *testing.T) {
 	dyn := layer("change", "dyn", sp("Dynamic"), evs[0].Value.UpdatedAt)
 	e.kill(dead)
 	e.newEvents(dead + "/main")
-	require.Empty(t, e.newEvents(slashcmd.CollectionPath(dead)), "closing a stream appends no message")
-	_, _, closed := e.readAll(slashcmd.CollectionPath(dead), streamdb.Start)
+	require.Empty(t, e.newEvents(entitypath.Collection(dead)), "closing a stream appends no message")
+	_, _, closed := e.readAll(entitypath.Collection(dead), streamdb.Start)
 	require.True(t, closed, "killing the entity closes its collection stream")
 	deadTable := e.table(dead)
 	liveKeep := xmins(e.table(live))["keep"]
@@ -578,7 +579,7 @@ func TestStoreReconcileStaticCommands(t *testing.T) {
 	// The killed entity is left as it was.
 	require.Equal(t, deadTable, e.table(dead))
 	require.Empty(t, e.newEvents(dead+"/main"))
-	require.Empty(t, e.newEvents(slashcmd.CollectionPath(dead)))
+	require.Empty(t, e.newEvents(entitypath.Collection(dead)))
 	require.NoError(t, e.pool.QueryRow(e.ctx, `SELECT commands_revision FROM entities WHERE url = $1`, dead).Scan(&revision))
 	require.Equal(t, 1, revision)
 
@@ -678,7 +679,7 @@ func TestStoreSnapshotFollowedByTheTail(t *testing.T) {
 	require.NoError(t, e.svc.For(url).Register(e.ctx, reg("review", "b", sp("B"))))
 	require.NoError(t, e.svc.For(url).Register(e.ctx, reg("extra", "b", nil)))
 	require.NoError(t, e.svc.For(url).Unregister(e.ctx, "review", "a"))
-	later, _, _ := e.readAll(slashcmd.CollectionPath(url), tail)
+	later, _, _ := e.readAll(entitypath.Collection(url), tail)
 	require.Len(t, later, 3)
 	require.Equal(t, e.consistent(url), materialize(t, append(events[1:len(events)-1], later...)))
 }

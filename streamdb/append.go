@@ -24,11 +24,10 @@ type AppendRequest struct {
 	Producer *ProducerTuple
 	// Dedupe makes the append idempotent per (stream, key).
 	Dedupe *Dedupe
-	// Admission lets the caller refuse the append from its own rows, in the same transaction.
+	// Admission lets the caller judge the append from its own rows, in the same
+	// transaction; Subject is what it checks.
 	Admission *Admission
-	// AdmissionKey is passed to the Admission's SQL as $2 (one per request), for checks
-	// that depend on the request (a fencing token, say).
-	AdmissionKey string
+	Subject   Subject
 	// creating marks the initial messages of a stream being created, which are written even
 	// when the stream's expiry has already passed.
 	creating bool
@@ -38,7 +37,7 @@ type AppendRequest struct {
 	Also []Statement
 	// OnAdmit returns statements of the caller's to run in the append's transaction once
 	// the append is admitted and written (not for a duplicate), chosen from the
-	// Admission's note: what the caller does about the state its admission saw (a send
+	// Admission verdict's note: what the caller does about the state its admission saw (a send
 	// that resumes a paused entity) commits with the append or not at all.
 	OnAdmit func(note string) []Statement
 }
@@ -57,18 +56,6 @@ type Dedupe struct {
 	Ref  string
 }
 
-// Admission is a caller's check that runs inside the append transaction, after the target
-// streams are locked. SQL receives the requests' paths as $1 (text[]) and their
-// AdmissionKeys as $2 (text[], same order) and returns one (path, code) row per stream
-// that needs attention; Refuse turns a code into the error the caller reports, or nil to
-// admit the append and hand the code back as AppendResult.Note. Requests that share an
-// Admission are checked by one query. The SQL may lock rows of the caller's tables (FOR
-// UPDATE, in a fixed order) to make its verdict hold until commit.
-type Admission struct {
-	SQL    string
-	Refuse func(code string) error
-}
-
 // AppendResult describes what an append did.
 type AppendResult struct {
 	// Tail is the stream's tail after this request (Stream-Next-Offset).
@@ -85,8 +72,11 @@ type AppendResult struct {
 	ProducerSeq   int64
 	// DedupeRef is the first append's Ref when Duplicate came from a dedupe key.
 	DedupeRef string
-	// Note is the Admission code of an admitted append ("" when there was none).
+	// Note is the note of the Admission's verdict ("" when there was none).
 	Note string
+	// Diverted reports that the Admission sent the request to the caller's own
+	// transaction: nothing was written.
+	Diverted bool
 }
 
 // appendState is the locked state of the streams one transaction appends to, plus the
@@ -95,7 +85,7 @@ type appendState struct {
 	streams   map[string]*Meta // by path; nil entries are absent streams
 	producers map[producerKey]*producerState
 	dedupe    map[dedupeKey]*dedupeRow
-	refused   map[*Admission]map[string]string // admission -> path -> code
+	flagged   map[*Admission]map[string]string // admission -> subject key -> code
 	now       time.Time
 }
 
@@ -187,17 +177,17 @@ func queueLoad(b *pgx.Batch, st *appendState, reqs []*AppendRequest) {
 			continue
 		}
 		seen[a] = true
-		paths, keys := admissionArgs(reqs, a)
-		b.Queue(a.SQL, paths, keys).Query(func(rows pgx.Rows) error {
+		keys, holders, epochs := admissionArgs(reqs, a)
+		b.Queue(a.SQL, keys, holders, epochs).Query(func(rows pgx.Rows) error {
 			codes := map[string]string{}
 			for rows.Next() {
-				var path, code string
-				if err := rows.Scan(&path, &code); err != nil {
+				var key, code string
+				if err := rows.Scan(&key, &code); err != nil {
 					return err
 				}
-				codes[path] = code
+				codes[key] = code
 			}
-			st.refused[a] = codes
+			st.flagged[a] = codes
 			return rows.Err()
 		})
 	}
@@ -208,7 +198,7 @@ func newAppendState(now time.Time) *appendState {
 		streams:   map[string]*Meta{},
 		producers: map[producerKey]*producerState{},
 		dedupe:    map[dedupeKey]*dedupeRow{},
-		refused:   map[*Admission]map[string]string{},
+		flagged:   map[*Admission]map[string]string{},
 		now:       now,
 	}
 }
@@ -225,13 +215,13 @@ func uniquePaths(reqs []*AppendRequest) []string {
 	return out
 }
 
-func admissionArgs(reqs []*AppendRequest, a *Admission) (paths, keys []string) {
+func admissionArgs(reqs []*AppendRequest, a *Admission) (keys, holders []string, epochs []int64) {
 	for _, r := range reqs {
 		if r.Admission == a {
-			paths, keys = append(paths, r.Path), append(keys, r.AdmissionKey)
+			keys, holders, epochs = append(keys, r.subjectKey()), append(holders, r.Subject.Holder), append(epochs, r.Subject.Epoch)
 		}
 	}
-	return paths, keys
+	return keys, holders, epochs
 }
 
 // plan applies one request to the loaded state. It returns the result, or the error the
@@ -259,11 +249,15 @@ func (st *appendState) plan(r *AppendRequest, w *writeSet) (AppendResult, error)
 	}
 	note := ""
 	if r.Admission != nil {
-		if code, flagged := st.refused[r.Admission][r.Path]; flagged {
-			if err := r.Admission.Refuse(code); err != nil {
-				return AppendResult{}, &RefusedError{Err: err}
+		if code, flagged := st.flagged[r.Admission][r.subjectKey()]; flagged {
+			switch v := r.Admission.Judge(code); v.Kind {
+			case Refuse:
+				return AppendResult{}, &RefusedError{Err: v.Err}
+			case Divert:
+				return AppendResult{Tail: m.Tail, Closed: m.Closed, Diverted: true}, nil
+			default:
+				note = v.Note
 			}
-			note = code
 		}
 	}
 	var ps *producerState

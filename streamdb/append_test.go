@@ -385,16 +385,20 @@ func TestAppendAdmission(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
 	adm := &Admission{
-		// $2 holds the requests' AdmissionKeys, unused here.
-		SQL: `SELECT f.path, f.code FROM flags f WHERE f.path = ANY($1) AND $2::text[] IS NOT NULL`,
-		Refuse: func(code string) error {
+		// $1 holds the subjects' keys (the stream paths here: no Subject is given); $2
+		// and $3 the holders and epochs, unused here.
+		SQL: `SELECT f.path, f.code FROM flags f WHERE f.path = ANY($1) AND $2::text[] IS NOT NULL AND $3::bigint[] IS NOT NULL`,
+		Judge: func(code string) Verdict {
 			mu.Lock()
 			seen = append(seen, code)
 			mu.Unlock()
-			if code == "frozen" {
-				return fmt.Errorf("refused: %w", errFrozen)
+			switch code {
+			case "frozen":
+				return Refused(fmt.Errorf("refused: %w", errFrozen))
+			case "elsewhere":
+				return Diverted()
 			}
-			return nil
+			return Admitted(code)
 		},
 	}
 
@@ -427,17 +431,33 @@ func TestAppendAdmission(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, off(1, 1), res.Tail)
 
-	// The check sees each request's AdmissionKey next to its path.
+	// A diverted request writes nothing and says so, without an error.
+	_, err = s.Pool().Exec(ctx, `INSERT INTO flags VALUES ('/fine', 'elsewhere')`)
+	require.NoError(t, err)
+	res, err = s.Append(ctx, &AppendRequest{Path: "/fine", Messages: msgs("diverted"), Admission: adm,
+		Also: []Statement{{SQL: `INSERT INTO flags VALUES ('/also', 'ran')`}}})
+	require.NoError(t, err)
+	require.True(t, res.Diverted)
+	require.Equal(t, []string{"z"}, datas(readAll(t, s, "/fine")), "nothing written")
+	var also int
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM flags WHERE path = '/also'`).Scan(&also))
+	require.Zero(t, also, "a diverted request's statements do not run")
+	_, err = s.Pool().Exec(ctx, `DELETE FROM flags WHERE path = '/fine'`)
+	require.NoError(t, err)
+
+	// The check sees each request's subject: its key, holder and epoch.
 	errFenced := errors.New("fenced")
 	fence := &Admission{
-		SQL: `SELECT u.path, 'stale:' || u.key FROM unnest($1::text[], $2::text[]) AS u(path, key)
-			WHERE u.key <> 'epoch-2'`,
-		Refuse: func(code string) error { return fmt.Errorf("%s: %w", code, errFenced) },
+		SQL: `SELECT u.key, 'stale:' || u.holder || '@' || u.epoch FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(key, holder, epoch)
+			WHERE u.epoch <> 2`,
+		Judge: func(code string) Verdict { return Refused(fmt.Errorf("%s: %w", code, errFenced)) },
 	}
-	_, err = s.Append(ctx, &AppendRequest{Path: "/fine", Messages: msgs("old"), Admission: fence, AdmissionKey: "epoch-1"})
+	_, err = s.Append(ctx, &AppendRequest{Path: "/fine", Messages: msgs("old"), Admission: fence,
+		Subject: Subject{Key: "row-1", Holder: "h", Epoch: 1}})
 	require.ErrorIs(t, err, errFenced)
-	require.EqualError(t, err, "stale:epoch-1: fenced")
-	res, err = s.Append(ctx, &AppendRequest{Path: "/fine", Messages: msgs("new"), Admission: fence, AdmissionKey: "epoch-2"})
+	require.EqualError(t, err, "stale:h@1: fenced")
+	res, err = s.Append(ctx, &AppendRequest{Path: "/fine", Messages: msgs("new"), Admission: fence,
+		Subject: Subject{Key: "row-1", Holder: "h", Epoch: 2}})
 	require.NoError(t, err)
 	require.Empty(t, res.Note)
 	require.Equal(t, []string{"z", "new"}, datas(readAll(t, s, "/fine")))
@@ -556,7 +576,8 @@ func TestGroupCommitMixedBatch(t *testing.T) {
 	require.Eventually(t, func() bool { return len(s.lanes[0].ch) == 0 && lockWaiters(t, s) == 1 }, 10*time.Second, 5*time.Millisecond)
 
 	errFrozen := errors.New("frozen")
-	adm := &Admission{SQL: `SELECT path, code FROM flags WHERE path = ANY($1) AND $2::text[] IS NOT NULL`, Refuse: func(string) error { return errFrozen }}
+	adm := &Admission{SQL: `SELECT path, code FROM flags WHERE path = ANY($1) AND $2::text[] IS NOT NULL AND $3::bigint[] IS NOT NULL`,
+		Judge: func(string) Verdict { return Refused(errFrozen) }}
 	reqs := []*AppendRequest{
 		{Path: "/ok1", ContentType: "text/plain", Messages: msgs("1a", "1b")},
 		{Path: "/json", ContentType: "text/plain", Messages: msgs("wrong type")},

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/streamdb"
 )
@@ -15,9 +17,6 @@ var (
 	// ErrFenced means another process claimed the entity: this process's claim is stale
 	// and its writes were refused.
 	ErrFenced = errors.New("wake: the entity was claimed by another process; this claim is stale")
-	// errFullPath asks the acknowledgement to take the transactional path (the entity has
-	// observers to notify).
-	errFullPath = errors.New("wake: acknowledgement needs the full path")
 	// ErrEntityEnded means the entity's stream closed (stopped or killed).
 	ErrEntityEnded = errors.New("wake: the entity has ended")
 )
@@ -29,28 +28,31 @@ type fence struct {
 	epoch  int64
 }
 
-func (f fence) key() string { return strconv.FormatInt(f.epoch, 10) + "/" + f.holder }
+func (f fence) stream() string { return entitypath.Main(f.url) }
 
-func (f fence) stream() string { return f.url + "/main" }
+// subject is what fenceAdmission checks for an acknowledgement under this claim.
+func (f fence) subject() streamdb.Subject {
+	return streamdb.Subject{Key: f.url, Holder: f.holder, Epoch: f.epoch}
+}
 
 // fenceAdmission checks, under the entity_wake row's lock and in the same transaction as
-// the acknowledgement's appends, that the claim still holds; it also sends
-// acknowledgements of observed entities down the full path, which notifies observers.
+// the acknowledgement's appends, that the claim (holder, epoch) still holds; it diverts
+// acknowledgements of observed entities to their own transaction, which notifies the
+// observers.
 var fenceAdmission = &streamdb.Admission{
-	SQL: `WITH req AS (SELECT left(p, -5) AS url, k FROM unnest($1::text[], $2::text[]) AS u(p, k)),
+	SQL: `WITH req AS (SELECT url, holder, epoch FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(url, holder, epoch)),
 		locked AS (SELECT w.entity_url, w.epoch, w.holder FROM entity_wake w
 			WHERE w.entity_url = ANY(ARRAY(SELECT url FROM req)) ORDER BY w.entity_url FOR UPDATE)
-		SELECT r.url || '/main',
-			CASE WHEN l.entity_url IS NULL OR l.epoch::text || '/' || coalesce(l.holder, '') <> r.k
+		SELECT r.url, CASE WHEN l.entity_url IS NULL OR l.epoch <> r.epoch OR l.holder IS DISTINCT FROM r.holder
 				THEN 'fenced' ELSE 'observed' END
 		FROM req r LEFT JOIN locked l ON l.entity_url = r.url
-		WHERE l.entity_url IS NULL OR l.epoch::text || '/' || coalesce(l.holder, '') <> r.k
+		WHERE l.entity_url IS NULL OR l.epoch <> r.epoch OR l.holder IS DISTINCT FROM r.holder
 			OR EXISTS (SELECT 1 FROM wake_observations o WHERE o.source_url = r.url)`,
-	Refuse: func(code string) error {
+	Judge: func(code string) streamdb.Verdict {
 		if code == "fenced" {
-			return ErrFenced
+			return streamdb.Refused(ErrFenced)
 		}
-		return errFullPath
+		return streamdb.Diverted()
 	},
 }
 
@@ -89,17 +91,16 @@ func (p progress) statements(url string) []streamdb.Statement {
 // every other append; the rest take their own transaction.
 func (d *Dispatcher) acknowledge(ctx context.Context, f fence, eff Effects, p progress) error {
 	if !eff.Extra() && !p.stop {
-		_, err := d.streams.Append(ctx, &streamdb.AppendRequest{
-			Path: f.stream(), Messages: eff.Events(), Admission: fenceAdmission, AdmissionKey: f.key(),
+		res, err := d.streams.Append(ctx, &streamdb.AppendRequest{
+			Path: f.stream(), Messages: eff.Events(), Admission: fenceAdmission, Subject: f.subject(),
 			Also: p.statements(f.url),
 		})
-		switch {
-		case err == nil:
+		if err != nil {
+			return ackError(err)
+		}
+		if !res.Diverted {
 			eff.Committed()
 			return nil
-		case errors.Is(err, errFullPath):
-		default:
-			return ackError(err)
 		}
 	}
 	err := d.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
@@ -134,9 +135,9 @@ func (d *Dispatcher) acknowledge(ctx context.Context, f fence, eff Effects, p pr
 // skip records scan progress without a handler run (events that were not work), so an
 // entity released by this process is not picked up again for nothing.
 func (d *Dispatcher) skip(ctx context.Context, f fence, p progress) error {
-	_, err := d.streams.Append(ctx, &streamdb.AppendRequest{Path: f.stream(), Admission: fenceAdmission,
-		AdmissionKey: f.key(), Also: p.statements(f.url)})
-	if errors.Is(err, errFullPath) {
+	res, err := d.streams.Append(ctx, &streamdb.AppendRequest{Path: f.stream(), Admission: fenceAdmission,
+		Subject: f.subject(), Also: p.statements(f.url)})
+	if err == nil && res.Diverted {
 		err = d.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 			if err := checkFence(ctx, tx, f); err != nil {
 				return err
@@ -240,19 +241,20 @@ func ackError(err error) error {
 // finishStop completes a graceful stop after the SIGTERM wake: the entity becomes
 // stopped, its streams close, and its observers hear about it.
 func (d *Dispatcher) finishStop(ctx context.Context, tx *streamdb.Tx, url string) error {
-	tag, err := tx.Exec(ctx, `UPDATE entities SET status = 'stopped', updated_at = now() WHERE url = $1 AND status = 'stopping'`, url)
+	tag, err := tx.Exec(ctx, `UPDATE entities SET status = $2, updated_at = now() WHERE url = $1 AND status = $3`,
+		url, string(entity.StatusStopped), string(entity.StatusStopping))
 	if err != nil || tag.RowsAffected() == 0 {
 		return err
 	}
 	now := time.Now()
 	var v rawjson.Object
-	v.String("status", "stopped").Time("timestamp", now)
+	v.String("status", string(entity.StatusStopped)).Time("timestamp", now)
 	ev := streamdb.Event{Type: "entity_stopped", Key: "entity-stopped", Value: v.Bytes(), Operation: streamdb.OpInsert, Timestamp: now}.Marshal()
-	if _, err := tx.Append(ctx, &streamdb.AppendRequest{Path: url + "/main", Messages: [][]byte{ev}, Close: true}); err != nil {
+	if _, err := tx.Append(ctx, &streamdb.AppendRequest{Path: entitypath.Main(url), Messages: [][]byte{ev}, Close: true}); err != nil {
 		return err
 	}
-	if _, err := tx.Append(ctx, &streamdb.AppendRequest{Path: url + "/slash-commands", Close: true}); err != nil && !errors.Is(err, streamdb.ErrNotFound) {
+	if _, err := tx.Append(ctx, &streamdb.AppendRequest{Path: entitypath.Collection(url), Close: true}); err != nil && !errors.Is(err, streamdb.ErrNotFound) {
 		return err
 	}
-	return NotifyEnd(ctx, tx, url, "stopped")
+	return NotifyEnd(ctx, tx, url, string(entity.StatusStopped))
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/entityd/entityd/entity"
 )
 
 // claimed is the state of an entity this process just claimed.
@@ -96,10 +98,10 @@ func pendingUnheld(ctx context.Context, pool *pgxpool.Pool, types []string, limi
 		JOIN streams s ON s.id = w.stream_id
 		JOIN entities e ON e.url = w.entity_url
 		WHERE w.entity_type = ANY($1) AND s.tail_seq > w.scanned_seq AND NOT s.closed
-		  AND e.status NOT IN ('paused', 'stopped', 'killed')
+		  AND e.status <> ALL($3)
 		  AND (w.holder IS NULL OR NOT EXISTS (
 				SELECT 1 FROM wake_holders h WHERE h.holder_id = w.holder AND h.lease_until > now()))
-		LIMIT $2`, types, limit)
+		LIMIT $2`, types, limit, entity.Undeliverable())
 	if err != nil {
 		return nil, err
 	}

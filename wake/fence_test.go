@@ -3,6 +3,7 @@ package wake
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -136,7 +137,7 @@ func TestStaleClaimWritesNothing(t *testing.T) {
 		},
 		"acknowledge (own transaction)": func(fc fence) error {
 			return d.acknowledge(ctx, fc, &testEffects{events: [][]byte{textEvent("extra")}, extra: true,
-				apply: scheduleTimer("timer-" + fc.key())}, progress{scanned: 1})
+				apply: scheduleTimer(fmt.Sprintf("timer-%d-%s", fc.epoch, fc.holder))}, progress{scanned: 1})
 		},
 		"skip": func(fc fence) error {
 			return d.skip(ctx, fc, progress{scanned: 1, held: []heldOp{{key: "h", seq: 1, value: []byte(`{}`)}}})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/streamdb"
 )
@@ -105,7 +106,7 @@ func appendWakes(ctx context.Context, tx *streamdb.Tx, observer, source string, 
 	if len(wakes) == 0 {
 		return nil
 	}
-	_, err := tx.Append(ctx, &streamdb.AppendRequest{Path: observer + "/main", Messages: wakes})
+	_, err := tx.Append(ctx, &streamdb.AppendRequest{Path: entitypath.Main(observer), Messages: wakes})
 	var closed *streamdb.ClosedError
 	if errors.As(err, &closed) || errors.Is(err, streamdb.ErrNotFound) {
 		return Unobserve(ctx, tx, observer, source)

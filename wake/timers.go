@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/streamdb"
 )
@@ -100,7 +101,7 @@ func (t *timerService) fire(ctx context.Context) (*time.Time, error) {
 				ev := streamdb.Event{Type: "wake", Key: "timer-" + d.id, Value: v.Bytes(), Operation: streamdb.OpInsert,
 					Timestamp: now}.Marshal()
 				hash := sha256.Sum256([]byte(d.id))
-				_, err := tx.Append(ctx, &streamdb.AppendRequest{Path: d.url + "/main", Messages: [][]byte{ev},
+				_, err := tx.Append(ctx, &streamdb.AppendRequest{Path: entitypath.Main(d.url), Messages: [][]byte{ev},
 					Dedupe: &streamdb.Dedupe{Key: "timer:" + d.id, Hash: hash[:], Ref: d.id}})
 				var closed *streamdb.ClosedError
 				if err != nil && !errors.As(err, &closed) && !errors.Is(err, streamdb.ErrNotFound) {

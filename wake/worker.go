@@ -10,7 +10,9 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/dberr"
+	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/streamdb"
 )
@@ -26,7 +28,7 @@ type worker struct {
 	log      *zap.Logger
 
 	meta     *streamdb.Meta
-	status   string
+	status   entity.Status
 	scanned  int64 // acknowledged scan position
 	attempts int
 	retryAt  time.Time
@@ -72,7 +74,7 @@ func (w *worker) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return // shutting down: Stop releases everything at once
 		}
-		if !deliverable(w.status) {
+		if !w.status.Deliverable() {
 			reclaim = w.finish(ctx)
 			return
 		}
@@ -112,10 +114,6 @@ func (w *worker) run(ctx context.Context) {
 	}
 }
 
-func deliverable(status string) bool {
-	return status != "paused" && status != "stopped" && status != "killed"
-}
-
 // load reads the entity's status, its held messages and its stream metadata, and
 // rebuilds the materialized state from the whole stream.
 func (w *worker) load(ctx context.Context) error {
@@ -153,7 +151,7 @@ func (w *worker) load(ctx context.Context) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	m, err := w.d.streams.Lookup(ctx, w.url+"/main")
+	m, err := w.d.streams.Lookup(ctx, entitypath.Main(w.url))
 	if err != nil {
 		if errors.Is(err, streamdb.ErrNotFound) || errors.Is(err, streamdb.ErrGone) {
 			return ErrEntityEnded
@@ -367,18 +365,15 @@ func (w *worker) fail(ctx context.Context, it *item, runErr error, consumed []in
 	return nil
 }
 
-// applySignal follows the entity's status through the signals it was just woken by.
+// applySignal follows the entity's status through the signal it was just woken by, with
+// the status machine the signal itself went through (stopped: this acknowledgement
+// finished a graceful stop).
 func (w *worker) applySignal(sig SignalWake, stopped bool) {
-	switch {
-	case stopped:
-		w.status = "stopped"
-	case sig.Signal == "SIGSTOP":
-		w.status = "paused"
-	case sig.Signal == "SIGCONT" && w.status == "paused":
-		w.status = "idle"
-	case sig.Signal == "SIGTERM" && w.status != "stopping":
-		// the signal path decided the entity stops outright (it was not deliverable)
+	if stopped {
+		w.status = entity.StatusStopped
+		return
 	}
+	w.status, _ = w.status.Next(sig.Signal, true)
 }
 
 // skipConsumed drops queued steer messages that a running handler already received.
@@ -422,7 +417,7 @@ func (w *worker) finish(ctx context.Context) bool {
 		w.d.warn(&w.d.logs.release, "could not release entity", zap.String("entity", w.url), zap.Error(err))
 		return false
 	}
-	if !deliverable(w.status) {
+	if !w.status.Deliverable() {
 		return false
 	}
 	tail, closed, err := w.d.streams.CurrentTail(ctx, w.streamID)

@@ -1,0 +1,29 @@
+// Package entitypath builds the paths of an entity and of its streams, in one place:
+// every package that names an entity's streams (entity, slashcmd, wake, api) asks here.
+package entitypath
+
+import "strings"
+
+const (
+	// MainSuffix ends the path of every entity's main stream.
+	MainSuffix = "/main"
+	// CollectionSuffix ends the path of an entity's slash-command collection stream.
+	CollectionSuffix = "/slash-commands"
+)
+
+// URL is the URL of entity id of type typ.
+func URL(typ, id string) string { return "/" + typ + "/" + id }
+
+// Main is the path of the main stream of the entity at url.
+func Main(url string) string { return url + MainSuffix }
+
+// Collection is the path of the slash-command collection stream of the entity at url.
+func Collection(url string) string { return url + CollectionSuffix }
+
+// OfMain is the URL of the entity whose main stream is at path.
+func OfMain(path string) (url string, ok bool) { return strings.CutSuffix(path, MainSuffix) }
+
+// OfCollection is the URL of the entity whose collection stream is at path.
+func OfCollection(path string) (url string, ok bool) {
+	return strings.CutSuffix(path, CollectionSuffix)
+}
