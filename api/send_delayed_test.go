@@ -48,8 +48,8 @@ func TestDelayedSendFiresLater(t *testing.T) {
 	fired := requireISOTime(t, ev.Value["timestamp"])
 	require.False(t, fired.Before(sent.Add(390*time.Millisecond)), "timestamp %s is the firing, not the request (%s)", fired, sent)
 
-	// Fired once: nothing more arrives.
-	time.Sleep(300 * time.Millisecond)
+	// Fired once: no delayed send is left to fire, and one message arrived.
+	h.waitNoPendingDelayed("/chat/later")
 	require.Len(t, ofType(h.events("/chat/later"), "inbox"), 1)
 }
 
@@ -77,7 +77,8 @@ func TestDelayedSendsAreValidatedNow(t *testing.T) {
 	h.signal("/typed/v", `{"signal":"SIGKILL"}`)
 	requireError(t, h.send("/typed/v", `{"type":"note","afterMs":50,"payload":{"text":"x"}}`),
 		http.StatusConflict, "NOT_RUNNING", "Entity is not accepting writes")
-	time.Sleep(300 * time.Millisecond)
+	require.Zero(t, h.count(`SELECT count(*) FROM delayed_sends WHERE entity_url = '/typed/v'`),
+		"no refused delayed send was stored, so none can fire")
 	require.Len(t, ofType(h.events("/typed/v"), "inbox"), 1, "only the immediate send was appended")
 }
 
@@ -124,7 +125,18 @@ func TestDelayedSendsWithAKeyAreIdempotent(t *testing.T) {
 	require.Equal(t, http.StatusConflict, r409.Status, "body: %s", r409.Body)
 	require.Contains(t, string(r409.Body), "IDEMPOTENCY_KEY_REUSED")
 	require.Equal(t, "remind-1", inbox[0].Key)
-	time.Sleep(400 * time.Millisecond)
+	h.waitNoPendingDelayed("/chat/k")
 	require.Len(t, ofType(h.events("/chat/k"), "inbox"), 1, "three requests, one message")
 	require.Equal(t, "idle", h.status("/chat/k"), "the delayed send resumed the paused entity")
+}
+
+// waitNoPendingDelayed waits until the entity has no delayed send left to fire: after
+// that, nothing more can be appended by one.
+func (h *harness) waitNoPendingDelayed(url string) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for h.count(`SELECT count(*) FROM delayed_sends WHERE entity_url = $1 AND completed_at IS NULL`, url) > 0 {
+		require.True(h.t, time.Now().Before(deadline), "delayed sends of %s still pending", url)
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -273,18 +273,25 @@ func TestConcurrentSendsDeliveredOnceInStreamOrder(t *testing.T) {
 	waitUntil(t, 60*time.Second, func() bool { return len(delivered()) >= total }, "delivered %d of %d", len(delivered()), total)
 	waitUntil(t, 30*time.Second, func() bool { return e.wakeStatus(url).ScannedSeq >= int64(len(e.events(url))-total) },
 		"the acknowledgements commit")
-	time.Sleep(200 * time.Millisecond) // a duplicate would show up now
+	// A duplicate (a redelivery of something already handled) would come before a message
+	// sent now: delivery is in stream order.
+	send(t, e.base, url, map[string]any{"key": "marker", "payload": map[string]any{"i": -1}})
+	waitUntil(t, 30*time.Second, func() bool { return slices.Contains(delivered(), "marker") })
 
 	got := delivered()
+	require.Equal(t, "marker", got[len(got)-1])
+	got = got[:len(got)-1]
 	require.Len(t, got, total, "each message once")
 	want := inboxOrder(e.events(url))
+	require.Equal(t, "marker", want[len(want)-1])
+	want = want[:len(want)-1]
 	require.Len(t, want, total)
 	require.Equal(t, want, got, "the handler sees the messages in stream order")
 	sorted := slices.Clone(got)
 	sort.Strings(sorted)
 	require.Len(t, slices.Compact(sorted), total, "no message twice")
 	require.Zero(t, overlaps.Load(), "handler runs of one entity never overlap")
-	waitUntil(t, 10*time.Second, func() bool { return len(texts(t, e.events(url))) == total })
+	waitUntil(t, 10*time.Second, func() bool { return len(texts(t, e.events(url))) == total+1 })
 	acks := texts(t, e.events(url))
 	for i, k := range want {
 		require.Equal(t, "ack "+k, acks[i], "the writes follow the same order")
@@ -331,8 +338,7 @@ func TestPausedMessagesWaitForRelease(t *testing.T) {
 	// cancel p2: it is dropped
 	update("p2", `{"status":"cancelled"}`)
 	e.send(url, map[string]any{"key": "after-2", "payload": "go"})
-	rec.waitKey(t, url, "after-2", 10*time.Second)
-	time.Sleep(200 * time.Millisecond)
+	rec.waitKey(t, url, "after-2", 10*time.Second) // p2 would have come before it
 	require.Equal(t, []string{"after-1", "p1", "after-2"}, rec.inboxKeys(url))
 	waitUntil(t, 5*time.Second, func() bool { return e.wakeStatus(url).Paused == 0 }, "no message is held any more")
 
@@ -341,8 +347,7 @@ func TestPausedMessagesWaitForRelease(t *testing.T) {
 	r := e.do(http.MethodDelete, entitiesPath+url+"/inbox/p3", nil)
 	require.Equal(t, http.StatusOK, r.Status, "DELETE p3: %s", r.Body)
 	e.send(url, map[string]any{"key": "after-3", "payload": "go"})
-	rec.waitKey(t, url, "after-3", 10*time.Second)
-	time.Sleep(200 * time.Millisecond)
+	rec.waitKey(t, url, "after-3", 10*time.Second) // p3 would have come before it
 	require.Equal(t, []string{"after-1", "p1", "after-2", "after-3"}, rec.inboxKeys(url))
 	waitUntil(t, 5*time.Second, func() bool { return e.wakeStatus(url).Paused == 0 })
 }
@@ -389,8 +394,7 @@ func TestSteerReachesRunningHandler(t *testing.T) {
 	mu.Unlock()
 
 	e.send(url, map[string]any{"key": "after", "payload": "next"})
-	rec.waitKey(t, url, "after", 10*time.Second)
-	time.Sleep(200 * time.Millisecond)
+	rec.waitKey(t, url, "after", 10*time.Second) // a second delivery of "steer" would come before it
 	require.Equal(t, []string{"slow", "after"}, rec.inboxKeys(url), "the steer message is not delivered again")
 
 	// a steer message sent while no handler runs is a wake of its own
@@ -651,8 +655,7 @@ func TestWakeOnlyAfterCommit(t *testing.T) {
 		require.Empty(t, rec.inboxKeys(url), "delivered before its commit")
 		return nil
 	}))
-	rec.waitKey(t, url, "committed", 10*time.Second)
-	time.Sleep(200 * time.Millisecond)
+	rec.waitKey(t, url, "committed", 10*time.Second) // nothing of the rolled-back one exists to come
 	require.Equal(t, []string{"committed"}, rec.inboxKeys(url))
 }
 

@@ -146,7 +146,11 @@ func TestRetryWithBackoffThenGiveUp(t *testing.T) {
 
 	e.send(url, map[string]any{"key": "poison", "payload": 1})
 	waitUntil(t, 10*time.Second, func() bool { return len(e.wakeStatus(url).Failures) == 1 })
-	time.Sleep(300 * time.Millisecond) // a fourth attempt would come within 4*base
+	// The entity moves on; a fourth attempt of "poison" would come before the next
+	// message (one unit of work at a time, in order).
+	e.send(url, map[string]any{"key": "next", "payload": 2})
+	rec.waitKey(t, url, "next", 10*time.Second)
+	waitUntil(t, 10*time.Second, func() bool { return slices.Contains(texts(t, e.events(url)), "ok next") })
 	var runs []seen
 	for _, s := range rec.of(url) {
 		if s.key() == "poison" {
@@ -163,7 +167,7 @@ func TestRetryWithBackoffThenGiveUp(t *testing.T) {
 	require.GreaterOrEqual(t, gap2, 2*base, "the second retry waits twice as long")
 
 	evs := after(t, e.events(url), "inbox", "poison")
-	require.Equal(t, []string{"error", "error", "error", "inbox"}, eventTypes(evs))
+	require.Equal(t, []string{"error", "error", "error", "inbox", "inbox", "text"}, eventTypes(evs), "then next and its text")
 	for i, ev := range evs[:3] {
 		require.Equal(t, fmt.Sprintf("poison attempt %d", i+1), ev.str(t, "message"))
 		var attempt, maxAttempts int
@@ -192,11 +196,6 @@ func TestRetryWithBackoffThenGiveUp(t *testing.T) {
 	require.Equal(t, "poison attempt 3", st.Failures[0].Error)
 	require.Zero(t, st.Attempts)
 	require.Nil(t, st.RetryAt)
-
-	// the entity moved on
-	e.send(url, map[string]any{"key": "next", "payload": 2})
-	rec.waitKey(t, url, "next", 10*time.Second)
-	waitUntil(t, 10*time.Second, func() bool { return slices.Contains(texts(t, e.events(url)), "ok next") })
 
 	// failing twice, then succeeding: only the third run's writes are committed
 	e.send(url, map[string]any{"key": "twice-1", "payload": 3})
@@ -368,12 +367,15 @@ func TestRestartDeliversTheRest(t *testing.T) {
 
 	e2 := startServerOn(t, dbURL, wake.Options{}, false, def)
 	waitUntil(t, 20*time.Second, func() bool { return len(texts(t, e2.events(url))) == 10 }, "the rest is delivered")
-	time.Sleep(200 * time.Millisecond)
-	require.Equal(t, keys, rec.inboxKeys(url), "each message once, in order, across the restart")
+	// a redelivery would come before a message sent now
+	e2.send(url, map[string]any{"key": "marker", "payload": -1})
+	waitUntil(t, 10*time.Second, func() bool { return slices.Contains(texts(t, e2.events(url)), "ack marker") })
+	require.Equal(t, append(slices.Clone(keys), "marker"), rec.inboxKeys(url), "each message once, in order, across the restart")
 	want := make([]string, len(keys))
 	for i, k := range keys {
 		want[i] = "ack " + k
 	}
+	want = append(want, "ack marker")
 	require.Equal(t, want, texts(t, e2.events(url)))
 }
 
