@@ -332,6 +332,27 @@ func hostileCases(token string) []hostileCase {
 		c("route: send extra segment", "POST", send+"/extra", `{}`, nf, "NOT_FOUND"),
 		c("route: method not allowed", "PATCH", ent, `{}`, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED"),
 		c("route: path NUL", "GET", "/%00", nil, bad, invalid),
+
+		// --- slash commands: the text rule and the owner limits (issue 9)
+		c("type: slash command description invalid UTF-8", "POST", types,
+			[]byte("{\"name\":\"x\",\"description\":\"d\",\"slash_commands\":[{\"name\":\"a\",\"description\":\"\xff\"}]}"), bad, invalid),
+		c("type: slash argument description NUL", "POST", types,
+			`{"name":"x","description":"d","slash_commands":[{"name":"a","arguments":[{"name":"q","type":"string","description":"\u0000"}]}]}`, unp, schemaFail),
+		c("type: slash argument description surrogate", "POST", types,
+			`{"name":"x","description":"d","slash_commands":[{"name":"a","arguments":[{"name":"q","type":"string","description":"\udc00"}]}]}`, unp, schemaFail),
+		c("type: slash argument name control", "POST", types,
+			`{"name":"x","description":"d","slash_commands":[{"name":"a","arguments":[{"name":"q\u0007","type":"string"}]}]}`, unp, schemaFail),
+		c("type: slash argument type NUL", "POST", types,
+			`{"name":"x","description":"d","slash_commands":[{"name":"a","arguments":[{"name":"q","type":"string\u0000"}]}]}`, bad, invalid),
+		c("command: description invalid UTF-8", "PUT", ent+"/slash-commands/x?owner=o", []byte("{\"description\":\"\xc3\"}"), bad, invalid),
+		c("command: description surrogate pair reversed", "PUT", ent+"/slash-commands/x?owner=o", `{"description":"\udc00\ud800"}`, bad, invalid),
+		c("command: argument description surrogate", "PUT", ent+"/slash-commands/x?owner=o",
+			`{"arguments":[{"name":"q","type":"string","description":"\ud800"}]}`, bad, invalid),
+		c("command: argument name NUL", "PUT", ent+"/slash-commands/x?owner=o", `{"arguments":[{"name":"q\u0000","type":"string"}]}`, bad, invalid),
+		c("command: version surrogate", "PUT", ent+"/slash-commands/x?owner=o", `{"version":"\ud800"}`, bad, invalid),
+		c("command: version oversize", "PUT", ent+"/slash-commands/x?owner=o", `{"version":"`+strings.Repeat("v", 257)+`"}`, unp, schemaFail),
+		c("command: owner oversize", "PUT", ent+"/slash-commands/x?owner="+strings.Repeat("o", 257), `{}`, unp, schemaFail),
+		c("command: owner control", "PUT", ent+"/slash-commands/x?owner=o%07", `{}`, bad, invalid),
 	}
 	return cases
 }

@@ -12,7 +12,7 @@ import (
 // owner's registration writes that owner's layer and not the whole stack of every
 // owner (which made writes grow with the number of owners: quadratic over a session).
 
-// storedLayer is a layer as loaded: where it sits in the stack and its stored encoding.
+// storedLayer is a layer as loaded: where it sits in the stack and its encoding.
 type storedLayer struct {
 	position int64
 	encoded  string
@@ -49,7 +49,14 @@ func loadLayers(ctx context.Context, tx querier, entityURL string, entries map[s
 		if e.stored == nil {
 			e.stored = map[string]storedLayer{}
 		}
-		e.stored[l.Owner] = storedLayer{position: pos, encoded: encoded}
+		// Compare later writes with this code's encoding, not the stored text: layers
+		// moved by migration 010 are jsonb's rendering (other key order and spacing), and
+		// comparing with that would rewrite every one of them on the next change.
+		canonical, err := encodeLayer(l)
+		if err != nil {
+			return err
+		}
+		e.stored[l.Owner] = storedLayer{position: pos, encoded: string(canonical)}
 	}
 	return rows.Err()
 }
