@@ -522,7 +522,7 @@ func (s *Service) linkInitial(ctx context.Context, tx *streamdb.Tx, id string, i
 	if err != nil {
 		return err
 	}
-	rows, err := tx.Query(ctx, `SELECT id, path, tail_seq, tail_pos FROM streams
+	rows, err := tx.Query(ctx, `SELECT id, path, tail_seq, tail_pos FROM stream_heads
 		WHERE starts_with(path, $1) AND NOT soft_deleted`, streamRoot+g.literalPrefix())
 	if err != nil {
 		return err

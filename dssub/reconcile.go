@@ -48,7 +48,7 @@ func (s *Service) reconcile(ctx context.Context) error {
 		idle, err := collect(ctx, tx, `SELECT d.id FROM ds_subscriptions d
 			WHERE d.wake_id IS NULL AND EXISTS (
 				SELECT 1 FROM ds_subscription_streams l
-				JOIN streams s ON s.path = $1 || l.path AND NOT s.soft_deleted
+				JOIN stream_heads s ON s.path = $1 || l.path AND NOT s.soft_deleted
 				WHERE l.subscription_id = d.id
 					AND s.tail_seq > CASE WHEN l.stream_id IS NULL OR l.stream_id = s.id THEN greatest(l.acked_seq, 0) ELSE 0 END)`,
 			streamRoot)
@@ -58,7 +58,7 @@ func (s *Service) reconcile(ctx context.Context) error {
 		due = append(due, idle...)
 		if _, err := tx.Exec(ctx, `DELETE FROM ds_subscription_streams l
 			WHERE NOT l.explicit
-				AND NOT EXISTS (SELECT 1 FROM streams s WHERE s.path = $1 || l.path)
+				AND NOT EXISTS (SELECT 1 FROM stream_heads s WHERE s.path = $1 || l.path)
 				AND NOT EXISTS (SELECT 1 FROM ds_subscriptions d WHERE d.id = l.subscription_id AND d.wake_id IS NOT NULL)`,
 			streamRoot); err != nil {
 			return fmt.Errorf("remove links of deleted streams: %w", err)
@@ -95,7 +95,7 @@ func (s *Service) scanNewStreams(ctx context.Context, tx pgx.Tx, m *matcher) ([]
 	from, settled := mark, true
 	for {
 		rows, err := tx.Query(ctx, `SELECT id, path, created_at < now() - interval '`+settleAfter+`'
-			FROM streams WHERE id > $1 AND starts_with(path, $2) ORDER BY id LIMIT `+fmt.Sprint(scanBatch), from, streamRoot)
+			FROM stream_heads WHERE id > $1 AND starts_with(path, $2) ORDER BY id LIMIT `+fmt.Sprint(scanBatch), from, streamRoot)
 		if err != nil {
 			return nil, err
 		}

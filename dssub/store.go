@@ -200,7 +200,7 @@ func loadLinks(ctx context.Context, q querier, id string, rebase bool) ([]*link,
 				acked_seq = CASE WHEN l.stream_id IS NULL THEN l.acked_seq ELSE -1 END,
 				acked_pos = CASE WHEN l.stream_id IS NULL THEN l.acked_pos ELSE -1 END,
 				wake_seq = NULL, wake_pos = NULL
-			FROM streams s
+			FROM stream_heads s
 			WHERE l.subscription_id = $1 AND s.path = $2 || l.path AND NOT s.soft_deleted
 				AND l.stream_id IS DISTINCT FROM s.id`, id, streamRoot); err != nil {
 			return nil, fmt.Errorf("dssub: rebase links: %w", err)
@@ -209,7 +209,7 @@ func loadLinks(ctx context.Context, q querier, id string, rebase bool) ([]*link,
 	rows, err := q.Query(ctx, `SELECT l.path, l.explicit, l.glob, l.stream_id, l.acked_seq, l.acked_pos,
 			coalesce(s.id, 0), coalesce(s.tail_seq, 0), coalesce(s.tail_pos, 0)
 		FROM ds_subscription_streams l
-		LEFT JOIN streams s ON s.path = $2 || l.path AND NOT s.soft_deleted
+		LEFT JOIN stream_heads s ON s.path = $2 || l.path AND NOT s.soft_deleted
 		WHERE l.subscription_id = $1
 		ORDER BY l.path`, id, streamRoot)
 	if err != nil {
@@ -331,7 +331,7 @@ func linkExplicit(ctx context.Context, q querier, id string, paths []string) err
 	_, err := q.Exec(ctx, `INSERT INTO ds_subscription_streams (subscription_id, path, explicit, stream_id, acked_seq, acked_pos)
 		SELECT $1, u.path, true, s.id, coalesce(s.tail_seq, 0), coalesce(s.tail_pos, 0)
 		FROM unnest($2::text[]) AS u(path)
-		LEFT JOIN streams s ON s.path = $3 || u.path AND NOT s.soft_deleted
+		LEFT JOIN stream_heads s ON s.path = $3 || u.path AND NOT s.soft_deleted
 		ON CONFLICT (subscription_id, path) DO UPDATE SET explicit = true`, id, paths, streamRoot)
 	if err != nil {
 		return fmt.Errorf("dssub: link streams: %w", err)

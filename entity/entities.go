@@ -205,10 +205,7 @@ func (r *Registry) Spawn(ctx context.Context, t *Type, req SpawnRequest) (*Spawn
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO entity_wake (entity_url, stream_id, entity_type) VALUES ($1, $2, $3)`,
-			url, m.ID, req.Type); err != nil {
-			return err
-		}
+		// (wake's delivery row comes with the entity row: migration 013's trigger)
 		out.Entity = e
 		out.Txid, err = currentTxid(ctx, tx)
 		return err
@@ -339,6 +336,17 @@ var SendAdmission = &streamdb.Admission{
 		}
 		return streamdb.Refused(ErrNotRunning)
 	},
+}
+
+// FinishStop completes a graceful stop inside tx: a stopping entity becomes stopped. It
+// reports whether the entity was stopping (else nothing changed).
+func FinishStop(ctx context.Context, tx *streamdb.Tx, url string) (bool, error) {
+	tag, err := tx.Exec(ctx, `UPDATE entities SET status = $2, updated_at = now() WHERE url = $1 AND status = $3`,
+		url, string(StatusStopped), string(StatusStopping))
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() > 0, nil
 }
 
 // SendTo is the append request of one send's event to the entity at url.

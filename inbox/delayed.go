@@ -81,14 +81,12 @@ func (s *Sender) SendLater(ctx context.Context, e *entity.Entity, req *SendReque
 	// A key already used for a different message would only be refused when the send
 	// fires; refuse it now, as Send would.
 	if req.Key != "" {
-		var hash []byte
-		err := s.streams.Pool().QueryRow(ctx, `SELECT body_hash FROM stream_dedupe WHERE stream_id = $1 AND key = $2`,
-			fresh.StreamID, req.Key).Scan(&hash)
+		hash, used, err := s.streams.DedupeHash(ctx, fresh.StreamID, req.Key)
 		switch {
-		case err == nil && !bytes.Equal(hash, requestHash(req)):
-			return ErrKeyReused
-		case err != nil && !errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
 			return err
+		case used && !bytes.Equal(hash, requestHash(req)):
+			return ErrKeyReused
 		}
 	}
 	if _, err := s.streams.Pool().Exec(ctx, `INSERT INTO delayed_sends (entity_url, fire_at, request)

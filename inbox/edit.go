@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/rawjson"
@@ -93,16 +92,12 @@ func (s *Sender) appendEdit(ctx context.Context, e *entity.Entity, key, op strin
 // parsed in Postgres (jsonb would refuse a payload's \u0000), and a lookup costs one
 // prefix comparison per message.
 func (s *Sender) requireMessage(ctx context.Context, e *entity.Entity, key string) error {
-	prefix := rawjson.AppendString([]byte(`{"type":"`+EventType+`","key":`), key)
-	var data []byte
-	err := s.streams.Pool().QueryRow(ctx, `SELECT data FROM stream_messages
-		WHERE stream_id = $1 AND substring(data FROM 1 FOR $3) = $2
-		ORDER BY seq DESC LIMIT 1`, e.StreamID, prefix, len(prefix)).Scan(&data)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ErrMessageNotFound
-	}
+	data, ok, err := s.streams.LastEvent(ctx, e.StreamID, EventType, key)
 	if err != nil {
 		return err
+	}
+	if !ok {
+		return ErrMessageNotFound
 	}
 	var ev struct {
 		Headers struct {

@@ -241,9 +241,8 @@ func ackError(err error) error {
 // finishStop completes a graceful stop after the SIGTERM wake: the entity becomes
 // stopped, its streams close, and its observers hear about it.
 func (d *Dispatcher) finishStop(ctx context.Context, tx *streamdb.Tx, url string) error {
-	tag, err := tx.Exec(ctx, `UPDATE entities SET status = $2, updated_at = now() WHERE url = $1 AND status = $3`,
-		url, string(entity.StatusStopped), string(entity.StatusStopping))
-	if err != nil || tag.RowsAffected() == 0 {
+	stopped, err := entity.FinishStop(ctx, tx, url)
+	if err != nil || !stopped {
 		return err
 	}
 	now := time.Now()

@@ -95,8 +95,8 @@ func release(ctx context.Context, pool *pgxpool.Pool, holder, url string, epoch 
 // whose notification was missed.
 func pendingUnheld(ctx context.Context, pool *pgxpool.Pool, types []string, limit int) ([]string, error) {
 	rows, err := pool.Query(ctx, `SELECT w.entity_url FROM entity_wake w
-		JOIN streams s ON s.id = w.stream_id
-		JOIN entities e ON e.url = w.entity_url
+		JOIN stream_heads s ON s.id = w.stream_id
+		JOIN entity_statuses e ON e.url = w.entity_url
 		WHERE w.entity_type = ANY($1) AND s.tail_seq > w.scanned_seq AND NOT s.closed
 		  AND e.status <> ALL($3)
 		  AND (w.holder IS NULL OR NOT EXISTS (

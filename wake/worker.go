@@ -121,7 +121,7 @@ func (w *worker) load(ctx context.Context) error {
 	var epoch int64
 	var holder string
 	err := w.d.pool.QueryRow(ctx, `SELECT e.status, w.scanned_seq, w.attempts, w.retry_at, w.consumed, w.epoch, coalesce(w.holder, '')
-		FROM entities e JOIN entity_wake w ON w.entity_url = e.url WHERE e.url = $1`, w.url).
+		FROM entity_statuses e JOIN entity_wake w ON w.entity_url = e.url WHERE e.url = $1`, w.url).
 		Scan(&w.status, &w.scanned, &w.attempts, &retryAt, &w.consumed, &epoch, &holder)
 	if err != nil {
 		return fmt.Errorf("wake: load %s: %w", w.url, err)
@@ -163,12 +163,8 @@ func (w *worker) load(ctx context.Context) error {
 	// Start reading where delivery stands; the materialized state is built only when a
 	// handler asks for it, so claiming an entity with a long history stays cheap.
 	w.state = nil
-	w.read = streamdb.Offset{Seq: w.scanned}
-	if w.scanned > 0 {
-		if err := w.d.pool.QueryRow(ctx, `SELECT end_pos FROM stream_messages WHERE stream_id = $1 AND seq = $2`,
-			w.streamID, w.scanned).Scan(&w.read.Pos); err != nil {
-			return fmt.Errorf("wake: position of %s at %d: %w", w.url, w.scanned, err)
-		}
+	if w.read, err = w.d.streams.OffsetAt(ctx, w.streamID, w.scanned); err != nil {
+		return fmt.Errorf("wake: position of %s: %w", w.url, err)
 	}
 	w.queue, w.trailing = nil, nil
 	return nil

@@ -1,0 +1,35 @@
+package migrations
+
+// Owners names the one package that owns each table: only that package writes the
+// table or names it in SQL, and others go through its typed methods. A test in this
+// package holds every Go file of the module to it, and every table a migration creates
+// must be listed here.
+var Owners = map[string]string{
+	"streams":                 "streamdb",
+	"stream_messages":         "streamdb",
+	"stream_producers":        "streamdb",
+	"stream_dedupe":           "streamdb",
+	"stream_listeners":        "streamdb",
+	"entity_types":            "entity",
+	"entities":                "entity",
+	"slash_commands":          "slashcmd",
+	"slash_command_layers":    "slashcmd",
+	"entity_wake":             "wake",
+	"wake_holders":            "wake",
+	"inbox_held":              "wake",
+	"wake_failures":           "wake",
+	"wake_timers":             "wake",
+	"wake_observations":       "wake",
+	"delayed_sends":           "inbox",
+	"ds_subscriptions":        "dssub",
+	"ds_subscription_streams": "dssub",
+	"ds_keys":                 "dssub",
+	"ds_state":                "dssub",
+}
+
+// Published are read-only views an owner offers to other packages for joins (see
+// migration 012): anyone may read them, nobody writes them.
+var Published = map[string]string{
+	"stream_heads":    "streamdb",
+	"entity_statuses": "entity",
+}

@@ -1,0 +1,59 @@
+package streamdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/entityd/entityd/internal/rawjson"
+)
+
+// Point lookups other packages need in stream storage. They live here, beside the
+// tables and the envelope format they depend on, so that no other package names
+// stream_messages or stream_dedupe.
+
+// OffsetAt is the offset just after message seq of stream id (the position a reader
+// resumes from once seq was handled). seq 0 is the start.
+func (s *Store) OffsetAt(ctx context.Context, id, seq int64) (Offset, error) {
+	if seq == 0 {
+		return Start, nil
+	}
+	off := Offset{Seq: seq}
+	if err := s.pool.QueryRow(ctx, `SELECT end_pos FROM stream_messages WHERE stream_id = $1 AND seq = $2`,
+		id, seq).Scan(&off.Pos); err != nil {
+		return Offset{}, fmt.Errorf("streamdb: offset of message %d of stream %d: %w", seq, id, err)
+	}
+	return off, nil
+}
+
+// LastEvent returns the newest message of stream id that is a State Protocol event of
+// type typ with key key (ok false when there is none). It matches the envelope's first
+// bytes as Event.Marshal writes them ({"type":…,"key":…), so the lookup costs one prefix
+// comparison per message and never parses a payload (jsonb would refuse a \u0000).
+func (s *Store) LastEvent(ctx context.Context, id int64, typ, key string) (data []byte, ok bool, err error) {
+	prefix := rawjson.AppendString([]byte(`{"type":`), typ)
+	prefix = append(prefix, `,"key":`...)
+	prefix = rawjson.AppendString(prefix, key)
+	err = s.pool.QueryRow(ctx, `SELECT data FROM stream_messages
+		WHERE stream_id = $1 AND substring(data FROM 1 FOR $3) = $2
+		ORDER BY seq DESC LIMIT 1`, id, prefix, len(prefix)).Scan(&data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return data, true, nil
+}
+
+// DedupeHash is the body hash recorded for keyed appends with key on stream id (ok
+// false when the key is unused or was purged after the dedupe window).
+func (s *Store) DedupeHash(ctx context.Context, id int64, key string) (hash []byte, ok bool, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT body_hash FROM stream_dedupe WHERE stream_id = $1 AND key = $2`, id, key).Scan(&hash)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	return hash, err == nil, err
+}
