@@ -81,7 +81,7 @@ func parseBody(data []byte) (*body, error) {
 }
 
 func schemaMismatch(d validation.Details) *Error {
-	return newError(http.StatusBadRequest, CodeInvalidRequest, "Request body does not match API schema").withDetails(d)
+	return newError(http.StatusBadRequest, CodeInvalidRequest, "Request body does not match API schema").WithDetails(d)
 }
 
 func (b *body) has(name string) bool {

@@ -87,7 +87,7 @@ func spawnError(err error, url string) error {
 	case errors.Is(err, entity.ErrParentNotFound):
 		return newError(http.StatusNotFound, CodeNotFound, "Parent entity not found")
 	case errors.As(err, &ve):
-		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, ve.Message).withDetails(ve.Details)
+		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, ve.Message).WithDetails(ve.Details)
 	}
 	return err
 }

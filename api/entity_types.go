@@ -61,10 +61,10 @@ func (s *Server) registerType(w http.ResponseWriter, r *http.Request) error {
 		return newError(http.StatusBadRequest, CodeInvalidRequest, "Missing required field: description")
 	}
 	if d := checkSchemaKeywords(t); d != nil {
-		return newError(http.StatusBadRequest, CodeInvalidRequest, "Schema uses disallowed keywords").withDetails(d)
+		return newError(http.StatusBadRequest, CodeInvalidRequest, "Schema uses disallowed keywords").WithDetails(d)
 	}
 	if d := slashcmd.ValidateDefinitions(t.SlashCommands, "/slash_commands", slashcmd.DefaultLimits); d != nil {
-		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, "Validation failed").withDetails(d)
+		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, "Validation failed").WithDetails(d)
 	}
 	if err := s.registry.Precompile(t); err != nil {
 		return schemaCompileError(err)
@@ -126,7 +126,7 @@ func schemaCompileError(err error) error {
 		path = validation.Pointer(ce.Field, ce.Key)
 	}
 	return newError(http.StatusBadRequest, CodeInvalidRequest, "Invalid JSON Schema").
-		withDetails(validation.Details{{Path: path, Message: err.Error()}})
+		WithDetails(validation.Details{{Path: path, Message: err.Error()}})
 }
 
 // checkTypeName keeps type names usable as the first segment of entity URLs.
@@ -230,7 +230,7 @@ func (s *Server) amendSchemas(w http.ResponseWriter, r *http.Request) error {
 	}
 	probe := &entity.Type{Name: param(r, "name"), InboxSchemas: inboxRaw, StateSchemas: stateRaw}
 	if d := checkSchemaKeywords(probe); d != nil {
-		return newError(http.StatusBadRequest, CodeInvalidRequest, "Schema uses disallowed keywords").withDetails(d)
+		return newError(http.StatusBadRequest, CodeInvalidRequest, "Schema uses disallowed keywords").WithDetails(d)
 	}
 	if err := s.registry.Precompile(probe); err != nil {
 		return schemaCompileError(err)

@@ -1,10 +1,9 @@
 package api
 
 import (
-	"encoding/json"
 	"net/http"
 
-	"github.com/entityd/entityd/internal/validation"
+	"github.com/entityd/entityd/internal/httpx"
 )
 
 // Error codes of the Electric Agents error envelope.
@@ -27,53 +26,13 @@ const (
 	CodeRequestTimeout         = "REQUEST_TIMEOUT"
 )
 
-// Error is an API error: an HTTP status plus the envelope
-// {"error":{"code","message","details"?}}.
-type Error struct {
-	Status  int
-	Code    string
-	Message string
-	Details validation.Details
-}
+// Error is an API error: an HTTP status plus the envelope (see internal/httpx).
+type Error = httpx.Error
 
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
-
-func newError(status int, code, message string) *Error {
-	return &Error{Status: status, Code: code, Message: message}
-}
-
-func (e *Error) withDetails(d validation.Details) *Error {
-	e.Details = d
-	return e
-}
-
-type envelope struct {
-	Error envelopeBody `json:"error"`
-}
-
-type envelopeBody struct {
-	Code    string             `json:"code"`
-	Message string             `json:"message"`
-	Details validation.Details `json:"details,omitempty"`
-}
+func newError(status int, code, message string) *Error { return httpx.New(status, code, message) }
 
 // writeError writes e as the error envelope.
-func writeError(w http.ResponseWriter, e *Error) {
-	body, _ := json.Marshal(envelope{Error: envelopeBody{Code: e.Code, Message: e.Message, Details: e.Details}})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Del("Content-Length")
-	w.WriteHeader(e.Status)
-	_, _ = w.Write(body)
-}
+func writeError(w http.ResponseWriter, e *Error) { httpx.WriteError(w, e) }
 
 // writeJSON writes v as a JSON response.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		writeError(w, newError(http.StatusInternalServerError, CodeInternal, "Internal server error"))
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { httpx.WriteJSON(w, status, v) }

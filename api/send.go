@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/principal"
 )
 
@@ -116,10 +116,7 @@ func bearerToken(r *http.Request) string {
 	if t := r.Header.Get("Electric-Claim-Token"); t != "" {
 		return t
 	}
-	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-		return strings.TrimSpace(h[7:])
-	}
-	return ""
+	return httpx.Bearer(r)
 }
 
 func sendError(err error) error {
@@ -134,7 +131,7 @@ func sendError(err error) error {
 	case errors.As(err, &unknown):
 		return newError(http.StatusUnprocessableEntity, CodeUnknownMessageType, unknown.Error())
 	case errors.As(err, &invalid):
-		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, "Validation failed").withDetails(invalid.Details)
+		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, "Validation failed").WithDetails(invalid.Details)
 	case errors.Is(err, inbox.ErrMissingPayload):
 		return newError(http.StatusBadRequest, CodeInvalidRequest, inbox.ErrMissingPayload.Error())
 	}

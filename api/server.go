@@ -14,6 +14,7 @@ import (
 
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/streamdb"
@@ -70,22 +71,27 @@ type Server struct {
 	live     context.Context // cancelled by Shutdown
 	stopLive context.CancelFunc
 
-	dispatcher *wake.Dispatcher
-	mounts     []mount
-	hubs       *sseHubs
-	outage     *outage
+	dispatcher  *wake.Dispatcher
+	routeMounts []routeMount
+	hubs        *sseHubs
+	outage      *outage
 }
 
-type mount struct {
-	pattern string
-	handler http.Handler
+// Routes registers a package's routes on r; wrap turns its handlers into http handlers
+// that answer failures the way every route of the API does.
+type Routes func(r chi.Router, wrap func(httpx.HandlerFunc) http.HandlerFunc)
+
+// MountRoutes serves routes under prefix (e.g. "/v1/stream/__ds" for the Durable Streams
+// subscription APIs of package dssub), behind the common middleware and with the API's
+// failure answers (503 while the database is away, nothing for a client that left).
+// Call it before Handler.
+func (s *Server) MountRoutes(prefix string, routes Routes) {
+	s.routeMounts = append(s.routeMounts, routeMount{prefix: prefix, routes: routes})
 }
 
-// Mount serves h at a chi route pattern (e.g. "/v1/stream/__ds/*" for the Durable
-// Streams subscription APIs of package dssub), behind the common middleware. Call it
-// before Handler.
-func (s *Server) Mount(pattern string, h http.Handler) {
-	s.mounts = append(s.mounts, mount{pattern: pattern, handler: h})
+type routeMount struct {
+	prefix string
+	routes Routes
 }
 
 // New returns a Server.
@@ -139,8 +145,8 @@ func (s *Server) Handler() http.Handler {
 		})
 	})
 
-	for _, m := range s.mounts {
-		r.Handle(m.pattern, m.handler)
+	for _, rm := range s.routeMounts {
+		r.Route(rm.prefix, func(r chi.Router) { rm.routes(r, s.handle) })
 	}
 	streams := s.streamRoutes()
 	r.Handle("/v1/stream/*", streams)
@@ -150,8 +156,8 @@ func (s *Server) Handler() http.Handler {
 }
 
 // handlerFunc is a handler that reports failure by returning an error: an *Error is
-// written as the envelope, anything else is logged and answered with a bare 500.
-type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+// written as the envelope; anything else is answered by writeFailure.
+type handlerFunc = httpx.HandlerFunc
 
 func (s *Server) handle(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {

@@ -134,14 +134,14 @@ func (s *Server) commandError(err error) error {
 	var invalid *slashcmd.InvalidError
 	switch {
 	case errors.As(err, &invalid):
-		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, "Validation failed").withDetails(invalid.Details)
+		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, "Validation failed").WithDetails(invalid.Details)
 	case errors.Is(err, slashcmd.ErrTooManyOwners):
 		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, "Too many slash-command owners").
-			withDetails(validation.Details{{Path: "/owner", Message: "an entity's slash commands can have at most " +
+			WithDetails(validation.Details{{Path: "/owner", Message: "an entity's slash commands can have at most " +
 				strconv.Itoa(limits.MaxOwners) + " distinct owners"}})
 	case errors.Is(err, slashcmd.ErrTooManyCommands):
 		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, "Too many slash commands").
-			withDetails(validation.Details{{Path: "/", Message: "an entity can have at most 500 slash commands"}})
+			WithDetails(validation.Details{{Path: "/", Message: "an entity can have at most 500 slash commands"}})
 	case errors.Is(err, slashcmd.ErrEntityClosed):
 		return newError(http.StatusConflict, CodeNotRunning, "Entity is not accepting writes")
 	case errors.Is(err, slashcmd.ErrEntityNotFound):

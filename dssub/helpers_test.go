@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -67,7 +68,7 @@ func startHarness(t *testing.T, dbURL string, opts Options) *harness {
 	if err := svc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	apiServer.Mount(ControlPrefix+"*", svc.Handler())
+	apiServer.MountRoutes(strings.TrimSuffix(ControlPrefix, "/"), svc.Routes)
 	hs := httptest.NewServer(apiServer.Handler())
 	t.Cleanup(func() {
 		apiServer.Shutdown()

@@ -13,9 +13,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/streamdb"
 )
@@ -25,17 +27,15 @@ const ControlPrefix = streamRoot + "__ds/"
 
 // Error codes of the subscription APIs (the reference server's).
 const (
-	codeInvalidRequest   = "INVALID_REQUEST"
-	codeNotFound         = "SUBSCRIPTION_NOT_FOUND"
-	codeAlreadyExists    = "SUBSCRIPTION_ALREADY_EXISTS"
-	codeURLRejected      = "WEBHOOK_URL_REJECTED"
-	codeTokenInvalid     = "TOKEN_INVALID"
-	codeFenced           = "FENCED"
-	codeAlreadyClaimed   = "ALREADY_CLAIMED"
-	codeNoPendingWork    = "NO_PENDING_WORK"
-	codeInvalidOffset    = "INVALID_OFFSET"
-	codeMethodNotAllowed = "METHOD_NOT_ALLOWED"
-	codeInternal         = "INTERNAL_SERVER_ERROR"
+	codeInvalidRequest = "INVALID_REQUEST"
+	codeNotFound       = "SUBSCRIPTION_NOT_FOUND"
+	codeAlreadyExists  = "SUBSCRIPTION_ALREADY_EXISTS"
+	codeURLRejected    = "WEBHOOK_URL_REJECTED"
+	codeTokenInvalid   = "TOKEN_INVALID"
+	codeFenced         = "FENCED"
+	codeAlreadyClaimed = "ALREADY_CLAIMED"
+	codeNoPendingWork  = "NO_PENDING_WORK"
+	codeInvalidOffset  = "INVALID_OFFSET"
 )
 
 const (
@@ -47,43 +47,9 @@ const (
 	maxStreamsPer   = 1000 // explicit streams in one request
 )
 
-// apiError is an answer other than success: {"error":{"code","message",...}}.
-type apiError struct {
-	status  int
-	code    string
-	message string
-	extra   map[string]any
-}
-
-func (e *apiError) Error() string { return e.code + ": " + e.message }
-
-func fail(status int, code, message string) *apiError {
-	return &apiError{status: status, code: code, message: message}
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		status = http.StatusInternalServerError
-		buf.Reset()
-		buf.WriteString(`{"error":{"code":"INTERNAL_SERVER_ERROR","message":"Internal server error"}}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
-}
-
-func writeError(w http.ResponseWriter, e *apiError) {
-	body := map[string]any{"code": e.code, "message": e.message}
-	for k, v := range e.extra {
-		body[k] = v
-	}
-	writeJSON(w, e.status, map[string]any{"error": body})
-}
-
-// Handler serves the control routes under ControlPrefix:
+// Routes registers the control routes under ControlPrefix (mounted by the api package,
+// which answers failures as every route does: 503 while the database is away, nothing
+// for a client that left, a logged 500 otherwise):
 //
 //	GET    jwks.json
 //	PUT    subscriptions/:id            create (201) or confirm (200)
@@ -93,108 +59,71 @@ func writeError(w http.ResponseWriter, e *apiError) {
 //	DELETE subscriptions/:id/streams/:path
 //	POST   subscriptions/:id/callback   webhook acks (Bearer callback token)
 //	POST   subscriptions/:id/claim|ack|release   pull-wake leases
-func (s *Service) Handler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		err := s.route(w, r)
-		if err == nil {
-			return
-		}
-		var ae *apiError
-		if errors.As(err, &ae) {
-			writeError(w, ae)
-			return
-		}
-		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
-			return // the client went away
-		}
-		if ae := storeFailure(err); ae != nil {
-			if ae.status == http.StatusServiceUnavailable {
-				w.Header().Set("Retry-After", "1")
-				s.logs.request.Log(s.log, zapcore.WarnLevel, "subscription requests answered 503: the database is unavailable", zap.Error(err))
-			}
-			writeError(w, ae)
-			return
-		}
-		s.log.Error("subscription request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
-		writeError(w, fail(http.StatusInternalServerError, codeInternal, "Internal server error"))
+func (s *Service) Routes(r chi.Router, wrap func(httpx.HandlerFunc) http.HandlerFunc) {
+	r.Use(s.requireStarted)
+	r.Method(http.MethodGet, "/jwks.json", wrap(s.jwks))
+	r.Method(http.MethodHead, "/jwks.json", wrap(s.jwks))
+	r.Route("/subscriptions/{id}", func(r chi.Router) {
+		r.Put("/", wrap(s.withID(s.putSubscription)))
+		r.Get("/", wrap(s.withID(s.getSubscription)))
+		r.Delete("/", wrap(s.withID(s.deleteSubscription)))
+		r.Post("/streams", wrap(s.withID(s.addStreams)))
+		r.Delete("/streams/*", wrap(s.withID(s.removeStreamRoute)))
+		r.Post("/callback", wrap(s.withID(func(w http.ResponseWriter, r *http.Request, id string) error {
+			return s.acknowledge(w, r, id, false)
+		})))
+		r.Post("/ack", wrap(s.withID(func(w http.ResponseWriter, r *http.Request, id string) error {
+			return s.acknowledge(w, r, id, true)
+		})))
+		r.Post("/claim", wrap(s.withID(s.claim)))
+		r.Post("/release", wrap(s.withID(s.release)))
 	})
 }
 
-func (s *Service) route(w http.ResponseWriter, r *http.Request) error {
-	if !s.started.Load() {
-		return fail(http.StatusServiceUnavailable, codeInternal, "Subscriptions are not running")
-	}
-	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), ControlPrefix)
-	if !ok {
-		return fail(http.StatusNotFound, codeNotFound, "Durable Streams control route not found")
-	}
-	if rest == "jwks.json" {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			return methodNotAllowed(w, "GET, HEAD")
+// requireStarted answers 503 until the service runs (its keys and matcher are loaded).
+func (s *Service) requireStarted(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.started.Load() {
+			w.Header().Set("Retry-After", "1")
+			httpx.WriteError(w, httpx.New(http.StatusServiceUnavailable, codeUnavailable, "Subscriptions are not running"))
+			return
 		}
-		w.Header().Set("Content-Type", "application/jwk-set+json")
-		w.Header().Set("Cache-Control", "public, max-age=300")
-		w.WriteHeader(http.StatusOK)
-		if r.Method == http.MethodGet {
-			_, _ = w.Write(s.keys.Load().jwks)
-		}
-		return nil
-	}
-	rest, ok = strings.CutPrefix(rest, "subscriptions/")
-	if !ok {
-		return fail(http.StatusNotFound, codeNotFound, "Durable Streams control route not found")
-	}
-	parts := strings.Split(rest, "/")
-	id, err := url.PathUnescape(parts[0])
-	if err != nil || !validID(id) {
-		return fail(http.StatusNotFound, codeNotFound, "Durable Streams control route not found")
-	}
-	action := parts[1:]
-	switch {
-	case len(action) == 0:
-		switch r.Method {
-		case http.MethodPut:
-			return s.putSubscription(w, r, id)
-		case http.MethodGet:
-			return s.getSubscription(w, r, id)
-		case http.MethodDelete:
-			return s.deleteSubscription(w, r, id)
-		}
-		return methodNotAllowed(w, "GET, PUT, DELETE")
-	case action[0] == "streams" && len(action) == 1:
-		if r.Method != http.MethodPost {
-			return methodNotAllowed(w, "POST")
-		}
-		return s.addStreams(w, r, id)
-	case action[0] == "streams":
-		if r.Method != http.MethodDelete {
-			return methodNotAllowed(w, "DELETE")
-		}
-		path, err := url.PathUnescape(strings.Join(action[1:], "/"))
-		if err != nil {
-			return fail(http.StatusBadRequest, codeInvalidRequest, "Malformed stream path")
-		}
-		return s.removeStream(w, r, id, normalizePath(path))
-	case len(action) == 1 && (action[0] == "callback" || action[0] == "claim" || action[0] == "ack" || action[0] == "release"):
-		if r.Method != http.MethodPost {
-			return methodNotAllowed(w, "POST")
-		}
-		switch action[0] {
-		case "claim":
-			return s.claim(w, r, id)
-		case "release":
-			return s.release(w, r, id)
-		default:
-			return s.acknowledge(w, r, id, action[0] == "ack")
-		}
-	}
-	return fail(http.StatusNotFound, codeNotFound, "Durable Streams control route not found")
+		next.ServeHTTP(w, r)
+	})
 }
 
-func methodNotAllowed(w http.ResponseWriter, allow string) error {
-	w.Header().Set("Allow", allow)
-	return fail(http.StatusMethodNotAllowed, codeMethodNotAllowed, "Method not allowed on this route")
+func (s *Service) jwks(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Content-Type", "application/jwk-set+json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		_, _ = w.Write(s.keys.Load().jwks)
+	}
+	return nil
 }
+
+// withID hands a handler the subscription id of the route (percent-decoded; chi routes
+// on the raw path), or answers 404 for one that cannot be an id.
+func (s *Service) withID(h func(w http.ResponseWriter, r *http.Request, id string) error) httpx.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		id, err := url.PathUnescape(chi.URLParam(r, "id"))
+		if err != nil || !validID(id) {
+			return fail(http.StatusNotFound, codeNotFound, "Durable Streams control route not found")
+		}
+		return h(w, r, id)
+	}
+}
+
+func (s *Service) removeStreamRoute(w http.ResponseWriter, r *http.Request, id string) error {
+	path, err := url.PathUnescape(chi.URLParam(r, "*"))
+	if err != nil {
+		return fail(http.StatusBadRequest, codeInvalidRequest, "Malformed stream path")
+	}
+	return s.removeStream(w, r, id, normalizePath(path))
+}
+
+// fail is an answer other than success.
+func fail(status int, code, message string) *httpx.Error { return httpx.New(status, code, message) }
 
 func validID(id string) bool {
 	if id == "" || len(id) > maxIDBytes {
@@ -239,14 +168,6 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 		return fail(http.StatusBadRequest, codeInvalidRequest, "Invalid text at "+d[0].Path+": "+d[0].Message)
 	}
 	return nil
-}
-
-func bearer(r *http.Request) string {
-	h := r.Header.Get("Authorization")
-	if len(h) > 7 && strings.EqualFold(h[:7], "Bearer ") {
-		return strings.TrimSpace(h[7:])
-	}
-	return ""
 }
 
 // baseURL is the origin clients reach this server at.
@@ -502,7 +423,7 @@ func (s *Service) putSubscription(w http.ResponseWriter, r *http.Request, id str
 			zap.String("pattern", in.Pattern), zap.Int("streams", len(links)))
 		s.changed(r.Context())
 	}
-	writeJSON(w, status, s.present(r, sb, links))
+	httpx.WriteJSON(w, status, s.present(r, sb, links))
 	return nil
 }
 
@@ -576,7 +497,7 @@ func (s *Service) getSubscription(w http.ResponseWriter, r *http.Request, id str
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.present(r, sb, links))
+	httpx.WriteJSON(w, http.StatusOK, s.present(r, sb, links))
 	return nil
 }
 
@@ -687,7 +608,7 @@ type ackRequest struct {
 
 // fence checks that a token and a request are for the subscription's current wake.
 func (s *Service) fence(r *http.Request, sb *sub, req *ackRequest) error {
-	token := bearer(r)
+	token := httpx.Bearer(r)
 	if token == "" {
 		return fail(http.StatusUnauthorized, codeTokenInvalid, "Missing or malformed Authorization header")
 	}
@@ -703,8 +624,7 @@ func (s *Service) fence(r *http.Request, sb *sub, req *ackRequest) error {
 	}
 	if sb.WakeID == "" || claims.Generation != sb.Generation || claims.WakeID != sb.WakeID ||
 		gen != sb.Generation || req.WakeID == nil || *req.WakeID != sb.WakeID {
-		return &apiError{status: http.StatusConflict, code: codeFenced, message: "Wake generation is stale",
-			extra: map[string]any{"generation": sb.Generation}}
+		return fail(http.StatusConflict, codeFenced, "Wake generation is stale").WithExtra(map[string]any{"generation": sb.Generation})
 	}
 	return nil
 }
@@ -812,7 +732,7 @@ func (s *Service) acknowledge(w http.ResponseWriter, r *http.Request, id string,
 		return err
 	}
 	s.committed(sb, job)
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "next_wake": nextWake})
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "next_wake": nextWake})
 	return nil
 }
 
@@ -841,8 +761,7 @@ func (s *Service) claim(w http.ResponseWriter, r *http.Request, id string) error
 		}
 		if sb.Holder != "" {
 			if sb.LeaseUntil != nil && sb.LeaseUntil.After(sb.now) {
-				return &apiError{status: http.StatusConflict, code: codeAlreadyClaimed, message: "The wake is claimed by another worker",
-					extra: map[string]any{"current_holder": sb.Holder, "generation": sb.Generation}}
+				return fail(http.StatusConflict, codeAlreadyClaimed, "The wake is claimed by another worker").WithExtra(map[string]any{"current_holder": sb.Holder, "generation": sb.Generation})
 			}
 			endWake(sb) // the previous holder's lease lapsed
 		}
@@ -876,7 +795,7 @@ func (s *Service) claim(w http.ResponseWriter, r *http.Request, id string) error
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, resp)
+	httpx.WriteJSON(w, http.StatusOK, resp)
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -198,7 +199,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("start subscriptions: %w", err)
 	}
 	defer subscriptions.Stop(context.WithoutCancel(ctx)) // early returns; a no-op after the shutdown below
-	apiServer.Mount(dssub.ControlPrefix+"*", subscriptions.Handler())
+	apiServer.MountRoutes(strings.TrimSuffix(dssub.ControlPrefix, "/"), subscriptions.Routes)
 	httpServer := &http.Server{
 		Handler:           apiServer.Handler(),
 		ReadHeaderTimeout: s.cfg.HTTP.ReadHeaderTimeout,
