@@ -17,6 +17,7 @@ type outage struct {
 	ping  func(context.Context) error
 	live  context.Context // ends the probe at shutdown
 	probe time.Duration
+	spawn func(func()) // runs the probe as a tracked goroutine of the server
 
 	mu      sync.Mutex
 	down    bool
@@ -26,8 +27,8 @@ type outage struct {
 
 const outageReminder = 30 * time.Second
 
-func newOutage(log *zap.Logger, live context.Context, ping func(context.Context) error) *outage {
-	return &outage{log: log, ping: ping, live: live, probe: 250 * time.Millisecond}
+func newOutage(log *zap.Logger, live context.Context, ping func(context.Context) error, spawn func(func())) *outage {
+	return &outage{log: log, ping: ping, live: live, probe: 250 * time.Millisecond, spawn: spawn}
 }
 
 // failed records a request that found the database unreachable.
@@ -40,7 +41,7 @@ func (o *outage) failed(err error) {
 	}
 	o.down, o.since = true, time.Now()
 	o.log.Error("database unavailable: answering 503 with Retry-After until it is back", zap.Error(err))
-	go o.watch()
+	o.spawn(o.watch)
 }
 
 // watch probes the database until it answers, then ends the outage.

@@ -7,6 +7,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -73,8 +74,11 @@ type Server struct {
 
 	dispatcher  *wake.Dispatcher
 	routeMounts []routeMount
-	hubs        *sseHubs
-	outage      *outage
+	// bg tracks the goroutines requests start (SSE hubs, the outage probe): they end
+	// with live, and Wait waits for them.
+	bg     sync.WaitGroup
+	hubs   *sseHubs
+	outage *outage
 }
 
 // Routes registers a package's routes on r; wrap turns its handlers into http handlers
@@ -101,7 +105,7 @@ func New(cfg Config, log *zap.Logger, streams *streamdb.Store, registry *entity.
 	s := &Server{cfg: cfg, log: log.Named("api"), streams: streams, registry: registry, sender: sender,
 		live: live, stopLive: stopLive}
 	s.hubs = &sseHubs{s: s, hubs: map[int64]*streamHub{}}
-	s.outage = newOutage(s.log, live, streams.Pool().Ping)
+	s.outage = newOutage(s.log, live, streams.Pool().Ping, s.bg.Go)
 	return s
 }
 

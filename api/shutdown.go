@@ -6,6 +6,11 @@ import "context"
 // timeout had passed) so that a graceful shutdown does not wait out their lifetimes.
 func (s *Server) Shutdown() { s.stopLive() }
 
+// Wait returns once the goroutines requests started (SSE hubs, the outage probe) have
+// ended. Call it after Shutdown and after the HTTP server stopped taking requests (they
+// are the only ones that start such goroutines).
+func (s *Server) Wait() { s.bg.Wait() }
+
 // liveContext is ctx, also cancelled by Shutdown.
 func (s *Server) liveContext(ctx context.Context, cancel context.CancelFunc) (stop func() bool) {
 	return context.AfterFunc(s.live, cancel)

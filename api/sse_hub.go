@@ -61,7 +61,7 @@ func (h *sseHubs) join(m *streamdb.Meta, binary bool, sub *sseSub, from streamdb
 	if hub == nil {
 		hub = &streamHub{hubs: h, meta: m, binary: binary, tail: from, subs: map[*sseSub]struct{}{}}
 		h.hubs[m.ID] = hub
-		go hub.run()
+		h.s.bg.Go(hub.run)
 	}
 	hub.mu.Lock()
 	defer hub.mu.Unlock()

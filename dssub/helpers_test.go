@@ -73,6 +73,7 @@ func startHarness(t *testing.T, dbURL string, opts Options) *harness {
 	t.Cleanup(func() {
 		apiServer.Shutdown()
 		hs.Close()
+		apiServer.Wait()
 		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		svc.Stop(stopCtx)

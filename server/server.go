@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -23,15 +22,12 @@ import (
 
 	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/dssub"
-	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
-	"github.com/entityd/entityd/internal/metrics"
+	"github.com/entityd/entityd/internal/lifecycle"
 	"github.com/entityd/entityd/internal/pgcluster"
-	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/migrations"
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/slashcmd"
-	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
 )
 
@@ -166,86 +162,44 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := migrate(ctx, pool, s.log); err != nil {
 		return err
 	}
-	store, err := streamdb.Open(ctx, pool, streamdb.Options{Lanes: s.cfg.CommitLanes, Logger: s.log})
+	var services lifecycle.Group
+	// Stopped in the reverse order of their start, whatever happens below: the HTTP
+	// server first (no new work), then the loops that make work, delivery, and the
+	// store last.
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+		defer cancel()
+		services.Stop(stopCtx)
+	}()
+	a, err := s.assemble(ctx, pool, &services)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	registry := entity.New(store, schemas.NewCache(), s.log)
-	registry.SetCommandLimits(commandLimits(s.cfg.SlashCommands))
-	sender := inbox.NewSender(registry, store, s.cfg.Limits)
-	rt := runtime.New(registry, store, sender, s.log)
-	if err := rt.Define(s.defs...); err != nil {
-		return err
-	}
-	registry.SetHandled(rt.Handles)
-	registry.SetEndHook(wake.NotifyEnd)
-	if err := rt.Register(ctx); err != nil {
-		return fmt.Errorf("register entity types: %w", err)
-	}
-	if err := registry.ReconcileAll(ctx); err != nil {
-		return fmt.Errorf("reconcile static slash commands: %w", err)
-	}
-	dispatcher := wake.New(store, rt, rt.Types(), s.cfg.Wake)
-	rt.SetTimerPoke(dispatcher.PokeTimers)
-	sender.OnUnpause(dispatcher.Poke)
-
-	apiServer := api.New(s.cfg.API, s.log, store, registry, sender)
-	defer metrics.TrackPool(pool)()
-	defer metrics.TrackParked(apiServer.ParkedSubscribers)()
-	apiServer.SetDispatcher(dispatcher)
-	subscriptions := dssub.New(store, s.cfg.Subscriptions)
-	if err := subscriptions.Start(ctx); err != nil {
-		return fmt.Errorf("start subscriptions: %w", err)
-	}
-	defer subscriptions.Stop(context.WithoutCancel(ctx)) // early returns; a no-op after the shutdown below
-	apiServer.MountRoutes(strings.TrimSuffix(dssub.ControlPrefix, "/"), subscriptions.Routes)
-	httpServer := &http.Server{
-		Handler:           apiServer.Handler(),
+	web := &httpService{server: &http.Server{
+		Handler:           a.api.Handler(),
 		ReadHeaderTimeout: s.cfg.HTTP.ReadHeaderTimeout,
 		IdleTimeout:       s.cfg.HTTP.IdleTimeout,
 		MaxHeaderBytes:    s.cfg.HTTP.MaxHeaderBytes,
 		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
+	}, listener: netutil.LimitListener(ln, s.cfg.HTTP.MaxConns), api: a.api, log: s.log}
+	serving = true // from here the HTTP service owns ln and closes it when it stops
+	if err := services.Start(ctx, web); err != nil {
+		return err
 	}
-	if err := dispatcher.Start(ctx); err != nil {
-		return fmt.Errorf("start wake delivery: %w", err)
-	}
-	delayedCtx, stopDelayed := context.WithCancel(context.WithoutCancel(ctx))
-	delayedDone := make(chan struct{})
-	go func() { defer close(delayedDone); sender.RunDelayed(delayedCtx, s.log.Named("delayed")) }()
-	stopDelayedLoop := func() { stopDelayed(); <-delayedDone }
-	defer stopDelayedLoop() // early returns; a no-op after the shutdown below
-	janitorCtx, stopJanitor := context.WithCancel(context.WithoutCancel(ctx))
-	janitorDone := make(chan struct{})
-	jan := &janitor{cfg: s.cfg.Retention, pool: pool, store: store, sender: sender, log: s.log.Named("retention")}
-	go func() { defer close(janitorDone); jan.run(janitorCtx) }()
-	defer func() { stopJanitor(); <-janitorDone }()
-	s.log.Info("entityd listening", zap.String("addr", ln.Addr().String()), zap.Strings("entity_types", rt.Types()))
-	serving = true // from here httpServer owns ln and closes it at Shutdown
-	served := make(chan error, 1)
-	go func() { served <- httpServer.Serve(netutil.LimitListener(ln, s.cfg.HTTP.MaxConns)) }()
+	s.log.Info("entityd listening", zap.String("addr", ln.Addr().String()), zap.Strings("entity_types", a.runtime.Types()))
 	if s.cfg.Ready != nil {
 		s.cfg.Ready(ln.Addr())
 	}
 
 	var runErr error
 	select {
-	case err := <-served:
+	case err := <-web.served:
 		if !errors.Is(err, http.ErrServerClosed) {
 			runErr = err
 		}
 	case <-ctx.Done():
 	}
 	s.log.Info("shutting down", zap.Duration("timeout", s.cfg.ShutdownTimeout))
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
-	defer cancel()
-	apiServer.Shutdown() // end live reads now; they would otherwise hold shutdown up
-	if err := httpServer.Shutdown(shutdownCtx); err != nil {
-		s.log.Warn("requests still in flight at shutdown", zap.Error(err))
-	}
-	stopDelayedLoop() // before delivery stops: nothing fires into a server going away
-	dispatcher.Stop(shutdownCtx)
-	subscriptions.Stop(shutdownCtx)
 	return runErr
 }
 

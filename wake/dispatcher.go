@@ -76,12 +76,12 @@ type Dispatcher struct {
 	notEntity map[int64]struct{}
 
 	changes chan []streamdb.Change
+	pokes   chan entityRef
 	rescan  chan struct{}
 	timers  *timerService
 	logs    loopLogs
 
 	stop    context.CancelFunc
-	runCtx  context.Context
 	wg      sync.WaitGroup
 	workWG  sync.WaitGroup
 	started atomic.Bool
@@ -103,7 +103,7 @@ func New(streams *streamdb.Store, runner Runner, types []string, opts Options) *
 		opts: opts, streams: streams, pool: streams.Pool(), runner: runner, log: opts.Logger.Named("wake"),
 		holder: "h-" + hex.EncodeToString(id[:]), types: types,
 		workers: map[string]*worker{}, byStream: map[int64]entityRef{}, notEntity: map[int64]struct{}{},
-		changes: make(chan []streamdb.Change, 4096), rescan: make(chan struct{}, 1),
+		changes: make(chan []streamdb.Change, 4096), pokes: make(chan entityRef, 1024), rescan: make(chan struct{}, 1),
 	}
 	d.timers = &timerService{d: d, poke: make(chan struct{}, 1)}
 	streams.OnCommit(d.observe)
@@ -134,8 +134,13 @@ func (d *Dispatcher) Poke(url, entityType string) {
 	if !d.started.Load() || !d.runner.Handles(entityType) {
 		return
 	}
-	// the run context: a worker started here must stop with the dispatcher like the others
-	go d.dispatch(d.runCtx, []entityRef{{url: url, entityType: entityType}})
+	// The dispatcher's loop claims it (no goroutine of the caller's, none untracked); a
+	// full queue falls back to the sweep, which finds every unheld entity with work.
+	select {
+	case d.pokes <- entityRef{url: url, entityType: entityType}:
+	default:
+		d.requestRescan()
+	}
 }
 
 // Holder is this process's holder id.
@@ -148,7 +153,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	}
 	d.renewedLease(time.Now())
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	d.stop, d.runCtx = cancel, runCtx
+	d.stop = cancel
 	d.started.Store(true)
 	d.wg.Add(3)
 	go func() { defer d.wg.Done(); d.heartbeatLoop(runCtx) }()
@@ -235,6 +240,8 @@ func (d *Dispatcher) loop(ctx context.Context) {
 			return
 		case changes := <-d.changes:
 			d.onChanges(ctx, changes)
+		case ref := <-d.pokes:
+			d.dispatch(ctx, []entityRef{ref})
 		case <-d.rescan:
 			d.sweep(ctx)
 		case <-sweep.C:

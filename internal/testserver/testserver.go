@@ -82,6 +82,7 @@ func Start(t testing.TB, opts Options) *Server {
 	t.Cleanup(func() {
 		apiServer.Shutdown()
 		hs.Close()
+		apiServer.Wait()
 		stopDelayed()
 		<-delayedDone
 		untrackParked()
