@@ -19,64 +19,71 @@ import (
 	"github.com/entityd/entityd/wake"
 )
 
-// assembly is an entityd's parts, wired.
-type assembly struct {
-	store    *streamdb.Store
-	registry *entity.Registry
-	sender   *inbox.Sender
-	runtime  *runtime.Runtime
-	wake     *wake.Dispatcher
-	subs     *dssub.Service
-	api      *api.Server
+// Assembly is an entityd's parts, wired.
+type Assembly struct {
+	Store    *streamdb.Store
+	Registry *entity.Registry
+	Sender   *inbox.Sender
+	Runtime  *runtime.Runtime
+	Wake     *wake.Dispatcher
+	Subs     *dssub.Service
+	API      *api.Server
 }
 
-// assemble builds every part of the server over a migrated pool, in dependency order,
+// Assemble builds every part of the server over a migrated pool, in dependency order,
 // and starts the background services in services (which stops them in reverse order).
 // Everything is wired through constructors and the few hooks below; nothing is started
 // before what it depends on.
-func (s *Server) assemble(ctx context.Context, pool *pgxpool.Pool, services *lifecycle.Group) (*assembly, error) {
-	a := &assembly{}
+//
+// Run uses it, and so does internal/testserver: tests run the server as it is wired.
+func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lifecycle.Group) (*Assembly, error) {
+	a := &Assembly{}
 	var err error
-	if a.store, err = streamdb.Open(ctx, pool, streamdb.Options{Lanes: s.cfg.CommitLanes, Logger: s.log}); err != nil {
+	storeOpts := s.cfg.Store
+	storeOpts.Logger = s.log
+	if s.cfg.CommitLanes > 0 {
+		storeOpts.Lanes = s.cfg.CommitLanes
+	}
+	if a.Store, err = streamdb.Open(ctx, pool, storeOpts); err != nil {
 		return nil, err
 	}
 	// Open started the store's loops; the group closes it last.
-	if err := services.Start(ctx, lifecycle.Funcs{OnStop: func(context.Context) { a.store.Close() }}); err != nil {
+	if err := services.Start(ctx, lifecycle.Funcs{OnStop: func(context.Context) { a.Store.Close() }}); err != nil {
 		return nil, err
 	}
-	a.registry = entity.New(a.store, schemas.NewCache(), s.log)
-	a.registry.SetCommandLimits(commandLimits(s.cfg.SlashCommands))
-	a.sender = inbox.NewSender(a.registry, a.store, s.cfg.Limits)
-	a.runtime = runtime.New(a.registry, a.store, a.sender, s.log)
-	if err := a.runtime.Define(s.defs...); err != nil {
+	a.Registry = entity.New(a.Store, schemas.NewCache(), s.log)
+	a.Registry.SetCommandLimits(commandLimits(s.cfg.SlashCommands))
+	a.Sender = inbox.NewSender(a.Registry, a.Store, s.cfg.Limits)
+	a.Runtime = runtime.New(a.Registry, a.Store, a.Sender, s.log)
+	if err := a.Runtime.Define(s.defs...); err != nil {
 		return nil, err
 	}
-	a.registry.SetHandled(a.runtime.Handles)
-	a.registry.SetEndHook(wake.NotifyEnd)
-	if err := a.runtime.Register(ctx); err != nil {
+	a.Registry.SetHandled(a.Runtime.Handles)
+	a.Registry.SetEndHook(wake.NotifyEnd)
+	if err := a.Runtime.Register(ctx); err != nil {
 		return nil, fmt.Errorf("register entity types: %w", err)
 	}
-	if err := a.registry.ReconcileAll(ctx); err != nil {
+	if err := a.Registry.ReconcileAll(ctx); err != nil {
 		return nil, fmt.Errorf("reconcile static slash commands: %w", err)
 	}
-	a.wake = wake.New(a.store, a.runtime, a.runtime.Types(), s.cfg.Wake)
-	a.runtime.SetTimerPoke(a.wake.PokeTimers)
-	a.sender.OnUnpause(a.wake.Poke)
-	a.api = api.New(s.cfg.API, s.log, a.store, a.registry, a.sender)
-	a.api.SetDispatcher(a.wake)
-	a.subs = dssub.New(a.store, s.cfg.Subscriptions)
-	a.api.MountRoutes(strings.TrimSuffix(dssub.ControlPrefix, "/"), a.subs.Routes)
+	a.Wake = wake.New(a.Store, a.Runtime, a.Runtime.Types(), s.cfg.Wake)
+	a.Runtime.SetTimerPoke(a.Wake.PokeTimers)
+	a.Sender.OnUnpause(a.Wake.Poke)
+	a.API = api.New(s.cfg.API, s.log, a.Store, a.Registry, a.Sender)
+	a.API.SetDispatcher(a.Wake)
+	a.Subs = dssub.New(a.Store, s.cfg.Subscriptions)
+	a.API.MountRoutes(strings.TrimSuffix(dssub.ControlPrefix, "/"), a.Subs.Routes)
 
-	untrackPool, untrackParked := metrics.TrackPool(pool), metrics.TrackParked(a.api.ParkedSubscribers)
-	jan := &janitor{cfg: s.cfg.Retention, pool: pool, store: a.store, sender: a.sender, log: s.log.Named("retention")}
+	untrackPool, untrackParked := metrics.TrackPool(pool), metrics.TrackParked(a.API.ParkedSubscribers)
+	jan := &janitor{cfg: s.cfg.Retention, pool: pool, store: a.Store, sender: a.Sender, log: s.log.Named("retention")}
 	for _, svc := range []struct {
 		name string
 		svc  lifecycle.Service
 	}{
 		{"metrics", lifecycle.Funcs{OnStop: func(context.Context) { untrackParked(); untrackPool() }}},
-		{"subscriptions", a.subs},
-		{"wake delivery", a.wake},
-		{"delayed sends", &lifecycle.Loop{Run: func(ctx context.Context) { a.sender.RunDelayed(ctx, s.log.Named("delayed")) }}},
+		{"subscriptions", a.Subs},
+		{"wake delivery", a.Wake},
+		{"delayed sends", &lifecycle.Loop{Run: func(ctx context.Context) { a.Sender.RunDelayed(ctx, s.log.Named("delayed")) }}},
 		{"retention", &lifecycle.Loop{Run: jan.run}},
 	} {
 		if err := services.Start(ctx, svc.svc); err != nil {

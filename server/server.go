@@ -28,6 +28,7 @@ import (
 	"github.com/entityd/entityd/migrations"
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/slashcmd"
+	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
 )
 
@@ -43,9 +44,11 @@ type Config struct {
 	DBMaxConns int
 	// CommitLanes is the number of concurrent group-commit transactions (default 2).
 	CommitLanes int
-	API         api.Config
-	Limits      inbox.Limits
-	Wake        wake.Options
+	// Store tunes the stream store (CommitLanes, when set, overrides its Lanes).
+	Store  streamdb.Options
+	API    api.Config
+	Limits inbox.Limits
+	Wake   wake.Options
 	// Subscriptions tunes the Durable Streams subscription APIs (webhook and pull-wake).
 	Subscriptions dssub.Options
 	// ShutdownTimeout bounds the graceful shutdown (default 30s).
@@ -171,22 +174,22 @@ func (s *Server) Run(ctx context.Context) error {
 		defer cancel()
 		services.Stop(stopCtx)
 	}()
-	a, err := s.assemble(ctx, pool, &services)
+	a, err := s.Assemble(ctx, pool, &services)
 	if err != nil {
 		return err
 	}
 	web := &httpService{server: &http.Server{
-		Handler:           a.api.Handler(),
+		Handler:           a.API.Handler(),
 		ReadHeaderTimeout: s.cfg.HTTP.ReadHeaderTimeout,
 		IdleTimeout:       s.cfg.HTTP.IdleTimeout,
 		MaxHeaderBytes:    s.cfg.HTTP.MaxHeaderBytes,
 		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
-	}, listener: netutil.LimitListener(ln, s.cfg.HTTP.MaxConns), api: a.api, log: s.log}
+	}, listener: netutil.LimitListener(ln, s.cfg.HTTP.MaxConns), api: a.API, log: s.log}
 	serving = true // from here the HTTP service owns ln and closes it when it stops
 	if err := services.Start(ctx, web); err != nil {
 		return err
 	}
-	s.log.Info("entityd listening", zap.String("addr", ln.Addr().String()), zap.Strings("entity_types", a.runtime.Types()))
+	s.log.Info("entityd listening", zap.String("addr", ln.Addr().String()), zap.Strings("entity_types", a.Runtime.Types()))
 	if s.cfg.Ready != nil {
 		s.cfg.Ready(ln.Addr())
 	}

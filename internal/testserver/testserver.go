@@ -1,6 +1,7 @@
-// Package testserver starts a complete entityd (store, registry, send path, HTTP API) on
-// a fresh Postgres database for tests, the way cmd/server wires it, on an httptest
-// server. Tests talk to it over real HTTP.
+// Package testserver starts a complete entityd on a fresh Postgres database for tests,
+// assembled by server.Assemble exactly as cmd/server runs it (store, registry, send path,
+// wake delivery, subscriptions, HTTP API), on an httptest server. Tests talk to it over
+// real HTTP.
 package testserver
 
 import (
@@ -16,9 +17,9 @@ import (
 	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
-	"github.com/entityd/entityd/internal/metrics"
+	"github.com/entityd/entityd/internal/lifecycle"
 	"github.com/entityd/entityd/internal/pgtest"
-	"github.com/entityd/entityd/internal/schemas"
+	"github.com/entityd/entityd/server"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -60,36 +61,29 @@ func Start(t testing.TB, opts Options) *Server {
 	if !opts.QuietLogs {
 		log = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	}
-	sopts := opts.Streams
-	sopts.Logger = log
-	store, err := streamdb.Open(ctx, pool, sopts)
-	if err != nil {
-		t.Fatalf("testserver: open store: %v", err)
-	}
-	registry := entity.New(store, schemas.NewCache(), log)
-	sender := inbox.NewSender(registry, store, opts.Limits)
 	cfg := opts.API
 	if cfg.LongPollTimeout == 0 {
 		cfg.LongPollTimeout = 500 * time.Millisecond
 	}
-	apiServer := api.New(cfg, log, store, registry, sender)
-	hs := httptest.NewServer(apiServer.Handler())
-	untrackPool := metrics.TrackPool(pool)
-	untrackParked := metrics.TrackParked(apiServer.ParkedSubscribers)
-	delayedCtx, stopDelayed := context.WithCancel(ctx)
-	delayedDone := make(chan struct{})
-	go func() { defer close(delayedDone); sender.RunDelayed(delayedCtx, log.Named("delayed")) }()
+	var services lifecycle.Group
+	srv := server.New(server.Config{DatabaseURL: dbURL, API: cfg, Limits: opts.Limits, Store: opts.Streams, Logger: log})
+	a, err := srv.Assemble(ctx, pool, &services)
+	if err != nil {
+		services.Stop(ctx)
+		pool.Close()
+		t.Fatalf("testserver: assemble: %v", err)
+	}
+	hs := httptest.NewServer(a.API.Handler())
 	t.Cleanup(func() {
-		apiServer.Shutdown()
+		a.API.Shutdown()
 		hs.Close()
-		apiServer.Wait()
-		stopDelayed()
-		<-delayedDone
-		untrackParked()
-		untrackPool()
-		store.Close()
+		a.API.Wait()
+		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		services.Stop(stopCtx)
 		pool.Close()
 	})
+	store, registry, sender, apiServer := a.Store, a.Registry, a.Sender, a.API
 	return &Server{URL: hs.URL, DBURL: dbURL, Pool: pool, Streams: store, Registry: registry, Sender: sender,
 		API: apiServer, HTTP: hs}
 }
