@@ -112,6 +112,29 @@ func URL(t testing.TB) string {
 	return dsn
 }
 
+// NewDatabase is URL for code that has no testing.TB (runnable examples): it returns a
+// DSN for a fresh migrated database and the function that drops it.
+func NewDatabase() (dsn string, drop func(), err error) {
+	h, err := get()
+	if err != nil {
+		return "", nil, fmt.Errorf("pgtest: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	name := newDBName()
+	if err := h.createDB(ctx, name); err != nil {
+		return "", nil, fmt.Errorf("pgtest: create database: %w", err)
+	}
+	if dsn, err = withDatabase(h.adminURL, name); err != nil {
+		return "", nil, err
+	}
+	return dsn, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = h.dropDB(ctx, name, true)
+	}, nil
+}
+
 // Pool returns a pgxpool on URL(t), closed in t.Cleanup (before the database is dropped).
 func Pool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
