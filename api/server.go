@@ -105,7 +105,7 @@ func New(cfg Config, log *zap.Logger, streams *streamdb.Store, registry *entity.
 	s := &Server{cfg: cfg, log: log.Named("api"), streams: streams, registry: registry, sender: sender,
 		live: live, stopLive: stopLive}
 	s.hubs = &sseHubs{s: s, hubs: map[int64]*streamHub{}}
-	s.outage = newOutage(s.log, live, streams.Pool().Ping, s.bg.Go)
+	s.outage = newOutage(s.log, live, streams.DB().Ping, s.bg.Go)
 	return s
 }
 
@@ -178,7 +178,7 @@ func (s *Server) handle(h handlerFunc) http.HandlerFunc {
 func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if err := s.streams.Pool().Ping(ctx); err != nil {
+	if err := s.streams.DB().Ping(ctx); err != nil {
 		s.log.Warn("health check: Postgres unreachable", zap.Error(err))
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "database unreachable"})
 		return nil

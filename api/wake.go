@@ -17,7 +17,7 @@ func (s *Server) wakeStatus(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	st, err := wake.StatusOf(r.Context(), s.streams.Pool(), e.URL)
+	st, err := wake.StatusOf(r.Context(), s.streams.DB(), e.URL)
 	if err != nil {
 		return err
 	}

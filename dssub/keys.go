@@ -15,7 +15,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/entityd/entityd/streamdb"
 )
 
 // lockClass is the first key of dssub's transaction advisory locks.
@@ -55,7 +56,7 @@ func thumbprintKID(pub ed25519.PublicKey) string {
 
 // loadKeys reads the key material, creating it the first time (under an advisory lock, so
 // processes starting together agree on one key).
-func loadKeys(ctx context.Context, pool *pgxpool.Pool) (*keyring, error) {
+func loadKeys(ctx context.Context, pool streamdb.DB) (*keyring, error) {
 	kr := &keyring{}
 	var jwks []jwk
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {

@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/entityd/entityd/streamdb"
 )
 
 // matcher is an immutable snapshot of what commits are matched against: every
@@ -58,7 +59,7 @@ func (m *matcher) match(rel string, fn func(subID string, byPattern bool)) {
 }
 
 // loadMatcher reads subscriptions and explicit links in one snapshot.
-func loadMatcher(ctx context.Context, pool *pgxpool.Pool) (*matcher, error) {
+func loadMatcher(ctx context.Context, pool streamdb.DB) (*matcher, error) {
 	m := emptyMatcher()
 	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, `SELECT version FROM ds_state`).Scan(&m.version); err != nil {

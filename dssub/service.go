@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -79,7 +78,7 @@ func (o *Options) setDefaults() {
 type Service struct {
 	opts   Options
 	store  *streamdb.Store
-	pool   *pgxpool.Pool
+	pool   streamdb.DB
 	log    *zap.Logger
 	procID string
 
@@ -127,7 +126,7 @@ func New(store *streamdb.Store, opts Options) *Service {
 	var id [6]byte
 	_, _ = rand.Read(id[:])
 	s := &Service{
-		opts: opts, store: store, pool: store.Pool(), log: opts.Logger.Named("dssub"),
+		opts: opts, store: store, pool: store.DB(), log: opts.Logger.Named("dssub"),
 		procID:   "p-" + hex.EncodeToString(id[:]),
 		recent:   newRecent(8192, 10*time.Second),
 		dirty:    map[linkKey]dirtyLink{},

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
 	"github.com/entityd/entityd/internal/schemas"
@@ -15,7 +14,7 @@ import (
 
 // Registry manages entity types and entities.
 type Registry struct {
-	pool     *pgxpool.Pool
+	pool     streamdb.DB
 	streams  *streamdb.Store
 	schemas  *schemas.Cache
 	log      *zap.Logger
@@ -46,7 +45,7 @@ func New(streams *streamdb.Store, schemaCache *schemas.Cache, log *zap.Logger) *
 		log = zap.NewNop()
 	}
 	return &Registry{
-		pool:     streams.Pool(),
+		pool:     streams.DB(),
 		streams:  streams,
 		schemas:  schemaCache,
 		log:      log.Named("entity"),

@@ -89,7 +89,7 @@ func (s *Sender) SendLater(ctx context.Context, e *entity.Entity, req *SendReque
 			return ErrKeyReused
 		}
 	}
-	if _, err := s.streams.Pool().Exec(ctx, `INSERT INTO delayed_sends (entity_url, fire_at, request)
+	if _, err := s.streams.DB().Exec(ctx, `INSERT INTO delayed_sends (entity_url, fire_at, request)
 		VALUES ($1, now() + make_interval(secs => $2), $3)`, e.URL, delay.Seconds(), string(storedRequest(req))); err != nil {
 		return fmt.Errorf("inbox: store delayed send: %w", err)
 	}
@@ -124,7 +124,7 @@ func (s *Sender) RunDelayed(ctx context.Context, log *zap.Logger) {
 // long to sleep.
 func (s *Sender) fireDelayed(ctx context.Context, log *zap.Logger, failed *ratelog.Limiter) (time.Duration, error) {
 	for {
-		rows, err := s.streams.Pool().Query(ctx, `SELECT id FROM delayed_sends
+		rows, err := s.streams.DB().Query(ctx, `SELECT id FROM delayed_sends
 			WHERE completed_at IS NULL AND fire_at <= now() ORDER BY fire_at, id LIMIT $1`, delayedBatch)
 		if err != nil {
 			return time.Second, err
@@ -155,7 +155,7 @@ func (s *Sender) fireDelayed(ctx context.Context, log *zap.Logger, failed *ratel
 		}
 	}
 	var secs *float64
-	err := s.streams.Pool().QueryRow(ctx, `SELECT extract(epoch FROM min(fire_at) - now())::float8
+	err := s.streams.DB().QueryRow(ctx, `SELECT extract(epoch FROM min(fire_at) - now())::float8
 		FROM delayed_sends WHERE completed_at IS NULL`).Scan(&secs)
 	wait := time.Second
 	if err == nil && secs != nil {
@@ -214,7 +214,7 @@ func (s *Sender) fireDelayedRow(ctx context.Context, log *zap.Logger, id int64) 
 // refusal as its last_error, so that it stops being retried and can be inspected.
 func (s *Sender) giveUpDelayed(ctx context.Context, log *zap.Logger, id int64, refusal error) (bool, error) {
 	reason := textpolicy.Sanitize("the database refused the append: "+refusal.Error(), 1000)
-	tag, err := s.streams.Pool().Exec(ctx, `UPDATE delayed_sends SET completed_at = now(), last_error = $2
+	tag, err := s.streams.DB().Exec(ctx, `UPDATE delayed_sends SET completed_at = now(), last_error = $2
 		WHERE id = $1 AND completed_at IS NULL`, id, reason)
 	if err != nil {
 		return false, err

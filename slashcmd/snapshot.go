@@ -17,7 +17,7 @@ import (
 // from the tail sees every later change exactly once. (The table and the stream change
 // in the same transactions, so one repeatable-read snapshot of both is consistent.)
 func (s *Service) Snapshot(ctx context.Context, entityURL string) ([]Row, streamdb.Offset, error) {
-	tx, err := s.streams.Pool().BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	tx, err := s.streams.DB().BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, streamdb.Offset{}, err
 	}

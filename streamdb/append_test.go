@@ -373,9 +373,9 @@ func TestAppendAdmission(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	ctx := testCtx(t)
-	_, err := s.Pool().Exec(ctx, `CREATE TABLE flags (path text PRIMARY KEY, code text NOT NULL)`)
+	_, err := s.DB().Exec(ctx, `CREATE TABLE flags (path text PRIMARY KEY, code text NOT NULL)`)
 	require.NoError(t, err)
-	_, err = s.Pool().Exec(ctx, `INSERT INTO flags VALUES ('/frozen', 'frozen'), ('/noted', 'slow-down')`)
+	_, err = s.DB().Exec(ctx, `INSERT INTO flags VALUES ('/frozen', 'frozen'), ('/noted', 'slow-down')`)
 	require.NoError(t, err)
 	for _, p := range []string{"/frozen", "/noted", "/fine"} {
 		create(t, s, p, CreateConfig{ContentType: "text/plain"})
@@ -425,14 +425,14 @@ func TestAppendAdmission(t *testing.T) {
 	require.Equal(t, []string{"frozen", "frozen", "slow-down"}, seen, "Refuse runs for flagged streams only")
 
 	// The check sees the caller's rows as of the append: unflag and retry.
-	_, err = s.Pool().Exec(ctx, `DELETE FROM flags WHERE path = '/frozen'`)
+	_, err = s.DB().Exec(ctx, `DELETE FROM flags WHERE path = '/frozen'`)
 	require.NoError(t, err)
 	res, err = s.Append(ctx, &AppendRequest{Path: "/frozen", Messages: msgs("x"), Admission: adm})
 	require.NoError(t, err)
 	require.Equal(t, off(1, 1), res.Tail)
 
 	// A diverted request writes nothing and says so, without an error.
-	_, err = s.Pool().Exec(ctx, `INSERT INTO flags VALUES ('/fine', 'elsewhere')`)
+	_, err = s.DB().Exec(ctx, `INSERT INTO flags VALUES ('/fine', 'elsewhere')`)
 	require.NoError(t, err)
 	res, err = s.Append(ctx, &AppendRequest{Path: "/fine", Messages: msgs("diverted"), Admission: adm,
 		Also: []Statement{{SQL: `INSERT INTO flags VALUES ('/also', 'ran')`}}})
@@ -440,9 +440,9 @@ func TestAppendAdmission(t *testing.T) {
 	require.True(t, res.Diverted)
 	require.Equal(t, []string{"z"}, datas(readAll(t, s, "/fine")), "nothing written")
 	var also int
-	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM flags WHERE path = '/also'`).Scan(&also))
+	require.NoError(t, s.DB().QueryRow(ctx, `SELECT count(*) FROM flags WHERE path = '/also'`).Scan(&also))
 	require.Zero(t, also, "a diverted request's statements do not run")
-	_, err = s.Pool().Exec(ctx, `DELETE FROM flags WHERE path = '/fine'`)
+	_, err = s.DB().Exec(ctx, `DELETE FROM flags WHERE path = '/fine'`)
 	require.NoError(t, err)
 
 	// The check sees each request's subject: its key, holder and epoch.
@@ -551,9 +551,9 @@ func TestGroupCommitMixedBatch(t *testing.T) {
 	t.Parallel()
 	s := newStore(t, Options{Lanes: 1})
 	ctx := testCtx(t)
-	_, err := s.Pool().Exec(ctx, `CREATE TABLE flags (path text PRIMARY KEY, code text NOT NULL)`)
+	_, err := s.DB().Exec(ctx, `CREATE TABLE flags (path text PRIMARY KEY, code text NOT NULL)`)
 	require.NoError(t, err)
-	_, err = s.Pool().Exec(ctx, `INSERT INTO flags VALUES ('/frozen', 'frozen')`)
+	_, err = s.DB().Exec(ctx, `INSERT INTO flags VALUES ('/frozen', 'frozen')`)
 	require.NoError(t, err)
 	for _, p := range []string{"/blocker", "/ok1", "/ok2", "/frozen"} {
 		create(t, s, p, CreateConfig{ContentType: "text/plain"})
@@ -563,7 +563,7 @@ func TestGroupCommitMixedBatch(t *testing.T) {
 
 	// Park the lane on a transaction that waits for a row lock we hold, so that the
 	// requests below pile up and go out together in the next transaction.
-	blocker, err := s.Pool().Begin(ctx)
+	blocker, err := s.DB().Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = blocker.Rollback(context.WithoutCancel(ctx)) }()
 	_, err = blocker.Exec(ctx, `SELECT 1 FROM streams WHERE path = '/blocker' FOR UPDATE`)
@@ -630,7 +630,7 @@ func TestGroupCommitMixedBatch(t *testing.T) {
 
 	// The successes were one transaction, and they are durable: check with a fresh store.
 	var xmins []string
-	rows, err := s.Pool().Query(ctx, `SELECT DISTINCT xmin::text FROM streams WHERE path IN ('/ok1', '/ok2')`)
+	rows, err := s.DB().Query(ctx, `SELECT DISTINCT xmin::text FROM streams WHERE path IN ('/ok1', '/ok2')`)
 	require.NoError(t, err)
 	for rows.Next() {
 		var x string
@@ -640,7 +640,7 @@ func TestGroupCommitMixedBatch(t *testing.T) {
 	require.NoError(t, rows.Err())
 	require.Len(t, xmins, 1, "the batch was not committed as one transaction")
 
-	fresh := openStore(t, s.Pool())
+	fresh := openStore(t, s.pool)
 	for path, want := range map[string][]string{
 		"/ok1":    {"1a", "1b", "1c"},
 		"/ok2":    {"2a", "2b"},

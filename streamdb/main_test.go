@@ -126,7 +126,7 @@ func ptr[T any](v T) *T { return &v }
 func countRows(t *testing.T, s *Store, sql string, args ...any) int {
 	t.Helper()
 	var n int
-	require.NoError(t, s.Pool().QueryRow(testCtx(t), sql, args...).Scan(&n))
+	require.NoError(t, s.DB().QueryRow(testCtx(t), sql, args...).Scan(&n))
 	return n
 }
 

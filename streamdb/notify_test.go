@@ -278,7 +278,7 @@ func TestWaitAcrossStoresCoalesced(t *testing.T) {
 	ctx := testCtx(t)
 
 	const n = 1000 // ~10 bytes per stream in the payload: over the NOTIFY limit
-	_, err := a.Pool().Exec(ctx, `INSERT INTO streams (path, content_type)
+	_, err := a.DB().Exec(ctx, `INSERT INTO streams (path, content_type)
 		SELECT '/many/' || g, 'text/plain' FROM generate_series(0, $1 - 1) g`, n)
 	require.NoError(t, err)
 	mb := lookup(t, b, "/many/7")

@@ -21,7 +21,7 @@ func TestDeleteOfExpiredStreamRemovesIt(t *testing.T) {
 	require.True(t, created)
 	require.ErrorIs(t, s.Delete(ctx, "/v1/stream/old"), ErrNotFound)
 	var n int
-	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM streams WHERE path = '/v1/stream/old'`).Scan(&n))
+	require.NoError(t, s.DB().QueryRow(ctx, `SELECT count(*) FROM streams WHERE path = '/v1/stream/old'`).Scan(&n))
 	require.Zero(t, n)
 }
 

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 )
@@ -119,8 +121,19 @@ func (s *Store) Close() {
 	})
 }
 
-// Pool exposes the pool for sibling packages that keep their own tables next to streams.
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+// DB is what a package that owns tables of its own gets to run its SQL on the shared
+// pool: statements and transactions, nothing of pool management (no Close, no Config).
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Begin(ctx context.Context) (pgx.Tx, error)
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+	Ping(ctx context.Context) error
+}
+
+// DB is the executor for the tables other packages own (see migrations.Owners).
+func (s *Store) DB() DB { return s.pool }
 
 // Watched returns the number of streams that currently have parked readers.
 func (s *Store) Watched() int { return s.notifier.watched() }

@@ -311,7 +311,7 @@ func TestWithTxCommitsTogether(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	ctx := testCtx(t)
-	_, err := s.Pool().Exec(ctx, `CREATE TABLE side (id int PRIMARY KEY, note text)`)
+	_, err := s.DB().Exec(ctx, `CREATE TABLE side (id int PRIMARY KEY, note text)`)
 	require.NoError(t, err)
 	m := create(t, s, "/tx", CreateConfig{ContentType: "text/plain"}, "a")
 
@@ -360,7 +360,7 @@ func TestWithTxRollsBack(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	ctx := testCtx(t)
-	_, err := s.Pool().Exec(ctx, `CREATE TABLE side (id int PRIMARY KEY)`)
+	_, err := s.DB().Exec(ctx, `CREATE TABLE side (id int PRIMARY KEY)`)
 	require.NoError(t, err)
 	m := create(t, s, "/tx", CreateConfig{ContentType: "text/plain"}, "a")
 

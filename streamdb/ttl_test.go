@@ -10,7 +10,7 @@ import (
 // idleFor moves a stream's last access into the past, as if nobody had touched it for d.
 func idleFor(t *testing.T, s *Store, path string, d time.Duration) {
 	t.Helper()
-	tag, err := s.Pool().Exec(testCtx(t), `UPDATE streams SET last_access_at = now() - make_interval(secs => $2) WHERE path = $1`,
+	tag, err := s.DB().Exec(testCtx(t), `UPDATE streams SET last_access_at = now() - make_interval(secs => $2) WHERE path = $1`,
 		path, d.Seconds())
 	require.NoError(t, err)
 	require.Equal(t, int64(1), tag.RowsAffected())
@@ -116,7 +116,7 @@ func TestExpiresAt(t *testing.T) {
 	require.NoError(t, s.Touch(ctx, m))
 	got := lookup(t, s, "/abs")
 	require.True(t, future.Equal(*got.ExpiresAt), "%v != %v", future, *got.ExpiresAt)
-	_, err = s.Pool().Exec(ctx, `UPDATE streams SET expires_at = now() - interval '1 second' WHERE path = '/abs'`)
+	_, err = s.DB().Exec(ctx, `UPDATE streams SET expires_at = now() - interval '1 second' WHERE path = '/abs'`)
 	require.NoError(t, err)
 	_, err = s.Lookup(ctx, "/abs")
 	require.ErrorIs(t, err, ErrNotFound)
@@ -172,7 +172,7 @@ func TestSweep(t *testing.T) {
 
 	soon := time.Now().Add(time.Hour)
 	a := create(t, s, "/expired-at", CreateConfig{ExpiresAt: &soon}, "a1", "a2")
-	_, err := s.Pool().Exec(ctx, `UPDATE streams SET expires_at = now() - interval '1 second' WHERE id = $1`, a.ID)
+	_, err := s.DB().Exec(ctx, `UPDATE streams SET expires_at = now() - interval '1 second' WHERE id = $1`, a.ID)
 	require.NoError(t, err)
 	b := create(t, s, "/idle", CreateConfig{TTLSeconds: ptr[int64](1)}, "b")
 	idleFor(t, s, "/idle", 5*time.Second)
@@ -233,7 +233,7 @@ func TestSweepLoop(t *testing.T) {
 	ctx := testCtx(t)
 	soon := time.Now().Add(time.Hour)
 	m := create(t, s, "/gone-soon", CreateConfig{ExpiresAt: &soon}, "x")
-	_, err := s.Pool().Exec(ctx, `UPDATE streams SET expires_at = now() - interval '1 second' WHERE id = $1`, m.ID)
+	_, err := s.DB().Exec(ctx, `UPDATE streams SET expires_at = now() - interval '1 second' WHERE id = $1`, m.ID)
 	require.NoError(t, err)
 	create(t, s, "/stays", CreateConfig{}, "y")
 	require.Eventually(t, func() bool {

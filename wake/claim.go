@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/streamdb"
 )
 
 // claimed is the state of an entity this process just claimed.
@@ -24,7 +24,7 @@ type claimed struct {
 }
 
 // registerHolder records this process as a holder with a fresh lease.
-func registerHolder(ctx context.Context, pool *pgxpool.Pool, id string, lease time.Duration) error {
+func registerHolder(ctx context.Context, pool streamdb.DB, id string, lease time.Duration) error {
 	host, _ := os.Hostname()
 	_, err := pool.Exec(ctx, `INSERT INTO wake_holders (holder_id, lease_until, hostname)
 		VALUES ($1, now() + $2::interval, $3)
@@ -33,7 +33,7 @@ func registerHolder(ctx context.Context, pool *pgxpool.Pool, id string, lease ti
 }
 
 // heartbeat renews this process's lease for every entity it holds in one statement.
-func heartbeat(ctx context.Context, pool *pgxpool.Pool, id string, lease time.Duration) error {
+func heartbeat(ctx context.Context, pool streamdb.DB, id string, lease time.Duration) error {
 	tag, err := pool.Exec(ctx, `UPDATE wake_holders SET lease_until = now() + $2::interval WHERE holder_id = $1`, id, lease.String())
 	if err != nil {
 		return err
@@ -45,7 +45,7 @@ func heartbeat(ctx context.Context, pool *pgxpool.Pool, id string, lease time.Du
 }
 
 // unregisterHolder releases everything this process holds and removes its lease.
-func unregisterHolder(ctx context.Context, pool *pgxpool.Pool, id string) error {
+func unregisterHolder(ctx context.Context, pool streamdb.DB, id string) error {
 	if _, err := pool.Exec(ctx, `UPDATE entity_wake SET holder = NULL, updated_at = now() WHERE holder = $1`, id); err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func unregisterHolder(ctx context.Context, pool *pgxpool.Pool, id string) error 
 // claim takes the entities among urls that nobody validly holds, bumping their epochs.
 // Rows locked by someone else's acknowledgement or claim are skipped: that work is being
 // handled.
-func claim(ctx context.Context, pool *pgxpool.Pool, holder string, urls []string) ([]claimed, error) {
+func claim(ctx context.Context, pool streamdb.DB, holder string, urls []string) ([]claimed, error) {
 	rows, err := pool.Query(ctx, `WITH c AS (
 			SELECT w.entity_url FROM entity_wake w
 			WHERE w.entity_url = ANY($2)
@@ -84,7 +84,7 @@ func claim(ctx context.Context, pool *pgxpool.Pool, holder string, urls []string
 }
 
 // release lets go of an entity (only if this claim still holds it).
-func release(ctx context.Context, pool *pgxpool.Pool, holder, url string, epoch int64) error {
+func release(ctx context.Context, pool streamdb.DB, holder, url string, epoch int64) error {
 	_, err := pool.Exec(ctx, `UPDATE entity_wake SET holder = NULL, updated_at = now()
 		WHERE entity_url = $1 AND holder = $2 AND epoch = $3`, url, holder, epoch)
 	return err
@@ -93,7 +93,7 @@ func release(ctx context.Context, pool *pgxpool.Pool, holder, url string, epoch 
 // pendingUnheld finds entities of the given types whose streams have events beyond what
 // was handled and that nobody validly holds: work a crashed process left behind, or
 // whose notification was missed.
-func pendingUnheld(ctx context.Context, pool *pgxpool.Pool, types []string, limit int) ([]string, error) {
+func pendingUnheld(ctx context.Context, pool streamdb.DB, types []string, limit int) ([]string, error) {
 	rows, err := pool.Query(ctx, `SELECT w.entity_url FROM entity_wake w
 		JOIN stream_heads s ON s.id = w.stream_id
 		JOIN entity_statuses e ON e.url = w.entity_url

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
 	"github.com/entityd/entityd/streamdb"
@@ -63,7 +62,7 @@ func (o *Options) setDefaults() {
 type Dispatcher struct {
 	opts    Options
 	streams *streamdb.Store
-	pool    *pgxpool.Pool
+	pool    streamdb.DB
 	runner  Runner
 	log     *zap.Logger
 	holder  string
@@ -100,7 +99,7 @@ func New(streams *streamdb.Store, runner Runner, types []string, opts Options) *
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	d := &Dispatcher{
-		opts: opts, streams: streams, pool: streams.Pool(), runner: runner, log: opts.Logger.Named("wake"),
+		opts: opts, streams: streams, pool: streams.DB(), runner: runner, log: opts.Logger.Named("wake"),
 		holder: "h-" + hex.EncodeToString(id[:]), types: types,
 		workers: map[string]*worker{}, byStream: map[int64]entityRef{}, notEntity: map[int64]struct{}{},
 		changes: make(chan []streamdb.Change, 4096), pokes: make(chan entityRef, 1024), rescan: make(chan struct{}, 1),

@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/entityd/entityd/streamdb"
 )
 
 // PurgeFailures deletes the records of work given up on (wake_failures, shown by the wake
 // status endpoint) older than retention. The stream keeps its error events.
-func PurgeFailures(ctx context.Context, pool *pgxpool.Pool, retention time.Duration) (int64, error) {
+func PurgeFailures(ctx context.Context, pool streamdb.DB, retention time.Duration) (int64, error) {
 	return streamdb.PurgeBatches(ctx, func(ctx context.Context) (int64, error) {
 		tag, err := pool.Exec(ctx, `DELETE FROM wake_failures WHERE ctid = ANY(ARRAY(
 			SELECT ctid FROM wake_failures WHERE failed_at < now() - $1::interval LIMIT $2))`, retention, streamdb.PurgeBatch)

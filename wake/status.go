@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/entityd/entityd/streamdb"
 )
 
 // Status is the delivery state of one entity, as the API shows it.
@@ -32,7 +32,7 @@ type Failure struct {
 }
 
 // StatusOf reads an entity's delivery state.
-func StatusOf(ctx context.Context, pool *pgxpool.Pool, url string) (*Status, error) {
+func StatusOf(ctx context.Context, pool streamdb.DB, url string) (*Status, error) {
 	st := &Status{Failures: []Failure{}}
 	err := pool.QueryRow(ctx, `SELECT w.scanned_seq, w.holder, w.epoch, w.attempts, w.retry_at, w.last_error,
 			w.holder IS NOT NULL AND EXISTS (SELECT 1 FROM wake_holders h WHERE h.holder_id = w.holder AND h.lease_until > now()),
