@@ -285,6 +285,10 @@ func (c *Cluster) Stop(ctx context.Context) error {
 			return err
 		}
 	}
+	// pg_ctl returns once postmaster.pid is gone, which the postmaster removes just
+	// before it exits: wait for the process itself, so that nothing of this server is
+	// left when the data directory's lock is released.
+	c.waitExited(ctx, c.pid)
 	c.stopped = true
 	if c.disarm != nil {
 		c.disarm()
@@ -294,6 +298,14 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	c.unlock()
 	c.log.Info("stopped PostgreSQL", zap.String("data_dir", c.dataDir), zap.Int("port", c.port), zap.Duration("took", time.Since(began)))
 	return nil
+}
+
+// waitExited waits (at most 10 s, or until ctx ends) for the process pid to have exited.
+func (c *Cluster) waitExited(ctx context.Context, pid int) {
+	deadline := time.Now().Add(10 * time.Second)
+	for !processExited(pid) && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // StopOnExit arms a watchdog process for a cluster started here: if this process exits
