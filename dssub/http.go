@@ -385,10 +385,7 @@ func (s *Service) putSubscription(w http.ResponseWriter, r *http.Request, id str
 					return fail(http.StatusBadRequest, codeURLRejected, why)
 				}
 			}
-			tag, err := tx.Exec(ctx, `INSERT INTO ds_subscriptions (id, type, pattern, webhook_url, wake_stream,
-					lease_ttl_ms, description, config_hash, base_url)
-				VALUES ($1, $2, nullif($3, ''), nullif($4, ''), nullif($5, ''), $6, $7, $8, $9)
-				ON CONFLICT (id) DO NOTHING`,
+			tag, err := tx.Exec(ctx, sqlInsertSubscription,
 				id, in.Type, in.Pattern, in.WebhookURL, in.WakeStream, in.LeaseTTLms, in.Description, hash, s.baseURL(r))
 			if err != nil {
 				return err
@@ -443,8 +440,7 @@ func (s *Service) linkInitial(ctx context.Context, tx *streamdb.Tx, id string, i
 	if err != nil {
 		return err
 	}
-	rows, err := tx.Query(ctx, `SELECT id, path, tail_seq, tail_pos FROM stream_heads
-		WHERE starts_with(path, $1) AND NOT soft_deleted`, streamRoot+g.literalPrefix())
+	rows, err := tx.Query(ctx, sqlStreamsUnderPattern, streamRoot+g.literalPrefix())
 	if err != nil {
 		return err
 	}
@@ -470,10 +466,7 @@ func (s *Service) linkInitial(ctx context.Context, tx *streamdb.Tx, id string, i
 	if len(paths) == 0 {
 		return nil
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO ds_subscription_streams (subscription_id, path, glob, stream_id, acked_seq, acked_pos)
-		SELECT $1, u.path, true, u.sid, u.seq, u.pos
-		FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[]) AS u(path, sid, seq, pos)
-		ON CONFLICT (subscription_id, path) DO UPDATE SET glob = true`, id, paths, ids, seqs, poss)
+	_, err = tx.Exec(ctx, sqlLinkGlobMatches, id, paths, ids, seqs, poss)
 	return err
 }
 
@@ -504,7 +497,7 @@ func (s *Service) getSubscription(w http.ResponseWriter, r *http.Request, id str
 func (s *Service) deleteSubscription(w http.ResponseWriter, r *http.Request, id string) error {
 	deleted := false
 	err := s.store.WithTx(r.Context(), func(ctx context.Context, tx *streamdb.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM ds_subscriptions WHERE id = $1`, id)
+		tag, err := tx.Exec(ctx, sqlDeleteSubscription, id)
 		if err != nil {
 			return err
 		}
@@ -572,16 +565,14 @@ func (s *Service) removeStream(w http.ResponseWriter, r *http.Request, id, path 
 		if sb == nil {
 			return fail(http.StatusNotFound, codeNotFound, "Subscription not found")
 		}
-		tag, err := tx.Exec(ctx, `UPDATE ds_subscription_streams SET explicit = false
-			WHERE subscription_id = $1 AND path = $2 AND explicit`, id, path)
+		tag, err := tx.Exec(ctx, sqlUnmarkExplicit, id, path)
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM ds_subscription_streams
-			WHERE subscription_id = $1 AND path = $2 AND NOT explicit AND NOT glob`, id, path); err != nil {
+		if _, err := tx.Exec(ctx, sqlDeleteUnlinkedStreams, id, path); err != nil {
 			return err
 		}
 		return bumpVersion(ctx, tx)

@@ -60,13 +60,12 @@ func loadKeys(ctx context.Context, pool streamdb.DB) (*keyring, error) {
 	kr := &keyring{}
 	var jwks []jwk
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, lockClass, lockKeys); err != nil {
+		if _, err := tx.Exec(ctx, sqlLockKeys, lockClass, lockKeys); err != nil {
 			return err
 		}
 		kr, jwks = &keyring{}, nil
 		load := func() error {
-			rows, err := tx.Query(ctx, `SELECT kid, kind, secret, coalesce(public_key, ''::bytea) FROM ds_keys
-				WHERE retired_at IS NULL ORDER BY created_at DESC, kid`)
+			rows, err := tx.Query(ctx, sqlSelectKeys)
 			if err != nil {
 				return err
 			}
@@ -101,7 +100,7 @@ func loadKeys(ctx context.Context, pool streamdb.DB) (*keyring, error) {
 			if err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO ds_keys (kid, kind, secret, public_key) VALUES ($1, 'ed25519', $2, $3)`,
+			if _, err := tx.Exec(ctx, sqlInsertSigningKey,
 				thumbprintKID(pub), priv.Seed(), []byte(pub)); err != nil {
 				return err
 			}
@@ -114,7 +113,7 @@ func loadKeys(ctx context.Context, pool streamdb.DB) (*keyring, error) {
 			}
 			var id [8]byte
 			_, _ = rand.Read(id[:])
-			if _, err := tx.Exec(ctx, `INSERT INTO ds_keys (kid, kind, secret) VALUES ($1, 'hmac', $2)`,
+			if _, err := tx.Exec(ctx, sqlInsertHMACKey,
 				"hmac_"+hex.EncodeToString(id[:]), secret); err != nil {
 				return err
 			}

@@ -62,10 +62,10 @@ func (m *matcher) match(rel string, fn func(subID string, byPattern bool)) {
 func loadMatcher(ctx context.Context, pool streamdb.DB) (*matcher, error) {
 	m := emptyMatcher()
 	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `SELECT version FROM ds_state`).Scan(&m.version); err != nil {
+		if err := tx.QueryRow(ctx, sqlMatcherVersion).Scan(&m.version); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT id, coalesce(pattern, ''), coalesce(wake_stream, '') FROM ds_subscriptions`)
+		rows, err := tx.Query(ctx, sqlSelectPatterns)
 		if err != nil {
 			return err
 		}
@@ -94,7 +94,7 @@ func loadMatcher(ctx context.Context, pool streamdb.DB) (*matcher, error) {
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		rows, err = tx.Query(ctx, `SELECT subscription_id, path FROM ds_subscription_streams WHERE explicit`)
+		rows, err = tx.Query(ctx, sqlSelectExplicitLinks)
 		if err != nil {
 			return err
 		}

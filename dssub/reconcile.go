@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
@@ -13,7 +14,7 @@ import (
 // settleAfter is how old a stream row must be before the scan for new streams moves past
 // it for good: a row with a smaller id may still be in an uncommitted transaction for a
 // while after a larger one was committed.
-const settleAfter = "2 minutes"
+const settleAfter = 2 * time.Minute
 
 const scanBatch = 5000
 
@@ -39,27 +40,19 @@ func (s *Service) reconcile(ctx context.Context) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		due = nil
 		var locked bool
-		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1, $2)`, lockClass, lockReconcile).Scan(&locked); err != nil {
+		if err := tx.QueryRow(ctx, sqlTryReconcileLock, lockClass, lockReconcile).Scan(&locked); err != nil {
 			return err
 		}
 		if !locked {
 			return nil // another process is at it
 		}
-		idle, err := collect(ctx, tx, `SELECT d.id FROM ds_subscriptions d
-			WHERE d.wake_id IS NULL AND EXISTS (
-				SELECT 1 FROM ds_subscription_streams l
-				JOIN stream_heads s ON s.path = $1 || l.path AND NOT s.soft_deleted
-				WHERE l.subscription_id = d.id
-					AND s.tail_seq > CASE WHEN l.stream_id IS NULL OR l.stream_id = s.id THEN greatest(l.acked_seq, 0) ELSE 0 END)`,
+		idle, err := collect(ctx, tx, sqlSubscriptionsWithStaleLinks,
 			streamRoot)
 		if err != nil {
 			return fmt.Errorf("find pending work: %w", err)
 		}
 		due = append(due, idle...)
-		if _, err := tx.Exec(ctx, `DELETE FROM ds_subscription_streams l
-			WHERE NOT l.explicit
-				AND NOT EXISTS (SELECT 1 FROM stream_heads s WHERE s.path = $1 || l.path)
-				AND NOT EXISTS (SELECT 1 FROM ds_subscriptions d WHERE d.id = l.subscription_id AND d.wake_id IS NOT NULL)`,
+		if _, err := tx.Exec(ctx, sqlDeleteStaleGlobLinks,
 			streamRoot); err != nil {
 			return fmt.Errorf("remove links of deleted streams: %w", err)
 		}
@@ -86,7 +79,7 @@ func (s *Service) reconcile(ctx context.Context) error {
 // last, so that subscription changes, which bump its version, wait for it only briefly.)
 func (s *Service) scanNewStreams(ctx context.Context, tx pgx.Tx, m *matcher) ([]string, error) {
 	var mark int64
-	if err := tx.QueryRow(ctx, `SELECT scanned_stream_id FROM ds_state`).Scan(&mark); err != nil {
+	if err := tx.QueryRow(ctx, sqlScannedUpTo).Scan(&mark); err != nil {
 		return nil, err
 	}
 	hasPatterns := len(m.byFirst) > 0 || len(m.wild) > 0
@@ -94,8 +87,7 @@ func (s *Service) scanNewStreams(ctx context.Context, tx pgx.Tx, m *matcher) ([]
 	var ids []int64
 	from, settled := mark, true
 	for {
-		rows, err := tx.Query(ctx, `SELECT id, path, created_at < now() - interval '`+settleAfter+`'
-			FROM stream_heads WHERE id > $1 AND starts_with(path, $2) ORDER BY id LIMIT `+fmt.Sprint(scanBatch), from, streamRoot)
+		rows, err := tx.Query(ctx, sqlNewStreamsSince, from, streamRoot, settleAfter, scanBatch)
 		if err != nil {
 			return nil, err
 		}
@@ -136,17 +128,12 @@ func (s *Service) scanNewStreams(ctx context.Context, tx pgx.Tx, m *matcher) ([]
 	var linked []string
 	if len(subs) > 0 {
 		var err error
-		linked, err = collect(ctx, tx, `INSERT INTO ds_subscription_streams (subscription_id, path, glob, stream_id, acked_seq, acked_pos)
-			SELECT u.sub, u.path, true, u.sid, -1, -1
-			FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(sub, path, sid)
-			JOIN ds_subscriptions d ON d.id = u.sub
-			ON CONFLICT (subscription_id, path) DO UPDATE SET glob = true WHERE NOT ds_subscription_streams.glob
-			RETURNING subscription_id`, subs, paths, ids)
+		linked, err = collect(ctx, tx, sqlLinkNewStreams, subs, paths, ids)
 		if err != nil {
 			return nil, err
 		}
 	}
-	if _, err := tx.Exec(ctx, `UPDATE ds_state SET scanned_stream_id = $1 WHERE scanned_stream_id < $1`, mark); err != nil {
+	if _, err := tx.Exec(ctx, sqlAdvanceScan, mark); err != nil {
 		return nil, err
 	}
 	return linked, nil

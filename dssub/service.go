@@ -344,11 +344,7 @@ func (s *Service) linkMatches(ctx context.Context, batch map[linkKey]dirtyLink) 
 	if len(subs) == 0 {
 		return nil
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO ds_subscription_streams (subscription_id, path, glob, stream_id, acked_seq, acked_pos)
-		SELECT u.sub, u.path, true, u.sid, -1, -1
-		FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(sub, path, sid)
-		JOIN ds_subscriptions d ON d.id = u.sub
-		ON CONFLICT (subscription_id, path) DO UPDATE SET glob = true WHERE NOT ds_subscription_streams.glob`,
+	_, err := s.pool.Exec(ctx, sqlLinkMatchedStreams,
 		subs, paths, ids)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23503" {
@@ -410,7 +406,7 @@ func (s *Service) pollLoop(ctx context.Context) {
 
 func (s *Service) poll(ctx context.Context) error {
 	var version int64
-	if err := s.pool.QueryRow(ctx, `SELECT version FROM ds_state`).Scan(&version); err != nil {
+	if err := s.pool.QueryRow(ctx, sqlMatcherVersion).Scan(&version); err != nil {
 		return err
 	}
 	if version != s.matcher.Load().version {
@@ -418,7 +414,7 @@ func (s *Service) poll(ctx context.Context) error {
 			return err
 		}
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id FROM ds_subscriptions WHERE due_at <= now() ORDER BY due_at LIMIT 256`)
+	rows, err := s.pool.Query(ctx, sqlDueSubscriptions)
 	if err != nil {
 		return err
 	}

@@ -96,11 +96,7 @@ func (s *sub) busy() bool {
 
 func (s *sub) leaseTTL() time.Duration { return time.Duration(s.LeaseTTLms) * time.Millisecond }
 
-const subColumns = `id, type, coalesce(pattern, ''), coalesce(webhook_url, ''), coalesce(wake_stream, ''),
-	coalesce(description, ''), lease_ttl_ms, config_hash, base_url, created_at, status, generation,
-	coalesce(wake_id, ''), coalesce(phase, ''), coalesce(holder, ''), lease_until, next_attempt_at,
-	attempt_until, due_at, retry_count, coalesce(attempt_owner, ''), coalesce(last_error, ''), clock_timestamp()`
-
+// scanSub reads the columns of the "subColumns" fragment (queries/store.sql), in order.
 func scanSub(row pgx.Row) (*sub, error) {
 	s := &sub{}
 	err := row.Scan(&s.ID, &s.Type, &s.Pattern, &s.WebhookURL, &s.WakeStream, &s.Description, &s.LeaseTTLms,
@@ -118,11 +114,11 @@ func scanSub(row pgx.Row) (*sub, error) {
 
 // lockSub reads and locks a subscription row; nil when there is none.
 func lockSub(ctx context.Context, q querier, id string) (*sub, error) {
-	return scanSub(q.QueryRow(ctx, `SELECT `+subColumns+` FROM ds_subscriptions WHERE id = $1 FOR UPDATE`, id))
+	return scanSub(q.QueryRow(ctx, sqlLockSub, id))
 }
 
 func readSub(ctx context.Context, q querier, id string) (*sub, error) {
-	return scanSub(q.QueryRow(ctx, `SELECT `+subColumns+` FROM ds_subscriptions WHERE id = $1`, id))
+	return scanSub(q.QueryRow(ctx, sqlSelectSub, id))
 }
 
 // saveSub writes the wake state of s back, when it changed.
@@ -130,11 +126,7 @@ func saveSub(ctx context.Context, q querier, s *sub) error {
 	if s.state() == s.read {
 		return nil
 	}
-	_, err := q.Exec(ctx, `UPDATE ds_subscriptions SET status = $2, generation = $3, wake_id = nullif($4, ''),
-			phase = nullif($5, ''), holder = nullif($6, ''), lease_until = $7, next_attempt_at = $8,
-			attempt_until = $9, due_at = $10, retry_count = $11, attempt_owner = nullif($12, ''),
-			last_error = nullif($13, '')
-		WHERE id = $1`,
+	_, err := q.Exec(ctx, sqlUpdateWakeState,
 		s.ID, s.Status, s.Generation, s.WakeID, s.Phase, s.Holder, s.LeaseUntil, s.NextAttemptAt,
 		s.AttemptUntil, s.DueAt, s.RetryCount, s.AttemptOwner, s.LastError)
 	if err != nil {
@@ -196,22 +188,11 @@ func (l *link) info() streamInfo {
 // first reset to "-1" in the table, so what is acked later refers to the new stream.
 func loadLinks(ctx context.Context, q querier, id string, rebase bool) ([]*link, error) {
 	if rebase {
-		if _, err := q.Exec(ctx, `UPDATE ds_subscription_streams l SET stream_id = s.id,
-				acked_seq = CASE WHEN l.stream_id IS NULL THEN l.acked_seq ELSE -1 END,
-				acked_pos = CASE WHEN l.stream_id IS NULL THEN l.acked_pos ELSE -1 END,
-				wake_seq = NULL, wake_pos = NULL
-			FROM stream_heads s
-			WHERE l.subscription_id = $1 AND s.path = $2 || l.path AND NOT s.soft_deleted
-				AND l.stream_id IS DISTINCT FROM s.id`, id, streamRoot); err != nil {
+		if _, err := q.Exec(ctx, sqlRebaseLinks, id, streamRoot); err != nil {
 			return nil, fmt.Errorf("dssub: rebase links: %w", err)
 		}
 	}
-	rows, err := q.Query(ctx, `SELECT l.path, l.explicit, l.glob, l.stream_id, l.acked_seq, l.acked_pos,
-			coalesce(s.id, 0), coalesce(s.tail_seq, 0), coalesce(s.tail_pos, 0)
-		FROM ds_subscription_streams l
-		LEFT JOIN stream_heads s ON s.path = $2 || l.path AND NOT s.soft_deleted
-		WHERE l.subscription_id = $1
-		ORDER BY l.path`, id, streamRoot)
+	rows, err := q.Query(ctx, sqlSelectLinks, id, streamRoot)
 	if err != nil {
 		return nil, fmt.Errorf("dssub: load links: %w", err)
 	}
@@ -276,16 +257,13 @@ func snapshot(ctx context.Context, q querier, id string, links []*link) error {
 			paths, seqs, poss = append(paths, l.Path), append(seqs, l.Tail.Seq), append(poss, l.Tail.Pos)
 		}
 	}
-	if _, err := q.Exec(ctx, `UPDATE ds_subscription_streams SET wake_seq = NULL, wake_pos = NULL
-		WHERE subscription_id = $1 AND wake_seq IS NOT NULL`, id); err != nil {
+	if _, err := q.Exec(ctx, sqlClearWakeSnapshot, id); err != nil {
 		return fmt.Errorf("dssub: clear wake snapshot: %w", err)
 	}
 	if len(paths) == 0 {
 		return nil
 	}
-	if _, err := q.Exec(ctx, `UPDATE ds_subscription_streams l SET wake_seq = u.seq, wake_pos = u.pos
-		FROM unnest($2::text[], $3::bigint[], $4::bigint[]) AS u(path, seq, pos)
-		WHERE l.subscription_id = $1 AND l.path = u.path`, id, paths, seqs, poss); err != nil {
+	if _, err := q.Exec(ctx, sqlTakeWakeSnapshot, id, paths, seqs, poss); err != nil {
 		return fmt.Errorf("dssub: record wake snapshot: %w", err)
 	}
 	return nil
@@ -294,8 +272,7 @@ func snapshot(ctx context.Context, q querier, id string, links []*link) error {
 // ackSnapshot acknowledges what the current wake listed (a receiver's synchronous done);
 // cursors only move forward.
 func ackSnapshot(ctx context.Context, q querier, id string) error {
-	_, err := q.Exec(ctx, `UPDATE ds_subscription_streams SET acked_seq = wake_seq, acked_pos = wake_pos
-		WHERE subscription_id = $1 AND wake_seq IS NOT NULL AND (wake_seq, wake_pos) > (acked_seq, acked_pos)`, id)
+	_, err := q.Exec(ctx, sqlAckSnapshot, id)
 	if err != nil {
 		return fmt.Errorf("dssub: acknowledge wake snapshot: %w", err)
 	}
@@ -307,9 +284,7 @@ func setAcked(ctx context.Context, q querier, id string, l *link, c cursor) erro
 	if l.StreamID != 0 {
 		streamID = &l.StreamID
 	}
-	_, err := q.Exec(ctx, `UPDATE ds_subscription_streams SET acked_seq = $3, acked_pos = $4,
-			stream_id = coalesce($5, stream_id)
-		WHERE subscription_id = $1 AND path = $2`, id, l.Path, c.Seq, c.Pos, streamID)
+	_, err := q.Exec(ctx, sqlUpdateAcked, id, l.Path, c.Seq, c.Pos, streamID)
 	if err != nil {
 		return fmt.Errorf("dssub: acknowledge: %w", err)
 	}
@@ -318,7 +293,7 @@ func setAcked(ctx context.Context, q querier, id string, l *link, c cursor) erro
 
 // bumpVersion tells every process that subscriptions changed.
 func bumpVersion(ctx context.Context, q querier) error {
-	if _, err := q.Exec(ctx, `UPDATE ds_state SET version = version + 1`); err != nil {
+	if _, err := q.Exec(ctx, sqlBumpVersion); err != nil {
 		return fmt.Errorf("dssub: bump version: %w", err)
 	}
 	return nil
@@ -328,11 +303,7 @@ func bumpVersion(ctx context.Context, q querier) error {
 // stream that does not exist yet is linked at offset zero, so that all of it is pending
 // once it appears). Existing links keep their cursor.
 func linkExplicit(ctx context.Context, q querier, id string, paths []string) error {
-	_, err := q.Exec(ctx, `INSERT INTO ds_subscription_streams (subscription_id, path, explicit, stream_id, acked_seq, acked_pos)
-		SELECT $1, u.path, true, s.id, coalesce(s.tail_seq, 0), coalesce(s.tail_pos, 0)
-		FROM unnest($2::text[]) AS u(path)
-		LEFT JOIN stream_heads s ON s.path = $3 || u.path AND NOT s.soft_deleted
-		ON CONFLICT (subscription_id, path) DO UPDATE SET explicit = true`, id, paths, streamRoot)
+	_, err := q.Exec(ctx, sqlLinkExplicit, id, paths, streamRoot)
 	if err != nil {
 		return fmt.Errorf("dssub: link streams: %w", err)
 	}

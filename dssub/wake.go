@@ -374,8 +374,7 @@ func (s *Service) backoff(n int) time.Duration {
 func (s *Service) abandon(job *delivery) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err := s.pool.Exec(ctx, `UPDATE ds_subscriptions SET attempt_owner = NULL, attempt_until = NULL, due_at = now()
-		WHERE id = $1 AND wake_id = $2 AND attempt_owner = $3`, job.subID, job.wakeID, s.procID)
+	_, err := s.pool.Exec(ctx, sqlAbandonAttempt, job.subID, job.wakeID, s.procID)
 	if err != nil {
 		s.logs.handBack.Log(s.log, zapcore.WarnLevel, "could not hand back a webhook attempt; it is retried when it lapses",
 			zap.String("subscription", job.subID), zap.Error(err))

@@ -76,9 +76,7 @@ func (e *Entity) JSONObject() *rawjson.Object {
 	return o
 }
 
-const entityColumns = `url, type, instance_id, status, stream_id, tags, spawn_args, parent, created_by,
-	type_revision, inbox_schemas, state_schemas, created_at, updated_at, write_token`
-
+// scanEntity reads the columns of the "entityColumns" fragment (queries/entities.sql), in order.
 func scanEntity(row pgx.Row) (*Entity, error) {
 	e := &Entity{}
 	var args, is, ss []byte
@@ -169,7 +167,7 @@ func (r *Registry) Spawn(ctx context.Context, t *Type, req SpawnRequest) (*Spawn
 	err = r.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		if parent != nil {
 			var one int
-			err := tx.QueryRow(ctx, `SELECT 1 FROM entities WHERE url = $1`, *parent).Scan(&one)
+			err := tx.QueryRow(ctx, sqlEntityExists, *parent).Scan(&one)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return ErrParentNotFound
 			}
@@ -193,10 +191,7 @@ func (r *Registry) Spawn(ctx context.Context, t *Type, req SpawnRequest) (*Spawn
 		if err := slashcmd.SeedStatic(ctx, tx, url, defs, commandEvents, now); err != nil {
 			return err
 		}
-		e, err := scanEntity(tx.QueryRow(ctx, `INSERT INTO entities (url, type, instance_id, status, stream_id,
-				write_token, tags, spawn_args, parent, created_by, type_revision, inbox_schemas, state_schemas, commands_revision)
-			VALUES ($1, $2, $3, $13, $4, $5, $6, $7, $8, $9, $10, $11, $12, $10)
-			ON CONFLICT (url) DO NOTHING RETURNING `+entityColumns,
+		e, err := scanEntity(tx.QueryRow(ctx, sqlInsertEntity,
 			url, req.Type, req.InstanceID, m.ID, hex.EncodeToString(token[:]), tags, nullable(req.Args),
 			parent, createdBy, t.Revision, nullable(t.InboxSchemas), nullable(t.StateSchemas), string(StatusIdle)))
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -242,7 +237,7 @@ func isUniqueViolation(err error) bool {
 
 // Get reads an entity from the database.
 func (r *Registry) Get(ctx context.Context, url string) (*Entity, error) {
-	e, err := scanEntity(r.pool.QueryRow(ctx, `SELECT `+entityColumns+` FROM entities WHERE url = $1`, url))
+	e, err := scanEntity(r.pool.QueryRow(ctx, sqlSelectEntity, url))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -294,7 +289,7 @@ func (r *Registry) List(ctx context.Context, f Filter) ([]*Entity, error) {
 	add("type", f.Type)
 	add("status", f.Status)
 	add("parent", f.Parent)
-	q := `SELECT ` + entityColumns + ` FROM entities`
+	q := sqlListEntities
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
@@ -323,13 +318,7 @@ func (r *Registry) List(ctx context.Context, f Filter) ([]*Entity, error) {
 // stopped, killed) and admits those to a paused entity with the note StatusPaused,
 // inside the append transaction. The request's Subject.Key is the entity URL.
 var SendAdmission = &streamdb.Admission{
-	// One primary-key lookup per target (a LATERAL subquery kept apart with OFFSET 0),
-	// whatever the statistics say: the planner otherwise prefers the status index, which
-	// reads every killed entity once there are many. $4 are the statuses to report.
-	SQL: `SELECT e.url, e.status FROM unnest($1::text[]) AS u(url)
-		CROSS JOIN LATERAL (SELECT url, status FROM entities WHERE url = u.url OFFSET 0) AS e
-		WHERE e.status = ANY('` + sqlArray(append(NotAcceptingWrites(), string(StatusPaused))) + `'::text[])
-		  AND $2::text[] IS NOT NULL AND $3::bigint[] IS NOT NULL`,
+	SQL: sqlSendAdmission, // one primary-key lookup per target; see queries/entities.sql
 	Judge: func(status string) streamdb.Verdict {
 		if Status(status).AcceptsWrites() {
 			return streamdb.Admitted(status) // paused: the send may resume it (UnpauseOnAdmit)
@@ -341,7 +330,7 @@ var SendAdmission = &streamdb.Admission{
 // FinishStop completes a graceful stop inside tx: a stopping entity becomes stopped. It
 // reports whether the entity was stopping (else nothing changed).
 func FinishStop(ctx context.Context, tx *streamdb.Tx, url string) (bool, error) {
-	tag, err := tx.Exec(ctx, `UPDATE entities SET status = $2, updated_at = now() WHERE url = $1 AND status = $3`,
+	tag, err := tx.Exec(ctx, sqlFinishStop,
 		url, string(StatusStopped), string(StatusStopping))
 	if err != nil {
 		return false, err
@@ -364,14 +353,13 @@ func UnpauseOnAdmit(url string) func(note string) []streamdb.Statement {
 		if Status(note) != StatusPaused {
 			return nil
 		}
-		return []streamdb.Statement{{SQL: `UPDATE entities SET status = $2, updated_at = now()
-			WHERE url = $1 AND status = $3`, Args: []any{url, string(StatusIdle), string(StatusPaused)}}}
+		return []streamdb.Statement{{SQL: sqlUnpause, Args: []any{url, string(StatusIdle), string(StatusPaused)}}}
 	}
 }
 
 // lockEntity reads the entity at url and locks its row for the rest of tx (ErrNotFound).
 func lockEntity(ctx context.Context, tx *streamdb.Tx, url string) (*Entity, error) {
-	e, err := scanEntity(tx.QueryRow(ctx, `SELECT `+entityColumns+` FROM entities WHERE url = $1 FOR UPDATE`, url))
+	e, err := scanEntity(tx.QueryRow(ctx, sqlLockEntity, url))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -381,6 +369,6 @@ func lockEntity(ctx context.Context, tx *streamdb.Tx, url string) (*Entity, erro
 // currentTxid is the Postgres transaction id of tx, the txid the API reports for it.
 func currentTxid(ctx context.Context, tx *streamdb.Tx) (int64, error) {
 	var txid int64
-	err := tx.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&txid)
+	err := tx.QueryRow(ctx, sqlCurrentTxid).Scan(&txid)
 	return txid, err
 }

@@ -25,9 +25,7 @@ func (r *Registry) reconcileCommands(ctx context.Context, t *Type) (int, error) 
 	start := time.Now()
 	done := 0
 	for {
-		rows, err := r.pool.Query(ctx, `SELECT url FROM entities
-			WHERE type = $1 AND status <> ALL($3) AND commands_revision < $2
-			ORDER BY url LIMIT 200`, t.Name, t.Revision, Ended())
+		rows, err := r.pool.Query(ctx, sqlEntitiesBehindType, t.Name, t.Revision, Ended())
 		if err != nil {
 			return done, err
 		}
@@ -40,8 +38,7 @@ func (r *Registry) reconcileCommands(ctx context.Context, t *Type) (int, error) 
 		}
 		for _, url := range urls {
 			err := r.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
-				tag, err := tx.Exec(ctx, `UPDATE entities SET commands_revision = $2
-					WHERE url = $1 AND commands_revision < $2 AND status <> ALL($3)`, url, t.Revision, Ended())
+				tag, err := tx.Exec(ctx, sqlSetCommandsRevision, url, t.Revision, Ended())
 				if err != nil || tag.RowsAffected() == 0 {
 					return err
 				}

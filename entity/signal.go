@@ -82,7 +82,7 @@ func (r *Registry) Signal(ctx context.Context, url string, req SignalRequest) (*
 			}
 		}
 		if next != e.Status {
-			if _, err := tx.Exec(ctx, `UPDATE entities SET status = $2, updated_at = now() WHERE url = $1`, url, string(next)); err != nil {
+			if _, err := tx.Exec(ctx, sqlSetStatus, url, string(next)); err != nil {
 				return err
 			}
 		}

@@ -84,7 +84,7 @@ func (r *Registry) changeTag(ctx context.Context, url, key string, change func(m
 			if err != nil {
 				return err
 			}
-			if err := tx.QueryRow(ctx, `UPDATE entities SET tags = $2, updated_at = now() WHERE url = $1 RETURNING updated_at`,
+			if err := tx.QueryRow(ctx, sqlSetTags,
 				url, encoded).Scan(&e.UpdatedAt); err != nil {
 				return err
 			}

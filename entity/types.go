@@ -83,9 +83,7 @@ func schemaFor(schemas json.RawMessage, key string) (json.RawMessage, bool) {
 	return m[key], true
 }
 
-const typeColumns = `name, description, creation_schema, inbox_schemas, state_schemas, slash_commands,
-	serve_endpoint, default_dispatch_policy, externally_writable_collections, revision, created_at, updated_at`
-
+// scanType reads the columns of the "typeColumns" fragment (queries/types.sql), in order.
 func scanType(row pgx.Row) (*Type, error) {
 	t := &Type{}
 	var cs, is, ss, sc, ddp, ewc []byte
@@ -116,17 +114,7 @@ func nullable(r json.RawMessage) any {
 // RegisterType creates the type or replaces its definition (an upsert); the revision
 // goes up by one on every registration.
 func (r *Registry) RegisterType(ctx context.Context, t *Type) (*Type, error) {
-	out, err := scanType(r.pool.QueryRow(ctx, `INSERT INTO entity_types (name, description, creation_schema,
-			inbox_schemas, state_schemas, slash_commands, serve_endpoint, default_dispatch_policy,
-			externally_writable_collections, revision)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1)
-		ON CONFLICT (name) DO UPDATE SET description = excluded.description,
-			creation_schema = excluded.creation_schema, inbox_schemas = excluded.inbox_schemas,
-			state_schemas = excluded.state_schemas, slash_commands = excluded.slash_commands,
-			serve_endpoint = excluded.serve_endpoint, default_dispatch_policy = excluded.default_dispatch_policy,
-			externally_writable_collections = excluded.externally_writable_collections,
-			revision = entity_types.revision + 1, updated_at = now()
-		RETURNING `+typeColumns,
+	out, err := scanType(r.pool.QueryRow(ctx, sqlUpsertType,
 		t.Name, t.Description, nullable(t.CreationSchema), nullable(t.InboxSchemas), nullable(t.StateSchemas),
 		nullable(t.SlashCommands), t.ServeEndpoint, nullable(t.DefaultDispatchPolicy), nullable(t.ExternallyWritableCollections)))
 	if err != nil {
@@ -156,7 +144,7 @@ func (r *Registry) Type(ctx context.Context, name string) (*Type, error) {
 
 // TypeFresh reads a type from the database, bypassing the cache.
 func (r *Registry) loadType(ctx context.Context, name string) (*Type, error) {
-	t, err := scanType(r.pool.QueryRow(ctx, `SELECT `+typeColumns+` FROM entity_types WHERE name = $1`, name))
+	t, err := scanType(r.pool.QueryRow(ctx, sqlSelectType, name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrTypeNotFound
 	}
@@ -169,7 +157,7 @@ func (r *Registry) loadType(ctx context.Context, name string) (*Type, error) {
 
 // Types lists the registered types ordered by name.
 func (r *Registry) Types(ctx context.Context) ([]*Type, error) {
-	rows, err := r.pool.Query(ctx, `SELECT `+typeColumns+` FROM entity_types ORDER BY name`)
+	rows, err := r.pool.Query(ctx, sqlSelectTypes)
 	if err != nil {
 		return nil, fmt.Errorf("entity: list types: %w", err)
 	}
@@ -188,7 +176,7 @@ func (r *Registry) Types(ctx context.Context) ([]*Type, error) {
 // DeleteType removes a type. Entities of the type keep working with the schemas they
 // were spawned with.
 func (r *Registry) DeleteType(ctx context.Context, name string) error {
-	tag, err := r.pool.Exec(ctx, `DELETE FROM entity_types WHERE name = $1`, name)
+	tag, err := r.pool.Exec(ctx, sqlDeleteType, name)
 	if err != nil {
 		return fmt.Errorf("entity: delete type: %w", err)
 	}
@@ -204,7 +192,7 @@ func (r *Registry) DeleteType(ctx context.Context, name string) error {
 func (r *Registry) AmendSchemas(ctx context.Context, name string, inbox, state map[string]json.RawMessage) (*Type, error) {
 	var out *Type
 	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
-		t, err := scanType(tx.QueryRow(ctx, `SELECT `+typeColumns+` FROM entity_types WHERE name = $1 FOR UPDATE`, name))
+		t, err := scanType(tx.QueryRow(ctx, sqlLockType, name))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrTypeNotFound
 		}
@@ -219,8 +207,7 @@ func (r *Registry) AmendSchemas(ctx context.Context, name string, inbox, state m
 		if err != nil {
 			return err
 		}
-		out, err = scanType(tx.QueryRow(ctx, `UPDATE entity_types SET inbox_schemas = $2, state_schemas = $3,
-				revision = revision + 1, updated_at = now() WHERE name = $1 RETURNING `+typeColumns,
+		out, err = scanType(tx.QueryRow(ctx, sqlSetTypeSchemas,
 			name, nullable(newInbox), nullable(newState)))
 		return err
 	})

@@ -89,8 +89,7 @@ func (s *Sender) SendLater(ctx context.Context, e *entity.Entity, req *SendReque
 			return ErrKeyReused
 		}
 	}
-	if _, err := s.streams.DB().Exec(ctx, `INSERT INTO delayed_sends (entity_url, fire_at, request)
-		VALUES ($1, now() + make_interval(secs => $2), $3)`, e.URL, delay.Seconds(), string(storedRequest(req))); err != nil {
+	if _, err := s.streams.DB().Exec(ctx, sqlInsertDelayed, e.URL, delay.Seconds(), string(storedRequest(req))); err != nil {
 		return fmt.Errorf("inbox: store delayed send: %w", err)
 	}
 	select {
@@ -124,8 +123,7 @@ func (s *Sender) RunDelayed(ctx context.Context, log *zap.Logger) {
 // long to sleep.
 func (s *Sender) fireDelayed(ctx context.Context, log *zap.Logger, failed *ratelog.Limiter) (time.Duration, error) {
 	for {
-		rows, err := s.streams.DB().Query(ctx, `SELECT id FROM delayed_sends
-			WHERE completed_at IS NULL AND fire_at <= now() ORDER BY fire_at, id LIMIT $1`, delayedBatch)
+		rows, err := s.streams.DB().Query(ctx, sqlDueDelayed, delayedBatch)
 		if err != nil {
 			return time.Second, err
 		}
@@ -155,8 +153,7 @@ func (s *Sender) fireDelayed(ctx context.Context, log *zap.Logger, failed *ratel
 		}
 	}
 	var secs *float64
-	err := s.streams.DB().QueryRow(ctx, `SELECT extract(epoch FROM min(fire_at) - now())::float8
-		FROM delayed_sends WHERE completed_at IS NULL`).Scan(&secs)
+	err := s.streams.DB().QueryRow(ctx, sqlSecondsToNextDelayed).Scan(&secs)
 	wait := time.Second
 	if err == nil && secs != nil {
 		wait = min(wait, max(time.Duration(*secs*float64(time.Second)), 5*time.Millisecond))
@@ -171,8 +168,7 @@ func (s *Sender) fireDelayedRow(ctx context.Context, log *zap.Logger, id int64) 
 	err = s.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		done, resumed = false, nil
 		var url, request string
-		err := tx.QueryRow(ctx, `SELECT entity_url, request::text FROM delayed_sends
-			WHERE id = $1 AND completed_at IS NULL AND fire_at <= now() FOR UPDATE SKIP LOCKED`, id).Scan(&url, &request)
+		err := tx.QueryRow(ctx, sqlLockDelayed, id).Scan(&url, &request)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // taken by another process, or fired already
 		}
@@ -186,9 +182,9 @@ func (s *Sender) fireDelayedRow(ctx context.Context, log *zap.Logger, id int64) 
 		if failure != "" {
 			log.Warn("delayed send cannot be delivered; kept in delayed_sends with last_error",
 				zap.Int64("id", id), zap.String("entity", url), zap.String("error", failure))
-			_, err = tx.Exec(ctx, `UPDATE delayed_sends SET completed_at = now(), last_error = $2 WHERE id = $1`, id, failure)
+			_, err = tx.Exec(ctx, sqlFailDelayed, id, failure)
 		} else {
-			_, err = tx.Exec(ctx, `DELETE FROM delayed_sends WHERE id = $1`, id)
+			_, err = tx.Exec(ctx, sqlDeleteDelayed, id)
 		}
 		if err != nil {
 			return err
@@ -214,8 +210,7 @@ func (s *Sender) fireDelayedRow(ctx context.Context, log *zap.Logger, id int64) 
 // refusal as its last_error, so that it stops being retried and can be inspected.
 func (s *Sender) giveUpDelayed(ctx context.Context, log *zap.Logger, id int64, refusal error) (bool, error) {
 	reason := textpolicy.Sanitize("the database refused the append: "+refusal.Error(), 1000)
-	tag, err := s.streams.DB().Exec(ctx, `UPDATE delayed_sends SET completed_at = now(), last_error = $2
-		WHERE id = $1 AND completed_at IS NULL`, id, reason)
+	tag, err := s.streams.DB().Exec(ctx, sqlGiveUpDelayed, id, reason)
 	if err != nil {
 		return false, err
 	}

@@ -12,8 +12,7 @@ import (
 // last_error for inspection) more than retention ago. Fired ones are deleted as they fire.
 func (s *Sender) PurgeDelayed(ctx context.Context, retention time.Duration) (int64, error) {
 	return streamdb.PurgeBatches(ctx, func(ctx context.Context) (int64, error) {
-		tag, err := s.streams.DB().Exec(ctx, `DELETE FROM delayed_sends WHERE id = ANY(ARRAY(
-			SELECT id FROM delayed_sends WHERE completed_at < now() - $1::interval LIMIT $2))`, retention, streamdb.PurgeBatch)
+		tag, err := s.streams.DB().Exec(ctx, sqlPurgeDelayed, retention, streamdb.PurgeBatch)
 		if err != nil {
 			return 0, fmt.Errorf("inbox: purge finished delayed sends: %w", err)
 		}

@@ -21,9 +21,10 @@ var sqlTableRef = regexp.MustCompile(`(?i)\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+([
 // development tools that inspect a database from outside.
 var exempt = []string{"migrations", "internal/tools", "internal/pgtest", "cmd/entityd-bench"}
 
-// TestEveryTableHasOneOwner: no Go file outside a table's owning package names the table
-// in SQL (tests excepted: they may look at any row), and every table a migration creates
-// has an owner.
+// TestEveryTableHasOneOwner: SQL lives in .sql files under <owner>/queries/, and names
+// only the owner's tables (and the published views); no Go file names a table in SQL
+// (tests excepted: they may look at any row); every table a migration creates has an
+// owner.
 func TestEveryTableHasOneOwner(t *testing.T) {
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -42,18 +43,31 @@ func TestEveryTableHasOneOwner(t *testing.T) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
 		pkg := filepath.ToSlash(filepath.Dir(rel))
 		for _, e := range exempt {
 			if pkg == e || strings.HasPrefix(pkg, e+"/") {
 				return nil
 			}
 		}
-		for _, table := range tablesNamedIn(t, path) {
-			if owner, ok := Owners[table]; ok && owner != pkg {
-				violations = append(violations, rel+": names "+table+" (owned by "+owner+")")
+		switch {
+		case strings.HasSuffix(path, ".sql"):
+			owner, ok := strings.CutSuffix(pkg, "/queries")
+			if !ok {
+				violations = append(violations, rel+": a .sql file outside a queries/ directory")
+				return nil
+			}
+			for _, table := range tablesNamedInSQL(t, path) {
+				if o, ok := Owners[table]; ok && o != owner {
+					violations = append(violations, rel+": names "+table+" (owned by "+o+")")
+				}
+			}
+		case strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go"):
+			for _, table := range tablesNamedIn(t, path) {
+				_, owned := Owners[table]
+				_, published := Published[table]
+				if owned || published {
+					violations = append(violations, rel+": names "+table+" in Go (queries belong in "+pkg+"/queries/*.sql)")
+				}
 			}
 		}
 		return nil
@@ -112,6 +126,25 @@ func tablesNamedIn(t *testing.T, path string) []string {
 	return out
 }
 
+// tablesNamedInSQL returns the tables a .sql file names.
+func tablesNamedInSQL(t *testing.T, path string) []string {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(src), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "--") {
+			continue
+		}
+		for _, m := range sqlTableRef.FindAllStringSubmatch(line, -1) {
+			out = append(out, strings.ToLower(m[1]))
+		}
+	}
+	return out
+}
+
 // TestTheCheckSeesAViolation: the check is not blind (a literal naming another owner's
 // table is found).
 func TestTheCheckSeesAViolation(t *testing.T) {
@@ -124,5 +157,13 @@ func TestTheCheckSeesAViolation(t *testing.T) {
 	got := tablesNamedIn(t, path)
 	if strings.Join(got, ",") != "stream_messages,entities" {
 		t.Fatalf("found %v", got)
+	}
+	sqlPath := filepath.Join(dir, "x.sql")
+	sql := "-- name: X\n-- reads from nothing\nSELECT 1\n  FROM stream_heads h JOIN entities e ON true\n"
+	if err := os.WriteFile(sqlPath, []byte(sql), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := tablesNamedInSQL(t, sqlPath); strings.Join(got, ",") != "stream_heads,entities" {
+		t.Fatalf("found %v in the .sql file", got)
 	}
 }

@@ -24,8 +24,7 @@ func encodeLayer(l Layer) ([]byte, error) { return json.Marshal(l) }
 // loadLayers reads the layers of every name of the entity, bottom first, into entries
 // (creating none: a name with layers always has its row in slash_commands).
 func loadLayers(ctx context.Context, tx querier, entityURL string, entries map[string]*Entry) error {
-	rows, err := tx.Query(ctx, `SELECT name, position, layer::text FROM slash_command_layers
-		WHERE entity_url = $1 ORDER BY name, position`, entityURL)
+	rows, err := tx.Query(ctx, sqlSelectLayers, entityURL)
 	if err != nil {
 		return fmt.Errorf("slashcmd: load layers: %w", err)
 	}
@@ -74,9 +73,7 @@ func persistLayers(ctx context.Context, tx *streamdb.Tx, entityURL string, e *En
 		if old, ok := e.stored[l.Owner]; ok && old.position == l.Position && old.encoded == string(enc) {
 			continue
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO slash_command_layers (entity_url, name, owner, position, layer)
-			VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT (entity_url, name, owner) DO UPDATE SET position = excluded.position, layer = excluded.layer`,
+		if _, err := tx.Exec(ctx, sqlUpsertLayers,
 			entityURL, e.Name, l.Owner, l.Position, enc); err != nil {
 			return fmt.Errorf("slashcmd: write layer: %w", err)
 		}
@@ -88,7 +85,7 @@ func persistLayers(ctx context.Context, tx *streamdb.Tx, entityURL string, e *En
 		}
 	}
 	if len(gone) > 0 {
-		if _, err := tx.Exec(ctx, `DELETE FROM slash_command_layers WHERE entity_url = $1 AND name = $2 AND owner = ANY($3)`,
+		if _, err := tx.Exec(ctx, sqlDeleteLayers,
 			entityURL, e.Name, gone); err != nil {
 			return fmt.Errorf("slashcmd: remove layers: %w", err)
 		}

@@ -53,9 +53,7 @@ func SeedStatic(ctx context.Context, tx *streamdb.Tx, entityURL string, defs []D
 		}
 		statics[i] = s
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO slash_commands (entity_url, name, description, arguments, source, updated_at, static_def)
-		SELECT $1, u.name, u.description, u.arguments, 'static', $2, u.static_def
-		FROM unnest($3::text[], $4::text[], $5::jsonb[], $6::jsonb[]) AS u(name, description, arguments, static_def)`,
+	_, err = tx.Exec(ctx, sqlSeedStatic,
 		entityURL, at, names, descs, args, statics)
 	if err != nil {
 		return fmt.Errorf("slashcmd: seed static commands: %w", err)

@@ -23,7 +23,7 @@ func (s *Service) Snapshot(ctx context.Context, entityURL string) ([]Row, stream
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	var tail streamdb.Offset
-	err = tx.QueryRow(ctx, `SELECT tail_seq, tail_pos FROM stream_heads WHERE path = $1`, entitypath.Collection(entityURL)).
+	err = tx.QueryRow(ctx, sqlCollectionTail, entitypath.Collection(entityURL)).
 		Scan(&tail.Seq, &tail.Pos)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, tail, ErrEntityNotFound

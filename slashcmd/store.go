@@ -64,7 +64,7 @@ func (s *Service) ApplyTx(ctx context.Context, tx *streamdb.Tx, entityURL string
 	// Row locks (load's FOR UPDATE) cannot cover names that have no row yet: two
 	// registrations of a new name would both insert it, and the later upsert would drop
 	// the earlier one's layer. Changes of one entity's commands therefore take turns.
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, applyLockClass, entityURL); err != nil {
+	if _, err := tx.Exec(ctx, sqlLockEntityCommands, applyLockClass, entityURL); err != nil {
 		return nil, fmt.Errorf("slashcmd: lock %s: %w", entityURL, err)
 	}
 	entries, err := load(ctx, tx, entityURL, true)
@@ -181,10 +181,9 @@ type querier interface {
 }
 
 func loadWith(ctx context.Context, tx querier, entityURL string, forUpdate bool) ([]*Entry, error) {
-	q := `SELECT name, description, arguments, source, owner, version, updated_at, static_def
-		FROM slash_commands WHERE entity_url = $1 ORDER BY name`
+	q := sqlSelectCommands
 	if forUpdate {
-		q += ` FOR UPDATE`
+		q = sqlLockCommands
 	}
 	rows, err := tx.Query(ctx, q, entityURL)
 	if err != nil {
@@ -241,7 +240,7 @@ func persist(ctx context.Context, tx *streamdb.Tx, entityURL string, c Change) e
 		return err
 	}
 	if e.Static == nil && len(e.Layers) == 0 {
-		_, err := tx.Exec(ctx, `DELETE FROM slash_commands WHERE entity_url = $1 AND name = $2`, entityURL, e.Name)
+		_, err := tx.Exec(ctx, sqlDeleteCommand, entityURL, e.Name)
 		return err
 	}
 	r := c.Row
@@ -264,12 +263,7 @@ func persist(ctx context.Context, tx *streamdb.Tx, entityURL string, c Change) e
 	if err != nil {
 		return fmt.Errorf("slashcmd: updated_at %q: %w", r.UpdatedAt, err)
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO slash_commands (entity_url, name, description, arguments, source, owner, version,
-			updated_at, static_def)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		ON CONFLICT (entity_url, name) DO UPDATE SET description = excluded.description, arguments = excluded.arguments,
-			source = excluded.source, owner = excluded.owner, version = excluded.version, updated_at = excluded.updated_at,
-			static_def = excluded.static_def`,
+	_, err = tx.Exec(ctx, sqlUpsertCommand,
 		entityURL, e.Name, r.Description, args, r.Source, r.Owner, r.Version, updated, static)
 	return err
 }

@@ -114,7 +114,7 @@ type dedupeRow struct {
 // loadQueries queues the statements that lock and load everything reqs touch.
 func queueLoad(b *pgx.Batch, st *appendState, reqs []*AppendRequest) {
 	paths := uniquePaths(reqs)
-	b.Queue(`SELECT `+metaColumns+metaFrom+` WHERE s.path = ANY($1) ORDER BY s.id FOR UPDATE OF s`, paths).
+	b.Queue(sqlLockStreams, paths).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				m, err := scanMeta(rows)
@@ -137,10 +137,7 @@ func queueLoad(b *pgx.Batch, st *appendState, reqs []*AppendRequest) {
 		}
 	}
 	if len(pPaths) > 0 {
-		b.Queue(`SELECT p.stream_id, p.producer_id, p.epoch, p.last_seq
-			FROM unnest($1::text[], $2::text[]) AS u(path, pid)
-			JOIN streams s ON s.path = u.path
-			JOIN stream_producers p ON p.stream_id = s.id AND p.producer_id = u.pid`, pPaths, pIDs).
+		b.Queue(sqlSelectProducers, pPaths, pIDs).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var k producerKey
@@ -154,10 +151,7 @@ func queueLoad(b *pgx.Batch, st *appendState, reqs []*AppendRequest) {
 			})
 	}
 	if len(dPaths) > 0 {
-		b.Queue(`SELECT d.stream_id, d.key, d.body_hash, d.ref, d.seq
-			FROM unnest($1::text[], $2::text[]) AS u(path, key)
-			JOIN streams s ON s.path = u.path
-			JOIN stream_dedupe d ON d.stream_id = s.id AND d.key = u.key`, dPaths, dKeys).
+		b.Queue(sqlSelectDedupe, dPaths, dKeys).
 			Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var k dedupeKey
@@ -390,8 +384,7 @@ func (w *writeSet) empty() bool { return len(w.touched) == 0 && len(w.also) == 0
 // queueWrites queues the statements that persist w and the producer/dedupe changes in st.
 func queueWrites(b *pgx.Batch, st *appendState, w *writeSet) {
 	if len(w.msgStream) > 0 {
-		b.Queue(`INSERT INTO stream_messages (stream_id, seq, end_pos, data)
-			SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bytea[])`,
+		b.Queue(sqlInsertMessages,
 			w.msgStream, w.msgSeq, w.msgPos, w.msgData)
 	}
 	if len(w.touched) > 0 {
@@ -418,15 +411,7 @@ func queueWrites(b *pgx.Batch, st *appendState, w *writeSet) {
 			}
 			lss = append(lss, m.LastStreamSeq)
 		}
-		b.Queue(`UPDATE streams s SET tail_seq = u.tail_seq, tail_pos = u.tail_pos, closed = u.closed,
-				closed_producer_id = u.cp_id, closed_producer_epoch = u.cp_epoch, closed_producer_seq = u.cp_seq,
-				last_stream_seq = u.lss,
-				-- only TTL streams track access: leaving the indexed column alone otherwise
-				-- keeps this a HOT update (no index churn on the hottest row of the stream)
-				last_access_at = CASE WHEN s.ttl_seconds IS NULL THEN s.last_access_at ELSE now() END
-			FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bool[], $5::text[], $6::bigint[], $7::bigint[], $8::text[])
-				AS u(id, tail_seq, tail_pos, closed, cp_id, cp_epoch, cp_seq, lss)
-			WHERE s.id = u.id`, ids, seqs, poss, closed, cpID, cpEpoch, cpSeq, lss)
+		b.Queue(sqlUpdateTails, ids, seqs, poss, closed, cpID, cpEpoch, cpSeq, lss)
 	}
 	var pStream, pEpoch, pSeq []int64
 	var pID []string
@@ -436,11 +421,7 @@ func queueWrites(b *pgx.Batch, st *appendState, w *writeSet) {
 		}
 	}
 	if len(pStream) > 0 {
-		b.Queue(`INSERT INTO stream_producers (stream_id, producer_id, epoch, last_seq, updated_at)
-			SELECT u.stream_id, u.producer_id, u.epoch, u.last_seq, now()
-			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[]) AS u(stream_id, producer_id, epoch, last_seq)
-			ON CONFLICT (stream_id, producer_id) DO UPDATE
-			SET epoch = excluded.epoch, last_seq = excluded.last_seq, updated_at = now()`, pStream, pID, pEpoch, pSeq)
+		b.Queue(sqlUpsertProducers, pStream, pID, pEpoch, pSeq)
 	}
 	var dStream, dSeq []int64
 	var dKey, dRef []string
@@ -451,8 +432,7 @@ func queueWrites(b *pgx.Batch, st *appendState, w *writeSet) {
 		}
 	}
 	if len(dStream) > 0 {
-		b.Queue(`INSERT INTO stream_dedupe (stream_id, key, body_hash, ref, seq)
-			SELECT * FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::text[], $5::bigint[])`,
+		b.Queue(sqlInsertDedupe,
 			dStream, dKey, dHash, dRef, dSeq)
 	}
 	for _, st := range w.also {

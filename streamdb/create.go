@@ -52,7 +52,7 @@ func (t *Tx) Create(ctx context.Context, path string, cfg CreateConfig, initial 
 	}
 	// Serialize creates of one path: without it two concurrent creates both find no row
 	// and the second fails on the unique path instead of finding the first's stream.
-	if _, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, createLockClass, path); err != nil {
+	if _, err := t.tx.Exec(ctx, sqlLockPath, createLockClass, path); err != nil {
 		return nil, false, fmt.Errorf("streamdb: lock path: %w", err)
 	}
 	existing, err := t.lockByPath(ctx, path)
@@ -91,9 +91,7 @@ func (t *Tx) Create(ctx context.Context, path string, cfg CreateConfig, initial 
 		forkSource = &m.ForkSourceID
 	}
 	m.Tail = Offset{Seq: m.ForkSeq, Pos: m.ForkPos}
-	err = t.tx.QueryRow(ctx, `INSERT INTO streams (path, content_type, tail_seq, tail_pos, ttl_seconds, expires_at,
-			fork_source_id, fork_seq, fork_pos, fork_offset, fork_sub_offset)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id, last_access_at, created_at`,
+	err = t.tx.QueryRow(ctx, sqlInsertStream,
 		path, m.ContentType, m.Tail.Seq, m.Tail.Pos, m.TTLSeconds, m.ExpiresAt,
 		forkSource, m.ForkSeq, m.ForkPos, m.ForkOffset, m.ForkSubOffset).Scan(&m.ID, &m.LastAccessAt, &m.CreatedAt)
 	if err != nil {
@@ -167,7 +165,7 @@ func (t *Tx) planFork(ctx context.Context, m *Meta, cfg CreateConfig, now time.T
 			prefix = [][]byte{next[:sub]}
 		}
 	}
-	if _, err := t.tx.Exec(ctx, `UPDATE streams SET refcount = refcount + 1 WHERE id = $1`, src.ID); err != nil {
+	if _, err := t.tx.Exec(ctx, sqlRefFork, src.ID); err != nil {
 		return nil, err
 	}
 	return prefix, nil
@@ -184,7 +182,7 @@ func (t *Tx) offsetAt(ctx context.Context, m *Meta, seq int64) (Offset, error) {
 		}
 		if !m.IsFork() || seq > m.ForkSeq {
 			var pos int64
-			err := t.tx.QueryRow(ctx, `SELECT end_pos FROM stream_messages WHERE stream_id = $1 AND seq = $2`, m.ID, seq).Scan(&pos)
+			err := t.tx.QueryRow(ctx, sqlOffsetAt, m.ID, seq).Scan(&pos)
 			if err != nil {
 				return Offset{}, fmt.Errorf("streamdb: offset of message %d: %w", seq, err)
 			}
@@ -208,7 +206,7 @@ func (t *Tx) messageAt(ctx context.Context, m *Meta, seq int64) ([]byte, error) 
 		m = src
 	}
 	var data []byte
-	err := t.tx.QueryRow(ctx, `SELECT data FROM stream_messages WHERE stream_id = $1 AND seq = $2`, m.ID, seq).Scan(&data)
+	err := t.tx.QueryRow(ctx, sqlMessageAt, m.ID, seq).Scan(&data)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -216,7 +214,7 @@ func (t *Tx) messageAt(ctx context.Context, m *Meta, seq int64) ([]byte, error) 
 }
 
 func (t *Tx) lockByPath(ctx context.Context, path string) (*Meta, error) {
-	m, err := scanMeta(t.tx.QueryRow(ctx, `SELECT `+metaColumns+metaFrom+` WHERE s.path = $1 FOR UPDATE OF s`, path))
+	m, err := scanMeta(t.tx.QueryRow(ctx, sqlLockStream, path))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -227,7 +225,7 @@ func (t *Tx) lockByPath(ctx context.Context, path string) (*Meta, error) {
 }
 
 func (t *Tx) metaByID(ctx context.Context, id int64) (*Meta, error) {
-	m, err := scanMeta(t.tx.QueryRow(ctx, `SELECT `+metaColumns+metaFrom+` WHERE s.id = $1`, id))
+	m, err := scanMeta(t.tx.QueryRow(ctx, sqlMetaByID, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}

@@ -52,7 +52,7 @@ func (t *Tx) Delete(ctx context.Context, path string) error {
 		return err
 	}
 	if m.Refcount > 0 {
-		if _, err := t.tx.Exec(ctx, `UPDATE streams SET soft_deleted = true WHERE id = $1`, m.ID); err != nil {
+		if _, err := t.tx.Exec(ctx, sqlSoftDelete, m.ID); err != nil {
 			return fmt.Errorf("streamdb: soft-delete stream: %w", err)
 		}
 		t.gone = append(t.gone, m.ID)
@@ -66,10 +66,10 @@ func (t *Tx) Delete(ctx context.Context, path string) error {
 func (t *Tx) hardDelete(ctx context.Context, m *Meta) error {
 	for m != nil {
 		for _, q := range []string{
-			`DELETE FROM stream_messages WHERE stream_id = $1`,
-			`DELETE FROM stream_producers WHERE stream_id = $1`,
-			`DELETE FROM stream_dedupe WHERE stream_id = $1`,
-			`DELETE FROM streams WHERE id = $1`,
+			sqlDeleteMessages,
+			sqlDeleteProducers,
+			sqlDeleteDedupe,
+			sqlDeleteStream,
 		} {
 			if _, err := t.tx.Exec(ctx, q, m.ID); err != nil {
 				return fmt.Errorf("streamdb: delete stream: %w", err)
@@ -80,7 +80,7 @@ func (t *Tx) hardDelete(ctx context.Context, m *Meta) error {
 			return nil
 		}
 		var src *Meta
-		row := t.tx.QueryRow(ctx, `UPDATE streams SET refcount = refcount - 1 WHERE id = $1 RETURNING id`, m.ForkSourceID)
+		row := t.tx.QueryRow(ctx, sqlUnrefFork, m.ForkSourceID)
 		var id int64
 		if err := row.Scan(&id); err != nil {
 			return fmt.Errorf("streamdb: release fork source: %w", err)
@@ -119,9 +119,7 @@ func (s *Store) sweepLoop(ctx context.Context) {
 
 // Sweep deletes up to 500 expired, unreferenced streams and returns how many it deleted.
 func (s *Store) Sweep(ctx context.Context) (int, error) {
-	rows, err := s.pool.Query(ctx, `SELECT path FROM streams
-		WHERE refcount = 0 AND (expires_at <= now() OR last_access_at + ttl_seconds * interval '1 second' <= now())
-		LIMIT 500`)
+	rows, err := s.pool.Query(ctx, sqlExpiredStreams)
 	if err != nil {
 		return 0, err
 	}

@@ -18,7 +18,7 @@ const maxNotifyPayload = 7900
 // group commit makes that one cover many appends. Too many streams for one payload
 // degrade to "<proc>|*", which makes every listener re-check its readers.
 func (s *Store) queueNotify(b *pgx.Batch, w *writeSet) {
-	b.Queue(`SELECT pg_notify($1, $2)`, s.opts.NotifyChannel, s.notifyPayload(w))
+	b.Queue(sqlNotify, s.opts.NotifyChannel, s.notifyPayload(w))
 }
 
 // Streams a transaction deleted (gone) follow as "<id>:0:0:g", so that other processes

@@ -21,7 +21,7 @@ func (s *Store) OffsetAt(ctx context.Context, id, seq int64) (Offset, error) {
 		return Start, nil
 	}
 	off := Offset{Seq: seq}
-	if err := s.pool.QueryRow(ctx, `SELECT end_pos FROM stream_messages WHERE stream_id = $1 AND seq = $2`,
+	if err := s.pool.QueryRow(ctx, sqlOffsetAt,
 		id, seq).Scan(&off.Pos); err != nil {
 		return Offset{}, fmt.Errorf("streamdb: offset of message %d of stream %d: %w", seq, id, err)
 	}
@@ -36,9 +36,7 @@ func (s *Store) LastEvent(ctx context.Context, id int64, typ, key string) (data 
 	prefix := rawjson.AppendString([]byte(`{"type":`), typ)
 	prefix = append(prefix, `,"key":`...)
 	prefix = rawjson.AppendString(prefix, key)
-	err = s.pool.QueryRow(ctx, `SELECT data FROM stream_messages
-		WHERE stream_id = $1 AND substring(data FROM 1 FOR $3) = $2
-		ORDER BY seq DESC LIMIT 1`, id, prefix, len(prefix)).Scan(&data)
+	err = s.pool.QueryRow(ctx, sqlLastEvent, id, prefix, len(prefix)).Scan(&data)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, nil
 	}
@@ -51,7 +49,7 @@ func (s *Store) LastEvent(ctx context.Context, id int64, typ, key string) (data 
 // DedupeHash is the body hash recorded for keyed appends with key on stream id (ok
 // false when the key is unused or was purged after the dedupe window).
 func (s *Store) DedupeHash(ctx context.Context, id int64, key string) (hash []byte, ok bool, err error) {
-	err = s.pool.QueryRow(ctx, `SELECT body_hash FROM stream_dedupe WHERE stream_id = $1 AND key = $2`, id, key).Scan(&hash)
+	err = s.pool.QueryRow(ctx, sqlDedupeHash, id, key).Scan(&hash)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, nil
 	}

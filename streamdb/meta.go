@@ -55,14 +55,7 @@ func (m *Meta) Expired(now time.Time) bool {
 // HasTTL reports whether accesses must refresh last_access_at.
 func (m *Meta) HasTTL() bool { return m.TTLSeconds != nil }
 
-// metaColumns selects a Meta from "streams s" joined with its fork source "src".
-const metaColumns = `s.id, s.path, s.content_type, s.tail_seq, s.tail_pos, s.closed,
-	s.closed_producer_id, s.closed_producer_epoch, s.closed_producer_seq, s.last_stream_seq,
-	s.ttl_seconds, s.expires_at, s.last_access_at, s.created_at, s.refcount, s.soft_deleted,
-	coalesce(s.fork_source_id, 0), coalesce(src.path, ''), s.fork_seq, s.fork_pos, s.fork_offset, s.fork_sub_offset`
-
-const metaFrom = ` FROM streams s LEFT JOIN streams src ON src.id = s.fork_source_id `
-
+// scanMeta reads the columns of the "meta" fragment (queries/meta.sql), in order.
 func scanMeta(row pgx.Row) (*Meta, error) {
 	m := &Meta{}
 	var cpID *string

@@ -38,8 +38,7 @@ func (s *Store) notifyNeeded() bool {
 // registerListener records this process as listening and, for a while, re-checks every
 // parked reader so that commits of processes that did not know about it yet are seen.
 func (s *Store) registerListener(ctx context.Context) error {
-	if _, err := s.pool.Exec(ctx, `INSERT INTO stream_listeners (proc_id) VALUES ($1)
-		ON CONFLICT (proc_id) DO UPDATE SET last_seen = now()`, s.procID); err != nil {
+	if _, err := s.pool.Exec(ctx, sqlRegisterListener, s.procID); err != nil {
 		return err
 	}
 	go func() {
@@ -71,10 +70,7 @@ func (s *Store) peerLoop(ctx context.Context) {
 		}
 		checked := time.Now()
 		var others int
-		err := s.pool.QueryRow(ctx, `WITH me AS (
-				UPDATE stream_listeners SET last_seen = now() WHERE proc_id = $1 RETURNING 1)
-			SELECT count(*) FROM stream_listeners
-			WHERE proc_id <> $1 AND last_seen > now() - $2::interval`, s.procID, peerExpiry.String()).Scan(&others)
+		err := s.pool.QueryRow(ctx, sqlPeers, s.procID, peerExpiry.String()).Scan(&others)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Debug("peer check failed; notifying every commit", zap.Error(err))
@@ -91,5 +87,5 @@ func (s *Store) peerLoop(ctx context.Context) {
 
 // unregisterListener removes this process's row at shutdown.
 func (s *Store) unregisterListener(ctx context.Context) {
-	_, _ = s.pool.Exec(ctx, `DELETE FROM stream_listeners WHERE proc_id = $1`, s.procID)
+	_, _ = s.pool.Exec(ctx, sqlUnregisterListener, s.procID)
 }

@@ -24,7 +24,7 @@ type Message struct {
 // Lookup returns the metadata of a readable stream. A stream past its TTL or Expires-At
 // is ErrNotFound (ErrGone while forks still read through it); a soft-deleted one ErrGone.
 func (s *Store) Lookup(ctx context.Context, path string) (*Meta, error) {
-	m, err := scanMeta(s.pool.QueryRow(ctx, `SELECT `+metaColumns+metaFrom+` WHERE s.path = $1`, path))
+	m, err := scanMeta(s.pool.QueryRow(ctx, sqlMetaByPath, path))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -51,7 +51,7 @@ func liveness(m *Meta, now time.Time) error {
 }
 
 func (s *Store) lookupByID(ctx context.Context, id int64) (*Meta, error) {
-	m, err := scanMeta(s.pool.QueryRow(ctx, `SELECT `+metaColumns+metaFrom+` WHERE s.id = $1`, id))
+	m, err := scanMeta(s.pool.QueryRow(ctx, sqlMetaByID, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -63,7 +63,7 @@ func (s *Store) Touch(ctx context.Context, m *Meta) error {
 	if !m.HasTTL() {
 		return nil
 	}
-	_, err := s.pool.Exec(ctx, `UPDATE streams SET last_access_at = now() WHERE id = $1`, m.ID)
+	_, err := s.pool.Exec(ctx, sqlTouch, m.ID)
 	return err
 }
 
@@ -117,9 +117,7 @@ func (s *Store) readRange(ctx context.Context, m *Meta, from Offset, toSeq, budg
 	}
 	// end_pos is cumulative, so a byte budget is a bound on end_pos; the first message
 	// is always returned, however large.
-	rows, err := s.pool.Query(ctx, `SELECT seq, end_pos, data FROM stream_messages
-		WHERE stream_id = $1 AND seq > $2 AND seq <= $3 AND (seq = $2 + 1 OR end_pos <= $4)
-		ORDER BY seq LIMIT 100000`, m.ID, from.Seq, toSeq, from.Pos+budget)
+	rows, err := s.pool.Query(ctx, sqlReadRange, m.ID, from.Seq, toSeq, from.Pos+budget)
 	if err != nil {
 		return nil, fmt.Errorf("streamdb: read messages: %w", err)
 	}
@@ -196,7 +194,7 @@ func (s *Store) freshState(ctx context.Context, id int64) (tailState, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		var st tailState
-		err := s.pool.QueryRow(ctx, `SELECT tail_seq, tail_pos, closed, soft_deleted FROM streams WHERE id = $1`, id).
+		err := s.pool.QueryRow(ctx, sqlFreshState, id).
 			Scan(&st.tail.Seq, &st.tail.Pos, &st.closed, &st.gone)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return tailState{gone: true, known: true}, nil

@@ -15,8 +15,7 @@ const PurgeBatch = 5000
 // new append: the window is the documented dedupe window.
 func (s *Store) PurgeDedupe(ctx context.Context, window time.Duration) (int64, error) {
 	return PurgeBatches(ctx, func(ctx context.Context) (int64, error) {
-		tag, err := s.pool.Exec(ctx, `DELETE FROM stream_dedupe WHERE ctid = ANY(ARRAY(
-			SELECT ctid FROM stream_dedupe WHERE created_at < now() - $1::interval LIMIT $2))`, window, PurgeBatch)
+		tag, err := s.pool.Exec(ctx, sqlPurgeDedupe, window, PurgeBatch)
 		if err != nil {
 			return 0, fmt.Errorf("streamdb: purge dedupe keys: %w", err)
 		}

@@ -52,7 +52,7 @@ func (s *Store) runTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) 
 		return nil, err
 	}
 	if (!t.w.empty() || len(t.gone) > 0) && s.notifyNeeded() {
-		if _, err := pgtx.Exec(ctx, `SELECT pg_notify($1, $2)`, s.opts.NotifyChannel, s.notifyPayload(&t.w, t.gone...)); err != nil {
+		if _, err := pgtx.Exec(ctx, sqlNotify, s.opts.NotifyChannel, s.notifyPayload(&t.w, t.gone...)); err != nil {
 			return nil, err
 		}
 	}

@@ -40,14 +40,7 @@ func (f fence) subject() streamdb.Subject {
 // acknowledgements of observed entities to their own transaction, which notifies the
 // observers.
 var fenceAdmission = &streamdb.Admission{
-	SQL: `WITH req AS (SELECT url, holder, epoch FROM unnest($1::text[], $2::text[], $3::bigint[]) AS u(url, holder, epoch)),
-		locked AS (SELECT w.entity_url, w.epoch, w.holder FROM entity_wake w
-			WHERE w.entity_url = ANY(ARRAY(SELECT url FROM req)) ORDER BY w.entity_url FOR UPDATE)
-		SELECT r.url, CASE WHEN l.entity_url IS NULL OR l.epoch <> r.epoch OR l.holder IS DISTINCT FROM r.holder
-				THEN 'fenced' ELSE 'observed' END
-		FROM req r LEFT JOIN locked l ON l.entity_url = r.url
-		WHERE l.entity_url IS NULL OR l.epoch <> r.epoch OR l.holder IS DISTINCT FROM r.holder
-			OR EXISTS (SELECT 1 FROM wake_observations o WHERE o.source_url = r.url)`,
+	SQL: sqlFenceAdmission,
 	Judge: func(code string) streamdb.Verdict {
 		if code == "fenced" {
 			return streamdb.Refused(ErrFenced)
@@ -70,17 +63,15 @@ func (p progress) statements(url string) []streamdb.Statement {
 	if consumed == nil {
 		consumed = []int64{}
 	}
-	out := []streamdb.Statement{{SQL: `UPDATE entity_wake SET scanned_seq = $2, attempts = 0, retry_at = NULL,
-			last_error = NULL, consumed = $3, updated_at = now() WHERE entity_url = $1`,
+	out := []streamdb.Statement{{SQL: sqlAdvanceScan,
 		Args: []any{url, p.scanned, consumed}}}
 	for _, op := range p.held {
 		if op.del {
-			out = append(out, streamdb.Statement{SQL: `DELETE FROM inbox_held WHERE entity_url = $1 AND key = $2`,
+			out = append(out, streamdb.Statement{SQL: sqlDeleteHeld,
 				Args: []any{url, op.key}})
 			continue
 		}
-		out = append(out, streamdb.Statement{SQL: `INSERT INTO inbox_held (entity_url, key, seq, value) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (entity_url, key) DO UPDATE SET seq = excluded.seq, value = excluded.value`,
+		out = append(out, streamdb.Statement{SQL: sqlInsertHeld,
 			Args: []any{url, op.key, op.seq, []byte(op.value)}})
 	}
 	return out
@@ -189,12 +180,10 @@ func (d *Dispatcher) recordFailure(ctx context.Context, f fence, fl failure) err
 			return err
 		}
 		if !fl.giveUp {
-			_, err := tx.Exec(ctx, `UPDATE entity_wake SET attempts = $2, retry_at = $3, last_error = $4, updated_at = now()
-				WHERE entity_url = $1`, f.url, fl.attempt, fl.retryAt, storableError(fl.err))
+			_, err := tx.Exec(ctx, sqlSetRetry, f.url, fl.attempt, fl.retryAt, storableError(fl.err))
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO wake_failures (entity_url, seq, kind, key, attempts, error)
-			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (entity_url, seq) DO NOTHING`,
+		if _, err := tx.Exec(ctx, sqlInsertFailure,
 			f.url, fl.it.seq, fl.it.wake.Kind(), fl.it.key, fl.attempt, storableError(fl.err)); err != nil {
 			return err
 		}
@@ -206,7 +195,7 @@ func (d *Dispatcher) recordFailure(ctx context.Context, f fence, fl failure) err
 func checkFence(ctx context.Context, tx *streamdb.Tx, f fence) error {
 	var epoch int64
 	var holder *string
-	err := tx.QueryRow(ctx, `SELECT epoch, holder FROM entity_wake WHERE entity_url = $1 FOR UPDATE`, f.url).Scan(&epoch, &holder)
+	err := tx.QueryRow(ctx, sqlCheckFence, f.url).Scan(&epoch, &holder)
 	if err != nil {
 		return fmt.Errorf("wake: read claim: %w", err)
 	}

@@ -285,7 +285,7 @@ func (d *Dispatcher) onChanges(ctx context.Context, changes []streamdb.Change) {
 // resolve maps stream ids to the entities whose main stream they are, caching the
 // answer (including "not an entity's main stream").
 func (d *Dispatcher) resolve(ctx context.Context, ids []int64) ([]entityRef, error) {
-	rows, err := d.pool.Query(ctx, `SELECT stream_id, entity_url, entity_type FROM entity_wake WHERE stream_id = ANY($1)`, ids)
+	rows, err := d.pool.Query(ctx, sqlResolveStreams, ids)
 	if err != nil {
 		return nil, err
 	}

@@ -20,14 +20,13 @@ func Observe(ctx context.Context, tx *streamdb.Tx, observer, source string, even
 	if eventTypes == nil {
 		eventTypes = []string{}
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO wake_observations (observer_url, source_url, event_types) VALUES ($1, $2, $3)
-		ON CONFLICT (observer_url, source_url) DO UPDATE SET event_types = excluded.event_types`, observer, source, eventTypes)
+	_, err := tx.Exec(ctx, sqlObserve, observer, source, eventTypes)
 	return err
 }
 
 // Unobserve removes an observation.
 func Unobserve(ctx context.Context, tx *streamdb.Tx, observer, source string) error {
-	_, err := tx.Exec(ctx, `DELETE FROM wake_observations WHERE observer_url = $1 AND source_url = $2`, observer, source)
+	_, err := tx.Exec(ctx, sqlUnobserve, observer, source)
 	return err
 }
 
@@ -37,7 +36,7 @@ type observation struct {
 }
 
 func observersOf(ctx context.Context, tx *streamdb.Tx, source string) ([]observation, error) {
-	rows, err := tx.Query(ctx, `SELECT observer_url, event_types FROM wake_observations WHERE source_url = $1 ORDER BY observer_url`, source)
+	rows, err := tx.Query(ctx, sqlObserversOf, source)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +95,7 @@ func NotifyEnd(ctx context.Context, tx *streamdb.Tx, url, lifecycle string) erro
 			return err
 		}
 	}
-	_, err = tx.Exec(ctx, `DELETE FROM wake_observations WHERE observer_url = $1 OR source_url = $1`, url)
+	_, err = tx.Exec(ctx, sqlDeleteObservationsOf, url)
 	return err
 }
 

@@ -12,8 +12,7 @@ import (
 // status endpoint) older than retention. The stream keeps its error events.
 func PurgeFailures(ctx context.Context, pool streamdb.DB, retention time.Duration) (int64, error) {
 	return streamdb.PurgeBatches(ctx, func(ctx context.Context) (int64, error) {
-		tag, err := pool.Exec(ctx, `DELETE FROM wake_failures WHERE ctid = ANY(ARRAY(
-			SELECT ctid FROM wake_failures WHERE failed_at < now() - $1::interval LIMIT $2))`, retention, streamdb.PurgeBatch)
+		tag, err := pool.Exec(ctx, sqlPurgeFailures, retention, streamdb.PurgeBatch)
 		if err != nil {
 			return 0, fmt.Errorf("wake: purge failures: %w", err)
 		}

@@ -34,16 +34,12 @@ type Failure struct {
 // StatusOf reads an entity's delivery state.
 func StatusOf(ctx context.Context, pool streamdb.DB, url string) (*Status, error) {
 	st := &Status{Failures: []Failure{}}
-	err := pool.QueryRow(ctx, `SELECT w.scanned_seq, w.holder, w.epoch, w.attempts, w.retry_at, w.last_error,
-			w.holder IS NOT NULL AND EXISTS (SELECT 1 FROM wake_holders h WHERE h.holder_id = w.holder AND h.lease_until > now()),
-			(SELECT count(*) FROM inbox_held i WHERE i.entity_url = w.entity_url)
-		FROM entity_wake w WHERE w.entity_url = $1`, url).
+	err := pool.QueryRow(ctx, sqlStatusOf, url).
 		Scan(&st.ScannedSeq, &st.Holder, &st.Epoch, &st.Attempts, &st.RetryAt, &st.LastError, &st.Held, &st.Paused)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := pool.Query(ctx, `SELECT seq, kind, key, attempts, error, failed_at FROM wake_failures
-		WHERE entity_url = $1 ORDER BY seq`, url)
+	rows, err := pool.Query(ctx, sqlFailuresOf, url)
 	if err != nil {
 		return nil, err
 	}

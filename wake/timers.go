@@ -21,7 +21,7 @@ func Schedule(ctx context.Context, tx *streamdb.Tx, id, entityURL string, due ti
 	if payload != nil {
 		p = []byte(payload)
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO wake_timers (id, entity_url, due_at, payload) VALUES ($1, $2, $3, $4)`, id, entityURL, due, p)
+	_, err := tx.Exec(ctx, sqlSchedule, id, entityURL, due, p)
 	return err
 }
 
@@ -67,8 +67,7 @@ func (t *timerService) fire(ctx context.Context) (*time.Time, error) {
 		fired := 0
 		err := t.d.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 			fired = 0
-			rows, err := tx.Query(ctx, `SELECT id, entity_url, due_at, payload FROM wake_timers
-				WHERE due_at <= now() ORDER BY due_at LIMIT 100 FOR UPDATE SKIP LOCKED`)
+			rows, err := tx.Query(ctx, sqlDueTimers)
 			if err != nil {
 				return err
 			}
@@ -107,7 +106,7 @@ func (t *timerService) fire(ctx context.Context) (*time.Time, error) {
 				if err != nil && !errors.As(err, &closed) && !errors.Is(err, streamdb.ErrNotFound) {
 					return err
 				}
-				if _, err := tx.Exec(ctx, `DELETE FROM wake_timers WHERE id = $1`, d.id); err != nil {
+				if _, err := tx.Exec(ctx, sqlDeleteTimer, d.id); err != nil {
 					return err
 				}
 				fired++
@@ -122,6 +121,6 @@ func (t *timerService) fire(ctx context.Context) (*time.Time, error) {
 		}
 	}
 	var next *time.Time
-	err := t.d.pool.QueryRow(ctx, `SELECT min(due_at) FROM wake_timers`).Scan(&next)
+	err := t.d.pool.QueryRow(ctx, sqlNextTimerDue).Scan(&next)
 	return next, err
 }

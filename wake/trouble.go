@@ -90,8 +90,7 @@ func (w *worker) recoverFrom(ctx context.Context, cause error) bool {
 // noteError records why delivery of the entity is stuck in entity_wake.last_error, so
 // GET .../wake shows it. Best effort: the failure it reports may prevent it too.
 func (w *worker) noteError(ctx context.Context, cause error) {
-	_, err := w.d.pool.Exec(context.WithoutCancel(ctx), `UPDATE entity_wake SET last_error = $4, updated_at = now()
-		WHERE entity_url = $1 AND holder = $2 AND epoch = $3`, w.url, w.fence.holder, w.fence.epoch,
+	_, err := w.d.pool.Exec(context.WithoutCancel(ctx), sqlNoteError, w.url, w.fence.holder, w.fence.epoch,
 		storableError(fmt.Errorf("delivery interrupted: %w", cause)))
 	if err != nil && ctx.Err() == nil {
 		w.d.warn(&w.d.logs.progress, "could not record a delivery error", zap.String("entity", w.url), zap.Error(err))

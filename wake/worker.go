@@ -120,8 +120,7 @@ func (w *worker) load(ctx context.Context) error {
 	var retryAt *time.Time
 	var epoch int64
 	var holder string
-	err := w.d.pool.QueryRow(ctx, `SELECT e.status, w.scanned_seq, w.attempts, w.retry_at, w.consumed, w.epoch, coalesce(w.holder, '')
-		FROM entity_statuses e JOIN entity_wake w ON w.entity_url = e.url WHERE e.url = $1`, w.url).
+	err := w.d.pool.QueryRow(ctx, sqlLoadState, w.url).
 		Scan(&w.status, &w.scanned, &w.attempts, &retryAt, &w.consumed, &epoch, &holder)
 	if err != nil {
 		return fmt.Errorf("wake: load %s: %w", w.url, err)
@@ -134,7 +133,7 @@ func (w *worker) load(ctx context.Context) error {
 		w.retryAt = *retryAt
 	}
 	held := map[string]heldMsg{}
-	rows, err := w.d.pool.Query(ctx, `SELECT key, seq, value FROM inbox_held WHERE entity_url = $1`, w.url)
+	rows, err := w.d.pool.Query(ctx, sqlHeldMessages, w.url)
 	if err != nil {
 		return err
 	}

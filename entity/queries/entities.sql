@@ -1,0 +1,46 @@
+-- Queries of entities.go.
+
+-- name: EntityExists
+SELECT 1 FROM entities WHERE url = $1
+
+-- name: FinishStop
+UPDATE entities SET status = $2, updated_at = now() WHERE url = $1 AND status = $3
+
+-- name: Unpause
+UPDATE entities SET status = $2, updated_at = now()
+  WHERE url = $1 AND status = $3
+
+-- name: CurrentTxid
+SELECT pg_current_xact_id()::text::bigint
+
+-- name: InsertEntity
+INSERT INTO entities (url, type, instance_id, status, stream_id,
+    write_token, tags, spawn_args, parent, created_by, type_revision, inbox_schemas, state_schemas, commands_revision)
+  VALUES ($1, $2, $3, $13, $4, $5, $6, $7, $8, $9, $10, $11, $12, $10)
+  ON CONFLICT (url) DO NOTHING RETURNING {{entityColumns}}
+
+-- name: SelectEntity
+SELECT {{entityColumns}} FROM entities WHERE url = $1
+
+-- name: LockEntity
+SELECT {{entityColumns}} FROM entities WHERE url = $1 FOR UPDATE
+
+-- name: ListEntities
+-- List appends the filters it was given, the order and the limit.
+SELECT {{entityColumns}} FROM entities
+
+-- name: SendAdmission
+-- The group commit's admission check for sends (SendAdmission): the targets whose
+-- status it must judge. One primary-key lookup per target (a LATERAL subquery kept
+-- apart with OFFSET 0), whatever the statistics say: the planner otherwise prefers the
+-- status index, which reads every killed entity once there are many. {{statuses}} is
+-- the statuses to report, from the status machine in status.go.
+SELECT e.url, e.status FROM unnest($1::text[]) AS u(url)
+  CROSS JOIN LATERAL (SELECT url, status FROM entities WHERE url = u.url OFFSET 0) AS e
+  WHERE e.status = ANY('{{statuses}}'::text[])
+    AND $2::text[] IS NOT NULL AND $3::bigint[] IS NOT NULL
+
+-- fragment: entityColumns
+-- What scanEntity reads, in its order.
+url, type, instance_id, status, stream_id, tags, spawn_args, parent, created_by,
+  type_revision, inbox_schemas, state_schemas, created_at, updated_at, write_token

@@ -1,0 +1,27 @@
+-- Queries of delayed.go.
+
+-- name: InsertDelayed
+INSERT INTO delayed_sends (entity_url, fire_at, request)
+  VALUES ($1, now() + make_interval(secs => $2), $3)
+
+-- name: DueDelayed
+SELECT id FROM delayed_sends
+  WHERE completed_at IS NULL AND fire_at <= now() ORDER BY fire_at, id LIMIT $1
+
+-- name: SecondsToNextDelayed
+SELECT extract(epoch FROM min(fire_at) - now())::float8
+  FROM delayed_sends WHERE completed_at IS NULL
+
+-- name: LockDelayed
+SELECT entity_url, request::text FROM delayed_sends
+  WHERE id = $1 AND completed_at IS NULL AND fire_at <= now() FOR UPDATE SKIP LOCKED
+
+-- name: FailDelayed
+UPDATE delayed_sends SET completed_at = now(), last_error = $2 WHERE id = $1
+
+-- name: DeleteDelayed
+DELETE FROM delayed_sends WHERE id = $1
+
+-- name: GiveUpDelayed
+UPDATE delayed_sends SET completed_at = now(), last_error = $2
+  WHERE id = $1 AND completed_at IS NULL
