@@ -16,7 +16,7 @@ var queries = sqlfile.MustLoad("dssub", queryFiles)
 
 // One variable per query, so a name that is not in the files stops the package at init.
 var (
-	// http.go
+	// ops.go
 	sqlInsertSubscription    = queries.Get("InsertSubscription")
 	sqlStreamsUnderPattern   = queries.Get("StreamsUnderPattern")
 	sqlLinkGlobMatches       = queries.Get("LinkGlobMatches")

@@ -1,4 +1,4 @@
--- Queries of http.go.
+-- Queries of ops.go.
 
 -- name: InsertSubscription
 INSERT INTO ds_subscriptions (id, type, pattern, webhook_url, wake_stream,
