@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/entityd/entityd/internal/entitypath"
+	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/streamdb"
 )
@@ -184,7 +185,9 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, m *streamdb.Me
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.LongPollTimeout)
 	defer cancel()
 	defer s.liveContext(ctx, cancel)()
+	metrics.LongPollsWaiting.Inc()
 	res, err := s.streams.Wait(ctx, m, rq.from)
+	metrics.LongPollsWaiting.Dec()
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled) && r.Context().Err() == nil:
 		return noContent(w, rq.from, false, cursor)

@@ -150,8 +150,12 @@ func TestPullWakeIgnoresItsOwnWakeStream(t *testing.T) {
 	if r.Status != http.StatusOK || string(r.Body) != `{"next_wake":false,"ok":true}` {
 		t.Fatalf("ack: %d %s", r.Status, r.Body)
 	}
-	time.Sleep(300 * time.Millisecond)
-	if n := len(wakeRecords(t, h, "q/wake")); n != 1 {
-		t.Fatalf("%d wake records: the wake stream woke its own subscription", n)
+	// The marker: new work on another stream wakes the subscription. Had the first wake
+	// record woken it, that wake would have come first, announcing q/wake.
+	h.createStream("q/job2", `{"n":2}`)
+	eventually(t, 3*time.Second, "a wake for the marker", func() bool { return len(wakeRecords(t, h, "q/wake")) >= 2 })
+	recs := wakeRecords(t, h, "q/wake")
+	if len(recs) != 2 || recs[1].Stream != "q/job2" {
+		t.Fatalf("wake records %+v: the wake stream woke its own subscription", recs)
 	}
 }

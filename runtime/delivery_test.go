@@ -635,6 +635,13 @@ func TestWakeOnlyAfterCommit(t *testing.T) {
 	e := startServer(t, wake.Options{}, false, def)
 	url := e.spawn("committed", "c", nil)
 	rec.wait(t, url, 10*time.Second, func(s seen) bool { return s.Wake.Kind() == "spawn" })
+	// While a transaction is open, a message to another entity is handled: delivery ran
+	// (claims, sweeps, reads) while the append was uncommitted.
+	marker := e.spawn("committed", "marker", nil)
+	deliveredMeanwhile := func(key string) {
+		e.send(marker, map[string]any{"key": key, "payload": 1})
+		rec.waitKey(t, marker, key, 10*time.Second)
+	}
 	msg := func(key string) []byte {
 		return streamdb.Event{Type: "inbox", Key: key, Value: []byte(`{"from":"/principal/system%3Atest","payload":1,"mode":"immediate","status":"processed"}`),
 			Operation: streamdb.OpInsert, Timestamp: time.Now()}.Marshal()
@@ -644,14 +651,14 @@ func TestWakeOnlyAfterCommit(t *testing.T) {
 	err := e.streams().WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		_, err := tx.Append(ctx, &streamdb.AppendRequest{Path: url + "/main", Messages: [][]byte{msg("rolled-back")}})
 		require.NoError(t, err)
-		time.Sleep(300 * time.Millisecond) // sweeps run every 100ms
+		deliveredMeanwhile("m1")
 		return errRollback
 	})
 	require.ErrorIs(t, err, errRollback)
 	require.NoError(t, e.streams().WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		_, err := tx.Append(ctx, &streamdb.AppendRequest{Path: url + "/main", Messages: [][]byte{msg("committed")}})
 		require.NoError(t, err)
-		time.Sleep(300 * time.Millisecond)
+		deliveredMeanwhile("m2")
 		require.Empty(t, rec.inboxKeys(url), "delivered before its commit")
 		return nil
 	}))

@@ -10,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/wake"
 )
@@ -27,6 +30,9 @@ func TestFailedRunLeavesOnlyErrorEvents(t *testing.T) {
 		msg, ok := ctx.Wake.(runtime.InboxWake)
 		if !ok {
 			return nil
+		}
+		if msg.Key == "marker" {
+			return ctx.WriteText("marker")
 		}
 		var p struct {
 			Sink string `json:"sink"`
@@ -81,8 +87,11 @@ func TestFailedRunLeavesOnlyErrorEvents(t *testing.T) {
 			}
 
 			waitUntil(t, 10*time.Second, func() bool { return len(e.wakeStatus(a).Failures) == 1 }, "the message is given up on")
-			time.Sleep(100 * time.Millisecond)
+			// The marker: a later message is handled; nothing came between it and the give-up.
+			e.send(a, map[string]any{"key": "marker", "payload": 1})
+			waitUntil(t, 10*time.Second, func() bool { return slices.Contains(texts(t, e.events(a)), "marker") }, "the marker is handled")
 			evs := after(t, e.events(a), "inbox", key)
+			evs = evs[:slices.IndexFunc(evs, func(ev event) bool { return ev.Type == "inbox" && ev.Key == "marker" })]
 			require.Equal(t, []string{"error", "error", "inbox"}, eventTypes(evs), "nothing but error events and the failure mark")
 			want := "boom: " + key
 			if end == "panic" {
@@ -255,10 +264,13 @@ func TestStaleHolderWritesAreRefused(t *testing.T) {
 	var epoch int64
 	require.NoError(t, e.pool.QueryRow(ctx, `UPDATE entity_wake SET epoch = epoch + 1, holder = 'fake-holder'
 		WHERE entity_url = $1 RETURNING epoch`, url).Scan(&epoch))
-	close(release)
 
+	fenced := metrics.WakesFenced.WithLabelValues("slowpoke")
+	fencedBefore := counterValue(fenced)
 	e.send(url, map[string]any{"key": "next", "payload": 2})
-	time.Sleep(time.Second)
+	close(release)
+	// The marker: the stale run's acknowledgement is refused (and counted) by the fence.
+	waitUntil(t, 10*time.Second, func() bool { return counterValue(fenced) > fencedBefore })
 	require.NotContains(t, texts(t, e.events(url)), "done slow", "the stale run's writes were refused")
 	st := e.wakeStatus(url)
 	require.Equal(t, before.ScannedSeq, st.ScannedSeq, "the stale acknowledgement moved nothing")
@@ -400,4 +412,13 @@ func TestHandlerTimeout(t *testing.T) {
 	require.Equal(t, "context deadline exceeded", st.Failures[0].Error)
 	require.Equal(t, 2, st.Failures[0].Attempts)
 	require.Equal(t, []string{"error", "error", "inbox"}, eventTypes(after(t, e.events(url), "inbox", "nap")))
+}
+
+// counterValue reads a Prometheus counter of this process.
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		panic(err)
+	}
+	return m.GetCounter().GetValue()
 }

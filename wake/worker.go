@@ -81,6 +81,7 @@ func (w *worker) run(ctx context.Context) {
 		progressed, err := w.step(ctx)
 		switch {
 		case errors.Is(err, ErrFenced):
+			metrics.WakesFenced.WithLabelValues(w.typ).Inc()
 			w.log.Info("entity claimed by another process; stopping delivery here")
 			return
 		case errors.Is(err, ErrEntityEnded):

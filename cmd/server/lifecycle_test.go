@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -90,7 +91,16 @@ func TestSIGTERMEndsLiveReadsAndExitsCleanly(t *testing.T) {
 		resp.Body.Close()
 		got <- resp.StatusCode
 	}()
-	time.Sleep(200 * time.Millisecond) // let the long-poll park
+	// The long-poll is parked once the server's gauge says so.
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(p.URL + "/_electric/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(body), "\nentityd_long_polls_waiting 1\n")
+	}, 10*time.Second, 10*time.Millisecond, "the long-poll parks")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, p.stop(ctx), "SIGTERM exits with status 0 well before the 60s long-poll timeout")

@@ -62,6 +62,16 @@ var (
 	WakesFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "entityd_wakes_failed_total", Help: "Units of work marked failed after the last attempt, by entity type.",
 	}, []string{"entity_type"})
+	// WakesFenced counts claims this process found taken by another process when it
+	// came to acknowledge (the run's writes were refused; the other holder delivers).
+	WakesFenced = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "entityd_wakes_fenced_total", Help: "Acknowledgements refused because another process had claimed the entity, by entity type.",
+	}, []string{"entity_type"})
+
+	// LongPollsWaiting is the number of live=long-poll reads waiting for data now.
+	LongPollsWaiting = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "entityd_long_polls_waiting", Help: "Long-poll reads waiting for an append.",
+	})
 
 	// DelayedFired counts delayed sends appended when due; DelayedDropped those that could
 	// no longer be appended (kept in delayed_sends with last_error).
@@ -78,7 +88,7 @@ func init() {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		HTTPRequests, HTTPDuration, Appends, CommitBatch, CommitDuration, CommitFailures,
-		HandlerRuns, HandlerDuration, WakesFailed, DelayedFired, DelayedDropped,
+		HandlerRuns, HandlerDuration, WakesFailed, WakesFenced, LongPollsWaiting, DelayedFired, DelayedDropped,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "entityd_sse_parked_subscribers", Help: "Idle SSE subscribers parked in per-stream hubs.",
 		}, func() float64 { return float64(parked.sum()) }),
