@@ -153,9 +153,8 @@ func (s *Server) Handler() http.Handler {
 		r.Route(rm.prefix, func(r chi.Router) { rm.routes(r, s.handle) })
 	}
 	streams := s.streamRoutes()
-	r.Handle("/v1/stream/*", streams)
-	r.Handle("/{type}/{id}/main", streams)
-	r.Handle("/{type}/{id}/slash-commands", streams)
+	r.Handle(StreamAlias+"/*", streams)
+	r.Handle("/*", streams)
 	return r
 }
 

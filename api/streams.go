@@ -26,15 +26,33 @@ const (
 	CodeProducerSeqGap     = "PRODUCER_SEQUENCE_GAP"
 )
 
-// streamRoutes serves the Durable Streams protocol for /v1/stream/* and entity streams
-// /<type>/<id>/main with one implementation. Entity streams are created and deleted only
-// through the entity API, and direct appends to them need the entity's write token.
+// StreamAlias is the base path of the Durable Streams reference server: /v1/stream/<p>
+// is another name of the stream /<p>, kept for clients configured with it.
+const StreamAlias = "/v1/stream"
+
+// ReservedPrefixes are the root paths that are not streams: entityd's own API and the
+// Durable Streams control routes.
+var ReservedPrefixes = []string{"/_electric", "/__ds"}
+
+// streamPath is the stream a request path names: the path itself, or for the alias the
+// path after it.
+func streamPath(urlPath string) string {
+	if rest, ok := strings.CutPrefix(urlPath, StreamAlias+"/"); ok {
+		return "/" + rest
+	}
+	return urlPath
+}
+
+// streamRoutes serves the Durable Streams protocol at every path outside the reserved
+// prefixes (and under the /v1/stream alias) with one implementation. Entity streams
+// (/<type>/<id>/main and /<type>/<id>/slash-commands of a registered type) are created
+// and deleted only through the entity API, and direct appends to a main stream need the
+// entity's write token; every other path is a plain stream anyone may create.
 func (s *Server) streamRoutes() http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
-		path := r.URL.Path
-		isEntity := !strings.HasPrefix(path, "/v1/stream/")
-		if !isEntity && len(path) == len("/v1/stream/") {
-			return newError(http.StatusNotFound, CodeStreamNotFound, "A stream path needs a name after /v1/stream/")
+		path := streamPath(r.URL.Path)
+		if path == "/" {
+			return newError(http.StatusNotFound, CodeStreamNotFound, "A stream path needs a name")
 		}
 		if len(path) > s.cfg.MaxStreamPathBytes {
 			return badRequest(fmt.Sprintf("Stream paths must be at most %d bytes", s.cfg.MaxStreamPathBytes))
@@ -44,19 +62,25 @@ func (s *Server) streamRoutes() http.Handler {
 			return s.readStream(w, r, path)
 		case http.MethodHead:
 			return s.headStream(w, r, path)
+		}
+		kind, err := s.entityStreamKind(r.Context(), path)
+		if err != nil {
+			return err
+		}
+		switch r.Method {
 		case http.MethodPost:
-			if isCollection(path) {
+			switch kind {
+			case entitypath.KindCollection:
 				return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
 					"The slash-command collection is written through PUT and DELETE /_electric/entities/:type/:id/slash-commands/:name")
-			}
-			if isEntity {
+			case entitypath.KindMain:
 				if err := s.authorizeEntityWrite(r, path); err != nil {
 					return err
 				}
 			}
 			return s.appendStream(w, r, path)
 		case http.MethodPut:
-			if isEntity {
+			if kind != "" {
 				return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
 					"Entity streams are created by spawning the entity (PUT /_electric/entities/:type/:id)")
 			}
@@ -65,7 +89,7 @@ func (s *Server) streamRoutes() http.Handler {
 			}
 			return s.createStream(w, r, path)
 		case http.MethodDelete:
-			if isEntity {
+			if kind != "" {
 				return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
 					"Entity streams are closed by killing the entity (DELETE /_electric/entities/:type/:id)")
 			}
@@ -74,6 +98,23 @@ func (s *Server) streamRoutes() http.Handler {
 		w.Header().Set("Allow", "GET, HEAD, POST, PUT, DELETE, OPTIONS")
 		return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "Method "+r.Method+" is not allowed on streams")
 	})
+}
+
+// entityStreamKind says whether path is one of an entity type's stream paths (main or
+// collection), or "" for a plain stream. The namespace /<type>/… belongs to a type once
+// it is registered, whether or not the entity exists yet.
+func (s *Server) entityStreamKind(ctx context.Context, path string) (string, error) {
+	typ, _, kind, ok := entitypath.Parse(path)
+	if !ok {
+		return "", nil
+	}
+	if _, err := s.registry.Type(ctx, typ); err != nil {
+		if errors.Is(err, entity.ErrTypeNotFound) {
+			return "", nil
+		}
+		return "", err
+	}
+	return kind, nil
 }
 
 // checkNewStreamPath applies the stream path rules (internal/textpolicy.CheckPath) to a
@@ -85,13 +126,14 @@ func (s *Server) checkNewStreamPath(r *http.Request, path string) error {
 	if p := textpolicy.CheckPath(path, s.cfg.MaxStreamPathBytes); p != "" {
 		return badRequest("The stream path " + p)
 	}
+	for _, reserved := range ReservedPrefixes {
+		if path == reserved || strings.HasPrefix(path, reserved+"/") {
+			return badRequest("The stream path is under the reserved prefix " + reserved)
+		}
+	}
 	return nil
 }
 
-// isCollection reports whether path is an entity's slash-command collection stream.
-func isCollection(path string) bool {
-	return !strings.HasPrefix(path, "/v1/stream/") && strings.HasSuffix(path, entitypath.CollectionSuffix)
-}
 
 // authorizeEntityWrite is the hook that guards direct appends to an entity's stream:
 // only a holder of the entity's write token (Authorization: Bearer, or

@@ -99,8 +99,14 @@ func (s *Server) readStream(w http.ResponseWriter, r *http.Request, path string)
 	// A read "from the beginning" (-1 or no offset) gets the snapshot; an explicit offset,
 	// even 0_0, gets the changes after it, so a client parked at an empty collection's
 	// tail waits instead of receiving the (empty) snapshot again and again.
-	if isCollection(path) && rq.kind == streamdb.OffsetBeginning {
-		return s.readCollectionSnapshot(w, r, m, rq)
+	if rq.kind == streamdb.OffsetBeginning && strings.HasSuffix(path, entitypath.CollectionSuffix) {
+		kind, err := s.entityStreamKind(r.Context(), path)
+		if err != nil {
+			return err
+		}
+		if kind == entitypath.KindCollection {
+			return s.readCollectionSnapshot(w, r, m, rq)
+		}
 	}
 	switch rq.live {
 	case "long-poll":

@@ -68,7 +68,7 @@ func (s *Server) createStream(w http.ResponseWriter, r *http.Request, path strin
 		w.WriteHeader(http.StatusOK)
 		return nil
 	}
-	w.Header().Set("Location", absoluteURL(r, path))
+	w.Header().Set("Location", absoluteURL(r, r.URL.Path)) // as the client named it (root or alias)
 	w.WriteHeader(http.StatusCreated)
 	return nil
 }
@@ -86,7 +86,7 @@ func forkConfig(h http.Header, cfg *streamdb.CreateConfig) error {
 	if u, err := url.Parse(from); err == nil && u.IsAbs() {
 		from = u.Path
 	}
-	cfg.ForkFrom = from
+	cfg.ForkFrom = streamPath(from)
 	if offset != "" {
 		o, kind, err := streamdb.ParseOffset(offset)
 		if err != nil || kind == streamdb.OffsetNow {

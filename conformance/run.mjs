@@ -11,9 +11,11 @@ process.chdir(dirname(fileURLToPath(import.meta.url)))
 
 const ALLOWED_SKIPS = {
   "durable-streams.test.mjs": Number(process.env.DS_ALLOWED_SKIPS ?? 0),
+  // the subscription tests, which run in the first pass (see the file's comment)
+  "durable-streams-root.test.mjs": 6,
 }
 
-const files = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ["durable-streams.test.mjs", "streamdb-client.test.mjs", "slash-commands-client.test.mjs"]
+const files = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ["durable-streams.test.mjs", "durable-streams-root.test.mjs", "streamdb-client.test.mjs", "slash-commands-client.test.mjs"]
 const out = join(mkdtempSync(join(tmpdir(), "entityd-conformance-")), "results.json")
 const res = spawnSync("npx", ["--no-install", "vitest", "run", "--config", "vitest.config.mjs",
   "--reporter=default", "--reporter=json", `--outputFile.json=${out}`, ...files], { stdio: "inherit" })

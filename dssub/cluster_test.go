@@ -108,11 +108,11 @@ func TestReconcileFindsWorkMissedByADeadProcess(t *testing.T) {
 	// the process stops matching (as if it died right after committing)
 	ctx := context.Background()
 	h.Svc.Stop(ctx)
-	res, err := h.Store.Append(ctx, &streamdb.AppendRequest{Path: "/v1/stream/events/old", Messages: [][]byte{[]byte(`{"n":2}`)}})
+	res, err := h.Store.Append(ctx, &streamdb.AppendRequest{Path: "/events/old", Messages: [][]byte{[]byte(`{"n":2}`)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := h.Store.Create(ctx, "/v1/stream/events/new", streamdb.CreateConfig{ContentType: "application/json"},
+	if _, _, err := h.Store.Create(ctx, "/events/new", streamdb.CreateConfig{ContentType: "application/json"},
 		[][]byte{[]byte(`{"n":1}`)}); err != nil {
 		t.Fatal(err)
 	}

@@ -115,7 +115,12 @@ func normalizePath(p string) string { return strings.Trim(p, "/") }
 // reservedPath reports paths under the protocol's reserved control prefix.
 func reservedPath(rel string) bool {
 	rel = strings.TrimLeft(rel, "/")
-	return rel == "__ds" || strings.HasPrefix(rel, "__ds/")
+	for _, p := range []string{"__ds", "_electric"} {
+		if rel == p || strings.HasPrefix(rel, p+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // validStreamPath checks a relative stream path given by a client.

@@ -69,6 +69,7 @@ func startHarness(t *testing.T, dbURL string, opts Options) *harness {
 		t.Fatal(err)
 	}
 	apiServer.MountRoutes(strings.TrimSuffix(ControlPrefix, "/"), svc.Routes)
+	apiServer.MountRoutes(strings.TrimSuffix(AliasControlPrefix, "/"), svc.Routes)
 	hs := httptest.NewServer(apiServer.Handler())
 	t.Cleanup(func() {
 		apiServer.Shutdown()

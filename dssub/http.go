@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
@@ -17,8 +18,12 @@ import (
 	"github.com/entityd/entityd/internal/textpolicy"
 )
 
-// ControlPrefix is where Handler serves: the protocol's reserved control routes.
-const ControlPrefix = streamRoot + "__ds/"
+// ControlPrefix is where the control routes are served (the protocol's reserved
+// prefix); AliasControlPrefix serves the same routes under the /v1/stream alias.
+const (
+	ControlPrefix      = "/__ds/"
+	AliasControlPrefix = "/v1/stream/__ds/"
+)
 
 // Error codes of the subscription APIs (the reference server's).
 const (
@@ -163,6 +168,17 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
 		return fail(http.StatusBadRequest, codeInvalidRequest, "Invalid text at "+d[0].Path+": "+d[0].Message)
 	}
 	return nil
+}
+
+// controlBase is the URL the control routes were reached under, without the trailing
+// "/__ds/": the origin, plus "/v1/stream" when the client used the alias. The URLs the
+// server hands out (JWKS, callbacks) follow the client's choice.
+func (s *Service) controlBase(r *http.Request) string {
+	base := s.baseURL(r)
+	if strings.HasPrefix(r.URL.Path, AliasControlPrefix) {
+		base += strings.TrimSuffix(AliasControlPrefix, ControlPrefix)
+	}
+	return base
 }
 
 // baseURL is the origin clients reach this server at.
@@ -347,7 +363,7 @@ func (s *Service) present(r *http.Request, sb *sub, links []*link) subscriptionJ
 	}
 	if sb.Type == typeWebhook {
 		out.Webhook = &webhookJSON{URL: sb.WebhookURL, Signing: signingJSON{
-			Alg: "ed25519", Kid: s.keys.Load().signKID, JWKSURL: s.baseURL(r) + ControlPrefix + "jwks.json"}}
+			Alg: "ed25519", Kid: s.keys.Load().signKID, JWKSURL: s.controlBase(r) + ControlPrefix + "jwks.json"}}
 	}
 	return out
 }
@@ -364,7 +380,7 @@ func (s *Service) putSubscription(w http.ResponseWriter, r *http.Request, id str
 	if err != nil {
 		return err
 	}
-	sb, links, created, err := s.create(r.Context(), id, in, s.baseURL(r))
+	sb, links, created, err := s.create(r.Context(), id, in, s.controlBase(r))
 	if err != nil {
 		return err
 	}

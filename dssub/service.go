@@ -19,8 +19,9 @@ import (
 	"github.com/entityd/entityd/streamdb"
 )
 
-// streamRoot is where subscribable streams live; subscription paths are relative to it.
-const streamRoot = "/v1/stream/"
+// streamRoot is where subscribable streams live (every stream: plain root streams and
+// entity streams alike); subscription paths are relative to it.
+const streamRoot = "/"
 
 // Options tune the service. Zero values take the defaults.
 type Options struct {

@@ -221,7 +221,7 @@ func (s *Service) actionURL(base, id, action string) string {
 	if s.opts.PublicURL != "" {
 		base = s.opts.PublicURL
 	}
-	return base + streamRoot + "__ds/subscriptions/" + escapeSegment(id) + "/" + action
+	return base + ControlPrefix + "subscriptions/" + escapeSegment(id) + "/" + action
 }
 
 // escapeSegment escapes like JavaScript's encodeURIComponent (spaces as %20).

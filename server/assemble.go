@@ -73,6 +73,7 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	a.API.SetDispatcher(a.Wake)
 	a.Subs = dssub.New(a.Store, s.cfg.Subscriptions)
 	a.API.MountRoutes(strings.TrimSuffix(dssub.ControlPrefix, "/"), a.Subs.Routes)
+	a.API.MountRoutes(strings.TrimSuffix(dssub.AliasControlPrefix, "/"), a.Subs.Routes)
 
 	untrackPool, untrackParked := metrics.TrackPool(pool), metrics.TrackParked(a.API.ParkedSubscribers)
 	jan := &janitor{cfg: s.cfg.Retention, pool: pool, store: a.Store, sender: a.Sender, log: s.log.Named("retention")}

@@ -27,3 +27,32 @@ func OfMain(path string) (url string, ok bool) { return strings.CutSuffix(path, 
 func OfCollection(path string) (url string, ok bool) {
 	return strings.CutSuffix(path, CollectionSuffix)
 }
+
+// Stream kinds an entity owns.
+const (
+	KindMain       = "main"
+	KindCollection = "collection"
+)
+
+// Parse reads a stream path shaped like an entity's stream: "/<type>/<id>/main" or
+// "/<type>/<id>/slash-commands", exactly three segments. Whether it is one depends on
+// whether <type> is a registered entity type; the caller asks.
+func Parse(path string) (typ, url, kind string, ok bool) {
+	rest, found := strings.CutPrefix(path, "/")
+	if !found {
+		return "", "", "", false
+	}
+	parts := strings.Split(rest, "/")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
+		return "", "", "", false
+	}
+	switch "/" + parts[2] {
+	case MainSuffix:
+		kind = KindMain
+	case CollectionSuffix:
+		kind = KindCollection
+	default:
+		return "", "", "", false
+	}
+	return parts[0], URL(parts[0], parts[1]), kind, true
+}

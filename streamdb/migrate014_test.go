@@ -1,0 +1,72 @@
+package streamdb_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/tern/v2/migrate"
+	"github.com/stretchr/testify/require"
+
+	"github.com/entityd/entityd/internal/pgtest"
+	"github.com/entityd/entityd/migrations"
+	"github.com/entityd/entityd/streamdb"
+)
+
+// TestMigration014MovesStreamsToTheRoot: streams created under /v1/stream/ before root
+// streams existed are found at the root afterwards, with their contents; a root name
+// already taken leaves that one stream where it was.
+func TestMigration014MovesStreamsToTheRoot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := pgtest.URL(t)
+	const schema = "legacy14"
+	migrateTo := func(version int32) {
+		cfg, err := pgx.ParseConfig(dsn)
+		require.NoError(t, err)
+		cfg.RuntimeParams["search_path"] = schema // a startup parameter: tern resets SET
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		require.NoError(t, err)
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema)
+		require.NoError(t, err)
+		m, err := migrate.NewMigrator(ctx, conn, migrations.VersionTable)
+		require.NoError(t, err)
+		require.NoError(t, m.LoadMigrations(migrations.FS()))
+		require.NoError(t, m.MigrateTo(ctx, version))
+	}
+	migrateTo(13)
+
+	pcfg, err := pgxpool.ParseConfig(dsn)
+	require.NoError(t, err)
+	pcfg.ConnConfig.RuntimeParams["search_path"] = schema
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	store, err := streamdb.Open(ctx, pool, streamdb.Options{})
+	require.NoError(t, err)
+	for _, path := range []string{"/v1/stream/jobs/a", "/v1/stream/taken/x/main", "/taken/x/main"} {
+		_, _, err := store.Create(ctx, path, streamdb.CreateConfig{}, [][]byte{[]byte(`{"at":"` + path + `"}`)})
+		require.NoError(t, err)
+	}
+	store.Close()
+
+	migrateTo(14)
+	store, err = streamdb.Open(ctx, pool, streamdb.Options{})
+	require.NoError(t, err)
+	defer store.Close()
+	read := func(path string) string {
+		m, err := store.Lookup(ctx, path)
+		require.NoError(t, err, path)
+		msgs, err := store.Read(ctx, m, streamdb.Offset{}, m.Tail)
+		require.NoError(t, err, path)
+		require.Len(t, msgs, 1, path)
+		return string(msgs[0].Data)
+	}
+	require.Equal(t, `{"at":"/v1/stream/jobs/a"}`, read("/jobs/a"))
+	require.Equal(t, `{"at":"/taken/x/main"}`, read("/taken/x/main"), "the root stream is untouched")
+	require.Equal(t, `{"at":"/v1/stream/taken/x/main"}`, read("/v1/stream/taken/x/main"), "the conflicting one stays")
+	_, err = store.Lookup(ctx, "/v1/stream/jobs/a")
+	require.ErrorIs(t, err, streamdb.ErrNotFound)
+}
