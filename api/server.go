@@ -38,6 +38,9 @@ type Config struct {
 	// SSELifetime is how long a live=sse response stays open before the server ends it
 	// (clients reconnect from the last offset; this lets proxies and CDNs collapse).
 	SSELifetime time.Duration
+	// ClaimTokens, when set, also admits direct appends to an entity's main stream that
+	// carry a write token claimed for a webhook wake (Electric's wake callbacks).
+	ClaimTokens func(ctx context.Context, streamPath, token string) (bool, error)
 }
 
 func (c *Config) setDefaults() {

@@ -151,10 +151,19 @@ func (s *Server) authorizeEntityWrite(r *http.Request, path string) error {
 		return newError(http.StatusUnauthorized, CodeUnauthorized,
 			"Missing write token: appending to an entity stream needs Authorization: Bearer <X-Write-Token from spawn>")
 	}
-	if !constantTimeEqual(token, e.WriteToken) {
-		return newError(http.StatusUnauthorized, CodeUnauthorized, "Invalid write token")
+	if constantTimeEqual(token, e.WriteToken) {
+		return nil
 	}
-	return nil
+	if s.cfg.ClaimTokens != nil {
+		ok, err := s.cfg.ClaimTokens(r.Context(), path, token)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+	}
+	return newError(http.StatusUnauthorized, CodeUnauthorized, "Invalid write token")
 }
 
 // streamError maps streamdb errors to protocol answers.

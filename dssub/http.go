@@ -1,16 +1,12 @@
 package dssub
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
@@ -139,35 +135,7 @@ func validID(id string) bool {
 
 // readJSON decodes the body (empty means {}) into v.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return fail(http.StatusRequestEntityTooLarge, codeInvalidRequest, "Request body is too large")
-		}
-		return err
-	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		data = []byte("{}")
-	}
-	if !utf8.Valid(data) {
-		return fail(http.StatusBadRequest, codeInvalidRequest, "Request body must be valid UTF-8")
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		return fail(http.StatusBadRequest, codeInvalidRequest, "Invalid JSON body")
-	}
-	if _, err := dec.Token(); err != io.EOF { // one JSON value, nothing after it
-		return fail(http.StatusBadRequest, codeInvalidRequest, "Invalid JSON body")
-	}
-	// Every string of these bodies is an identifier or a label (there is no content):
-	// the text rule applies to all of them, on the raw bytes, since decoding has
-	// already turned a lone surrogate into U+FFFD.
-	if d := textpolicy.CheckJSON(data, "", textpolicy.Text); len(d) > 0 {
-		return fail(http.StatusBadRequest, codeInvalidRequest, "Invalid text at "+d[0].Path+": "+d[0].Message)
-	}
-	return nil
+	return httpx.ReadControlJSON(w, r, v, maxBodyBytes)
 }
 
 // controlBase is the URL the control routes were reached under, without the trailing

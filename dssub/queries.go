@@ -63,4 +63,11 @@ var (
 	sqlNewStreamsSince = queries.Get("NewStreamsSince")
 	sqlLockSub         = queries.Get("LockSub")
 	sqlSelectSub       = queries.Get("SelectSub")
+
+	// claims.go
+	sqlLockSubByWake         = queries.Get("LockSubByWake")
+	sqlUpsertWriteToken      = queries.Get("UpsertWriteToken")
+	sqlDeleteWakeWriteTokens = queries.Get("DeleteWakeWriteTokens")
+	sqlWriteTokenHolds       = queries.Get("WriteTokenHolds")
+	sqlSubOfWake             = queries.Get("SubOfWake")
 )

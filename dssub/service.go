@@ -48,7 +48,9 @@ type Options struct {
 	MaxDeliveries int
 	// Workers is the number of goroutines that advance subscriptions (default 4).
 	Workers int
-	Logger  *zap.Logger
+	// Enrich, when set, adds members to webhook wake bodies (see Enricher).
+	Enrich Enricher
+	Logger *zap.Logger
 }
 
 func (o *Options) setDefaults() {

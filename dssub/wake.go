@@ -29,6 +29,9 @@ type delivery struct {
 	generation    int64
 	url           string
 	body          []byte
+	// for an Enricher: the primary stream (relative) and its tail, the callback token,
+	// and the origin the subscription was created through
+	primary, primaryTail, token, origin string
 }
 
 // webhookBody is what a webhook receives.
@@ -168,18 +171,28 @@ func (s *Service) takeAttempt(ctx context.Context, tx *streamdb.Tx, sb *sub, lin
 	}
 	until := sb.now.Add(s.opts.DeliveryTimeout + 5*time.Second)
 	sb.AttemptOwner, sb.AttemptUntil, sb.DueAt = s.procID, &until, &until
+	token := s.keys.Load().mintToken(tokenClaims{Sub: sb.ID, Generation: sb.Generation, WakeID: sb.WakeID})
 	body, err := json.Marshal(webhookBody{
 		SubscriptionID: sb.ID,
 		WakeID:         sb.WakeID,
 		Generation:     sb.Generation,
 		Streams:        infos(listed),
 		CallbackURL:    s.actionURL(sb.BaseURL, sb.ID, "callback"),
-		CallbackToken:  s.keys.Load().mintToken(tokenClaims{Sub: sb.ID, Generation: sb.Generation, WakeID: sb.WakeID}),
+		CallbackToken:  token,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &delivery{subID: sb.ID, wakeID: sb.WakeID, generation: sb.Generation, url: sb.WebhookURL, body: body}, nil
+	job := &delivery{subID: sb.ID, wakeID: sb.WakeID, generation: sb.Generation, url: sb.WebhookURL, body: body,
+		token: token, origin: s.origin(sb.BaseURL)}
+	if primary := primaryStream(listed); primary != "" {
+		for _, l := range listed {
+			if l.Path == primary {
+				job.primary, job.primaryTail = primary, l.Tail.String()
+			}
+		}
+	}
+	return job, nil
 }
 
 // announce appends the wake record of a pull-wake to its wake stream, in the transaction
@@ -214,6 +227,15 @@ func endWake(sb *sub) {
 	sb.LeaseUntil, sb.AttemptUntil, sb.NextAttemptAt, sb.DueAt = nil, nil, nil, nil
 	sb.AttemptOwner = ""
 	sb.RetryCount = 0
+}
+
+// origin is the scheme and host a subscription was created through (its base without
+// the /v1/stream alias), or the configured public URL.
+func (s *Service) origin(base string) string {
+	if s.opts.PublicURL != "" {
+		return s.opts.PublicURL
+	}
+	return strings.TrimSuffix(base, strings.TrimSuffix(AliasControlPrefix, ControlPrefix))
 }
 
 // actionURL is the URL of a subscription's control action (callback, claim, ...).
@@ -260,7 +282,12 @@ func (s *Service) deliver(job *delivery) {
 		s.abandon(job)
 		return
 	}
-	res := s.post(ctx, job)
+	var res result
+	if body, err := s.enrich(ctx, job); err != nil {
+		res = result{err: fmt.Errorf("enrich the wake: %w", err)}
+	} else {
+		res = s.post(ctx, job, body)
+	}
 	<-s.deliveries
 	if ctx.Err() != nil {
 		s.abandon(job)
@@ -276,16 +303,16 @@ func (s *Service) deliver(job *delivery) {
 }
 
 // post makes one webhook request.
-func (s *Service) post(ctx context.Context, job *delivery) result {
+func (s *Service) post(ctx context.Context, job *delivery, body []byte) result {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.DeliveryTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, job.url, bytes.NewReader(job.body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, job.url, bytes.NewReader(body))
 	if err != nil {
 		return result{err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "entityd-subscriptions")
-	req.Header.Set("Webhook-Signature", s.keys.Load().signature(job.body, time.Now()))
+	req.Header.Set("Webhook-Signature", s.keys.Load().signature(body, time.Now()))
 	client := s.publicClient
 	if req.URL.Scheme == "http" {
 		client = s.localClient

@@ -25,6 +25,7 @@ var Owners = map[string]string{
 	"ds_subscription_streams": "dssub",
 	"ds_keys":                 "dssub",
 	"ds_state":                "dssub",
+	"ds_write_tokens":         "dssub",
 }
 
 // Published are read-only views an owner offers to other packages for joins (see

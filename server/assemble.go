@@ -14,6 +14,7 @@ import (
 	"github.com/entityd/entityd/internal/lifecycle"
 	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/internal/schemas"
+	"github.com/entityd/entityd/remote"
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
@@ -69,11 +70,16 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	a.Wake = wake.New(a.Store, a.Runtime, a.Runtime.Types(), s.cfg.Wake)
 	a.Runtime.SetTimerPoke(a.Wake.PokeTimers)
 	a.Sender.OnUnpause(a.Wake.Poke)
-	a.API = api.New(s.cfg.API, s.log, a.Store, a.Registry, a.Sender)
+	subOpts := s.cfg.Subscriptions
+	subOpts.Enrich = remote.Enricher(a.Registry) // webhook wakes of entity streams carry Electric's context
+	a.Subs = dssub.New(a.Store, subOpts)
+	apiCfg := s.cfg.API
+	apiCfg.ClaimTokens = a.Subs.CheckWriteToken // write tokens claimed through wake callbacks
+	a.API = api.New(apiCfg, s.log, a.Store, a.Registry, a.Sender)
 	a.API.SetDispatcher(a.Wake)
-	a.Subs = dssub.New(a.Store, s.cfg.Subscriptions)
 	a.API.MountRoutes(strings.TrimSuffix(dssub.ControlPrefix, "/"), a.Subs.Routes)
 	a.API.MountRoutes(strings.TrimSuffix(dssub.AliasControlPrefix, "/"), a.Subs.Routes)
+	a.API.MountRoutes(strings.TrimSuffix(remote.CallbackPrefix, "/"), (&remote.Callbacks{Subs: a.Subs}).Routes)
 
 	untrackPool, untrackParked := metrics.TrackPool(pool), metrics.TrackParked(a.API.ParkedSubscribers)
 	jan := &janitor{cfg: s.cfg.Retention, pool: pool, store: a.Store, sender: a.Sender, log: s.log.Named("retention")}

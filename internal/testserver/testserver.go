@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/entityd/entityd/api"
+	"github.com/entityd/entityd/dssub"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/lifecycle"
@@ -29,6 +30,7 @@ type Options struct {
 	API       api.Config
 	Limits    inbox.Limits
 	Streams   streamdb.Options
+	Subs      dssub.Options
 	DBURL     string // an existing database (e.g. to share one between two servers)
 	QuietLogs bool
 }
@@ -66,7 +68,8 @@ func Start(t testing.TB, opts Options) *Server {
 		cfg.LongPollTimeout = 500 * time.Millisecond
 	}
 	var services lifecycle.Group
-	srv := server.New(server.Config{DatabaseURL: dbURL, API: cfg, Limits: opts.Limits, Store: opts.Streams, Logger: log})
+	srv := server.New(server.Config{DatabaseURL: dbURL, API: cfg, Limits: opts.Limits, Store: opts.Streams,
+		Subscriptions: opts.Subs, Logger: log})
 	a, err := srv.Assemble(ctx, pool, &services)
 	if err != nil {
 		services.Stop(ctx)

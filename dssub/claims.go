@@ -1,0 +1,146 @@
+package dssub
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/entityd/entityd/streamdb"
+)
+
+// Electric's wake callbacks (the agents server's POST /_electric/wake-callbacks/:id)
+// address a wake by its id and carry the wake's callback token as a bearer token. These
+// are the operations behind them; package remote serves the HTTP side.
+
+// ErrWakeNotCurrent answers a callback for a wake that is not (or no longer) any
+// subscription's current wake.
+var ErrWakeNotCurrent = fail(http.StatusConflict, codeFenced, "The wake is not in flight (it ended, or it never existed)")
+
+// WakeCallback is a claim, a heartbeat or a done from a handler, for wake wakeID.
+type WakeCallback struct {
+	WakeID     string
+	Token      string // the wake's callback token (Authorization: Bearer)
+	Generation int64  // the wake's epoch
+	Acks       []Ack
+	Done       bool
+}
+
+// Ack moves the cursor of one stream of the wake ("stream" or "path", relative or with
+// a leading slash).
+type Ack struct {
+	Path   string
+	Offset string
+}
+
+// ClaimWake verifies a handler's claim on the current wake wakeID and mints a write token
+// for the wake's primary stream (replacing any earlier one). The token writes while the
+// wake is current; the next wake fences it.
+func (s *Service) ClaimWake(ctx context.Context, cb WakeCallback) (writeToken, streamPath string, err error) {
+	err = s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+		sb, err := scanSub(tx.QueryRow(ctx, sqlLockSubByWake, cb.WakeID))
+		if err != nil {
+			return err
+		}
+		if sb == nil {
+			return ErrWakeNotCurrent
+		}
+		if err := s.fence(cb.Token, sb, cb.request(nil)); err != nil {
+			return err
+		}
+		links, err := loadLinks(ctx, tx, sb.ID, false)
+		if err != nil {
+			return err
+		}
+		primary := primaryStream(wakeLinks(links))
+		if primary == "" {
+			return ErrWakeNotCurrent
+		}
+		var raw [24]byte
+		_, _ = rand.Read(raw[:])
+		writeToken = "wt_" + base64.RawURLEncoding.EncodeToString(raw[:])
+		streamPath = streamRoot + primary
+		_, err = tx.Exec(ctx, sqlUpsertWriteToken, streamPath, tokenHash(writeToken), sb.ID, sb.WakeID, sb.Generation)
+		return err
+	})
+	return writeToken, streamPath, err
+}
+
+// Callback is a heartbeat (keeps the lease, moves cursors) or, with Done, the end of the
+// wake; it reports whether another wake started at once. A done for a wake that already
+// ended is not an error (ended reports it): the consumer is idle or on a later wake.
+func (s *Service) Callback(ctx context.Context, cb WakeCallback) (nextWake, ended bool, err error) {
+	var subID string
+	err = s.pool.QueryRow(ctx, sqlSubOfWake, cb.WakeID).Scan(&subID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		if cb.Done {
+			return false, true, nil
+		}
+		return false, false, ErrWakeNotCurrent
+	}
+	if err != nil {
+		return false, false, err
+	}
+	nextWake, err = s.ack(ctx, subID, cb.Token, cb.request(cb.Acks), false)
+	if err != nil {
+		return false, false, err
+	}
+	if cb.Done {
+		if _, err := s.pool.Exec(ctx, sqlDeleteWakeWriteTokens, subID, cb.WakeID); err != nil {
+			return nextWake, false, err
+		}
+	}
+	return nextWake, false, nil
+}
+
+// CheckWriteToken reports whether token is the write token claimed for the current
+// wake of a subscription following streamPath.
+func (s *Service) CheckWriteToken(ctx context.Context, streamPath, token string) (bool, error) {
+	var ok bool
+	err := s.pool.QueryRow(ctx, sqlWriteTokenHolds, streamPath, tokenHash(token)).Scan(&ok)
+	return ok, err
+}
+
+func (cb WakeCallback) request(acks []Ack) *ackRequest {
+	wakeID := cb.WakeID
+	gen := json.Number(strconv.FormatInt(cb.Generation, 10))
+	req := &ackRequest{WakeID: &wakeID, Generation: &gen}
+	for _, a := range acks {
+		path, offset := a.Path, a.Offset
+		req.Acks = append(req.Acks, struct {
+			Stream *string `json:"stream"`
+			Path   *string `json:"path"`
+			Offset *string `json:"offset"`
+		}{Path: &path, Offset: &offset})
+	}
+	if cb.Done {
+		done := true
+		req.Done = &done
+	}
+	return req
+}
+
+// primaryStream is the stream a wake is about: the first listed stream with pending
+// work, else the first listed.
+func primaryStream(listed []*link) string {
+	for _, l := range listed {
+		if l.pending() {
+			return l.Path
+		}
+	}
+	if len(listed) > 0 {
+		return listed[0].Path
+	}
+	return ""
+}
+
+func tokenHash(token string) []byte {
+	sum := sha256.Sum256([]byte(token))
+	return sum[:]
+}

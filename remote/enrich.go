@@ -1,0 +1,74 @@
+package remote
+
+import (
+	"context"
+	"errors"
+
+	"github.com/entityd/entityd/dssub"
+	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/entitypath"
+	"github.com/entityd/entityd/internal/principal"
+)
+
+// CallbackPrefix is where wake callbacks are served.
+const CallbackPrefix = "/_electric/wake-callbacks/"
+
+// Enricher adds Electric's fields to a webhook wake whose primary stream is an entity's
+// main stream: who to call back and with what, the entity, and the principal that
+// created it. Wakes of other streams stay as the Durable Streams protocol has them.
+func Enricher(registry *entity.Registry) dssub.Enricher {
+	return func(ctx context.Context, w dssub.WakeContext) (map[string]any, error) {
+		_, url, kind, ok := entitypath.Parse(w.StreamPath)
+		if !ok || kind != entitypath.KindMain {
+			return nil, nil
+		}
+		e, err := registry.Get(ctx, url) // fresh: status and tags as they are now
+		if errors.Is(err, entity.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]any{
+			"consumerId":     w.WakeID,
+			"consumer_id":    w.WakeID,
+			"epoch":          w.Generation,
+			"wakeId":         w.WakeID,
+			"streamPath":     w.StreamPath,
+			"primary_stream": w.StreamPath,
+			"callback":       w.Origin + CallbackPrefix + principal.EncodeURIComponent(w.WakeID),
+			"claimToken":     w.CallbackToken,
+			"token":          w.CallbackToken,
+			"triggerEvent":   "inbox",
+			"entity":         entityContext(e),
+		}
+		if e.CreatedBy != nil {
+			if p, ok := principal.Parse(*e.CreatedBy); ok {
+				out["principal"] = map[string]any{"url": p.URL(), "key": p.Kind + ":" + p.ID, "kind": p.Kind, "id": p.ID}
+			}
+		}
+		return out, nil
+	}
+}
+
+// entityContext is the entity as a wake shows it (Electric's field names).
+func entityContext(e *entity.Entity) map[string]any {
+	tags := e.Tags
+	if tags == nil {
+		tags = map[string]string{}
+	}
+	ctx := map[string]any{
+		"url":     e.URL,
+		"type":    e.Type,
+		"status":  string(e.Status),
+		"streams": map[string]string{"main": e.MainStream()},
+		"tags":    tags,
+	}
+	if e.SpawnArgs != nil {
+		ctx["spawnArgs"] = e.SpawnArgs
+	}
+	if e.CreatedBy != nil {
+		ctx["createdBy"] = *e.CreatedBy
+	}
+	return ctx
+}
