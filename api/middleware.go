@@ -133,7 +133,7 @@ const (
 		"X-Request-Id, ngrok-skip-browser-warning"
 	corsExposeHeaders = "Stream-Next-Offset, Stream-Cursor, Stream-Up-To-Date, Stream-Closed, ETag, Location, " +
 		"Producer-Epoch, Producer-Seq, Producer-Expected-Seq, Producer-Received-Seq, Stream-SSE-Data-Encoding, " +
-		"X-Request-Id, X-Write-Token"
+		"X-Request-Id, X-Write-Token, electric-handle, electric-offset, electric-schema, electric-cursor, electric-up-to-date"
 )
 
 func commonHeaders(next http.Handler) http.Handler {

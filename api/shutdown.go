@@ -15,3 +15,7 @@ func (s *Server) Wait() { s.bg.Wait() }
 func (s *Server) liveContext(ctx context.Context, cancel context.CancelFunc) (stop func() bool) {
 	return context.AfterFunc(s.live, cancel)
 }
+
+// Live is done once Shutdown was called: routes mounted from other packages that hold a
+// response open (a shape's live long-poll) end on it, as the stream reads do.
+func (s *Server) Live() <-chan struct{} { return s.live.Done() }

@@ -26,6 +26,8 @@ var Owners = map[string]string{
 	"ds_keys":                 "dssub",
 	"ds_state":                "dssub",
 	"ds_write_tokens":         "dssub",
+	"shape_log":               "shapes",
+	"shape_state":             "shapes",
 }
 
 // Published are read-only views an owner offers to other packages for joins (see
@@ -33,4 +35,7 @@ var Owners = map[string]string{
 var Published = map[string]string{
 	"stream_heads":    "streamdb",
 	"entity_statuses": "entity",
+	// the rows of Electric shapes, in Electric's text encoding (migration 016)
+	"entity_shape_rows":      "entity",
+	"entity_type_shape_rows": "entity",
 }

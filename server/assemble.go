@@ -16,6 +16,7 @@ import (
 	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/remote"
 	"github.com/entityd/entityd/runtime"
+	"github.com/entityd/entityd/shapes"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
 )
@@ -29,6 +30,7 @@ type Assembly struct {
 	Wake     *wake.Dispatcher
 	Subs     *dssub.Service
 	API      *api.Server
+	Shapes   *shapes.Service
 }
 
 // Assemble builds every part of the server over a migrated pool, in dependency order,
@@ -80,15 +82,18 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	a.API.MountRoutes(strings.TrimSuffix(dssub.ControlPrefix, "/"), a.Subs.Routes)
 	a.API.MountRoutes(strings.TrimSuffix(dssub.AliasControlPrefix, "/"), a.Subs.Routes)
 	a.API.MountRoutes(strings.TrimSuffix(remote.CallbackPrefix, "/"), (&remote.Callbacks{Subs: a.Subs}).Routes)
+	a.Shapes = shapes.New(a.Store.DB(), shapes.Options{Live: a.API.Live(), Logger: s.log})
+	a.API.MountRoutes(shapes.Prefix, a.Shapes.Routes)
 
 	untrackPool, untrackParked := metrics.TrackPool(pool), metrics.TrackParked(a.API.ParkedSubscribers)
-	jan := &janitor{cfg: s.cfg.Retention, pool: pool, store: a.Store, sender: a.Sender, log: s.log.Named("retention")}
+	jan := &janitor{cfg: s.cfg.Retention, pool: pool, store: a.Store, sender: a.Sender, shapes: a.Shapes, log: s.log.Named("retention")}
 	for _, svc := range []struct {
 		name string
 		svc  lifecycle.Service
 	}{
 		{"metrics", lifecycle.Funcs{OnStop: func(context.Context) { untrackParked(); untrackPool() }}},
 		{"subscriptions", a.Subs},
+		{"shapes", a.Shapes},
 		{"wake delivery", a.Wake},
 		{"delayed sends", &lifecycle.Loop{Run: func(ctx context.Context) { a.Sender.RunDelayed(ctx, s.log.Named("delayed")) }}},
 		{"retention", &lifecycle.Loop{Run: jan.run}},

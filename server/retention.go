@@ -11,6 +11,7 @@ import (
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/internal/ratelog"
+	"github.com/entityd/entityd/shapes"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
 )
@@ -24,6 +25,9 @@ type Retention struct {
 	// History is how long finished delayed sends (kept with last_error) and the records
 	// of wake failures are kept (7 days).
 	History time.Duration
+	// ShapeLog is how long the changes that Electric shapes follow are kept (24h): a
+	// shape client further behind starts again from a snapshot (409 must-refetch).
+	ShapeLog time.Duration
 	// Interval is how often the janitor runs (5m).
 	Interval time.Duration
 }
@@ -34,6 +38,9 @@ func (r *Retention) setDefaults() {
 	}
 	if r.History <= 0 {
 		r.History = 7 * 24 * time.Hour
+	}
+	if r.ShapeLog <= 0 {
+		r.ShapeLog = 24 * time.Hour
 	}
 	if r.Interval <= 0 {
 		r.Interval = 5 * time.Minute
@@ -48,6 +55,7 @@ type janitor struct {
 	pool   *pgxpool.Pool
 	store  *streamdb.Store
 	sender *inbox.Sender
+	shapes *shapes.Service
 	log    *zap.Logger
 	failed ratelog.Limiter
 }
@@ -75,6 +83,7 @@ func (j *janitor) pass(ctx context.Context) {
 		{"stream_dedupe", func(ctx context.Context) (int64, error) { return j.store.PurgeDedupe(ctx, j.cfg.DedupeWindow) }},
 		{"delayed_sends", func(ctx context.Context) (int64, error) { return j.sender.PurgeDelayed(ctx, j.cfg.History) }},
 		{"wake_failures", func(ctx context.Context) (int64, error) { return wake.PurgeFailures(ctx, j.pool, j.cfg.History) }},
+		{"shape_log", func(ctx context.Context) (int64, error) { return j.shapes.Trim(ctx, j.cfg.ShapeLog) }},
 	}
 	for _, p := range purges {
 		n, err := p.purge(ctx)

@@ -1,0 +1,242 @@
+package shapes
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/entityd/entityd/internal/httpx"
+)
+
+// Prefix is where the shape endpoint is mounted (GET Prefix + "/v1/shape").
+const Prefix = "/_electric/electric"
+
+// Error codes of the shape endpoint (the reference's).
+const (
+	codeTableNotAllowed = "TABLE_NOT_ALLOWED"
+	codeInvalidWhere    = "INVALID_WHERE"
+)
+
+// Routes registers GET /v1/shape under Prefix.
+func (s *Service) Routes(r chi.Router, wrap func(httpx.HandlerFunc) http.HandlerFunc) {
+	r.Method(http.MethodGet, "/v1/shape", wrap(s.shape))
+}
+
+func bad(msg string) error { return httpx.New(http.StatusBadRequest, httpx.CodeInvalidRequest, msg) }
+
+// request is a parsed shape request.
+type request struct {
+	v      *view
+	handle string // the handle of this view now
+	sent   string // the handle the client sent ("" on a first request)
+	offset string
+	from   position
+	live   bool
+}
+
+func (s *Service) parse(ctx context.Context, r *http.Request) (*request, error) {
+	q := r.URL.Query()
+	name := q.Get("table")
+	if name == "" {
+		return nil, bad("table is required")
+	}
+	t := tables[strings.TrimPrefix(name, "public.")]
+	if t == nil {
+		return nil, httpx.New(http.StatusForbidden, codeTableNotAllowed, "Table "+strconv.Quote(name)+" is not available as a shape (entities, entity_types)")
+	}
+	v := &view{t: t, cols: t.columns}
+	if c := q.Get("columns"); c != "" {
+		v.cols = nil
+		seen := map[string]bool{}
+		for _, col := range strings.Split(c, ",") {
+			col = strings.Trim(strings.TrimSpace(col), `"`)
+			if _, ok := t.types[col]; !ok {
+				return nil, bad("columns: unknown column " + strconv.Quote(col))
+			}
+			if !seen[col] {
+				seen[col] = true
+				v.cols = append(v.cols, col)
+			}
+		}
+		if !seen[t.key] {
+			return nil, bad("columns must include the primary key " + strconv.Quote(t.key))
+		}
+	}
+	params := map[string]string{}
+	for k, vals := range q {
+		if n, ok := strings.CutPrefix(k, "params["); ok && strings.HasSuffix(n, "]") && len(vals) > 0 {
+			params[strings.TrimSuffix(n, "]")] = vals[0]
+		}
+	}
+	w, err := parseWhere(q.Get("where"), t, params)
+	if err != nil {
+		var we *whereError
+		if errors.As(err, &we) {
+			return nil, httpx.New(http.StatusBadRequest, codeInvalidWhere, we.msg)
+		}
+		return nil, err
+	}
+	v.where = w
+	req := &request{v: v, sent: q.Get("handle"), offset: q.Get("offset"), live: q.Get("live") == "true"}
+	if req.offset == "" {
+		req.offset = "-1"
+	}
+	var epoch, trimmed string
+	if err := s.db.QueryRow(ctx, sqlState).Scan(&epoch, &trimmed); err != nil {
+		return nil, err
+	}
+	req.handle = handleOf(name, q.Get("where"), params, v.cols, epoch)
+	switch req.offset {
+	case "-1", "now":
+		if req.live && req.offset == "-1" {
+			return nil, bad("live needs an offset from an earlier response")
+		}
+	default:
+		p, ok := parsePosition(req.offset)
+		if !ok {
+			return nil, bad("offset must be -1, now, or an offset from an earlier response")
+		}
+		if req.sent == "" {
+			return nil, bad("handle is required with an offset")
+		}
+		req.from = p
+		cut, _ := strconv.ParseUint(trimmed, 10, 64)
+		if req.sent != req.handle || (cut > 0 && p.txid <= cut) {
+			return req, errMustRefetch
+		}
+	}
+	return req, nil
+}
+
+var errMustRefetch = errors.New("must refetch")
+
+// handleOf names a shape: its definition and the log's epoch (a new database, or a
+// reset log, is a new shape for every client).
+func handleOf(table, where string, params map[string]string, cols []string, epoch string) string {
+	h := sha256.New()
+	h.Write([]byte(table + "\x00" + where + "\x00" + strings.Join(cols, ",")))
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		h.Write([]byte("\x00" + k + "=" + params[k]))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8]) + "-" + epoch
+}
+
+func (s *Service) shape(w http.ResponseWriter, r *http.Request) error {
+	req, err := s.parse(r.Context(), r)
+	if errors.Is(err, errMustRefetch) {
+		w.Header().Set("electric-handle", req.handle)
+		w.Header().Set("Cache-Control", "no-store")
+		httpx.WriteJSON(w, http.StatusConflict, []message{{Headers: map[string]any{"control": "must-refetch"}}})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("electric-handle", req.handle)
+	if !req.live {
+		h.Set("electric-schema", req.v.t.schemaHeader(req.v.cols))
+	}
+	var out []message
+	var at position
+	switch req.offset {
+	case "-1":
+		if out, at, err = snapshot(r.Context(), s.db, req.v); err != nil {
+			return err
+		}
+		// the changes since the snapshot's horizon follow in the same response
+		more, next, exhausted, err := changes(r.Context(), s.db, req.v, at, s.opts.ChunkRows)
+		if err != nil {
+			return err
+		}
+		out, at = append(out, more...), next
+		if exhausted {
+			out = append(out, upToDate(at))
+			h.Set("electric-up-to-date", "")
+		}
+	case "now":
+		if at, err = s.horizon(r.Context()); err != nil {
+			return err
+		}
+		out = append(out, upToDate(at))
+		h.Set("electric-up-to-date", "")
+	default:
+		var exhausted bool
+		if out, at, exhausted, err = s.read(r.Context(), req); err != nil {
+			return err
+		}
+		if exhausted {
+			out = append(out, upToDate(at))
+			h.Set("electric-up-to-date", "")
+		}
+	}
+	h.Set("electric-offset", at.String())
+	if req.live {
+		h.Set("electric-cursor", strconv.FormatInt(time.Now().Unix()/20, 10))
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// read answers an offset: the changes after it, or for a live request that is up to
+// date, the first changes to become final within the long-poll (else none).
+func (s *Service) read(ctx context.Context, req *request) ([]message, position, bool, error) {
+	var deadline <-chan time.Time
+	for {
+		var changed <-chan struct{}
+		var done func()
+		if req.live {
+			changed, done = s.w.wait() // before the read: a change after it still wakes us
+		}
+		out, at, exhausted, err := changes(ctx, s.db, req.v, req.from, s.opts.ChunkRows)
+		if !req.live || err != nil || len(out) > 0 || !exhausted {
+			if done != nil {
+				done()
+			}
+			return out, at, exhausted, err
+		}
+		req.from = at // nothing for this view yet (other rows may have moved the offset)
+		if deadline == nil {
+			t := time.NewTimer(s.opts.LongPoll)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-changed:
+			done()
+		case <-deadline:
+			done()
+			return nil, at, true, nil
+		case <-s.opts.Live:
+			done()
+			return nil, at, true, nil
+		case <-ctx.Done():
+			done()
+			return nil, at, true, ctx.Err()
+		}
+	}
+}
+
+// horizon is the position up to which every change is final now.
+func (s *Service) horizon(ctx context.Context) (position, error) {
+	var h string
+	if err := s.db.QueryRow(ctx, sqlHorizon).Scan(&h); err != nil {
+		return position{}, err
+	}
+	t, err := strconv.ParseUint(h, 10, 64)
+	return position{txid: t}, err
+}

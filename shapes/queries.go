@@ -1,0 +1,25 @@
+package shapes
+
+import (
+	"embed"
+
+	"github.com/entityd/entityd/internal/sqlfile"
+)
+
+// queryFiles are this package's SQL: it owns shape_log and shape_state, and reads the
+// shape rows entity publishes.
+//
+//go:embed queries/*.sql
+var queryFiles embed.FS
+
+var queries = sqlfile.MustLoad("shapes", queryFiles)
+
+var (
+	sqlHorizon        = queries.Get("Horizon")
+	sqlState          = queries.Get("State")
+	sqlChangesSince   = queries.Get("ChangesSince")
+	sqlFrontier       = queries.Get("Frontier")
+	sqlEntityRows     = queries.Get("EntityRows")
+	sqlEntityTypeRows = queries.Get("EntityTypeRows")
+	sqlTrimLog        = queries.Get("TrimLog")
+)

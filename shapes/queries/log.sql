@@ -1,0 +1,43 @@
+-- Queries of log.go.
+
+-- name: Horizon
+-- The oldest transaction still running: changes of older transactions are final.
+SELECT pg_snapshot_xmin(pg_current_snapshot())::text
+
+-- name: State
+SELECT epoch, trimmed_txid::text FROM shape_state
+
+-- name: ChangesSince
+-- The final changes of one relation after position ($2, $3), in order.
+SELECT txid::text, id, key, operation, value::text FROM shape_log
+  WHERE relation = $1 AND (txid, id) > ($2::text::xid8, $3)
+    AND txid < pg_snapshot_xmin(pg_current_snapshot())
+  ORDER BY txid, id
+  LIMIT $4
+
+-- name: Frontier
+-- The last final change: a waiter looks again when it moves.
+SELECT coalesce((SELECT txid::text || '_' || id FROM shape_log
+  WHERE txid < pg_snapshot_xmin(pg_current_snapshot())
+  ORDER BY txid DESC, id DESC LIMIT 1), '')
+
+-- name: EntityRows
+SELECT key, value::text FROM entity_shape_rows ORDER BY key
+
+-- name: EntityTypeRows
+SELECT key, value::text FROM entity_type_shape_rows ORDER BY key
+
+-- name: TrimLog
+-- Retention: drop up to 10,000 changes older than $1, remembering the newest
+-- transaction dropped (a client at or before it must start again).
+WITH gone AS (
+  DELETE FROM shape_log WHERE id = ANY(ARRAY(
+    SELECT id FROM shape_log WHERE at < now() - $1::interval
+      AND txid < pg_snapshot_xmin(pg_current_snapshot())
+    ORDER BY id LIMIT 10000))
+  RETURNING txid),
+noted AS (
+  UPDATE shape_state SET trimmed_txid = greatest(trimmed_txid, (SELECT max(txid) FROM gone))
+    WHERE EXISTS (SELECT 1 FROM gone)
+  RETURNING 1)
+SELECT count(*) FROM gone, (SELECT count(*) FROM noted) AS n
