@@ -25,6 +25,23 @@ func (s *Server) registerType(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if wantsDiscovery(b) {
+		b.only(typeFields...)
+		name, hasName := b.str("name")
+		endpoint, _ := b.str("serve_endpoint")
+		if err := b.fail(); err != nil {
+			return err
+		}
+		if !hasName {
+			return newError(http.StatusBadRequest, CodeInvalidRequest, "Missing required field: name")
+		}
+		if err := checkTypeName(name); err != nil {
+			return err
+		}
+		if b, err = s.discoverManifest(r.Context(), name, endpoint); err != nil {
+			return err
+		}
+	}
 	b.only(typeFields...)
 	name, hasName := b.str("name")
 	description, hasDescription := b.text("description")

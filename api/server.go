@@ -17,6 +17,7 @@ import (
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/metrics"
+	"github.com/entityd/entityd/internal/outbound"
 	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
@@ -41,6 +42,9 @@ type Config struct {
 	// ClaimTokens, when set, also admits direct appends to an entity's main stream that
 	// carry a write token claimed for a webhook wake (Electric's wake callbacks).
 	ClaimTokens func(ctx context.Context, streamPath, token string) (bool, error)
+	// AllowPrivateURLs lets serve-endpoint discovery call any host (private networks
+	// included); off, it calls https public hosts and http on this machine only.
+	AllowPrivateURLs bool
 }
 
 func (c *Config) setDefaults() {
@@ -71,6 +75,7 @@ type Server struct {
 	streams  *streamdb.Store
 	registry *entity.Registry
 	sender   *inbox.Sender
+	outbound *outbound.Clients // serve-endpoint discovery
 
 	live     context.Context // cancelled by Shutdown
 	stopLive context.CancelFunc
@@ -106,7 +111,7 @@ func New(cfg Config, log *zap.Logger, streams *streamdb.Store, registry *entity.
 	cfg.setDefaults()
 	live, stopLive := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, log: log.Named("api"), streams: streams, registry: registry, sender: sender,
-		live: live, stopLive: stopLive}
+		outbound: outbound.NewClients(cfg.AllowPrivateURLs), live: live, stopLive: stopLive}
 	s.hubs = &sseHubs{s: s, hubs: map[int64]*streamHub{}}
 	s.outage = newOutage(s.log, live, streams.DB().Ping, s.bg.Go)
 	return s

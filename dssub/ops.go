@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/entityd/entityd/internal/outbound"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -32,7 +33,7 @@ func (s *Service) create(ctx context.Context, id string, in *createInput, baseUR
 		}
 		if existing == nil {
 			if in.Type == typeWebhook {
-				if why := checkWebhookURL(in.WebhookURL, s.opts.AllowPrivateWebhooks); why != "" {
+				if why := outbound.CheckURL(in.WebhookURL, "webhook.url", s.opts.AllowPrivateWebhooks); why != "" {
 					return fail(http.StatusBadRequest, codeURLRejected, why)
 				}
 			}

@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"net/http"
-	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/entityd/entityd/internal/outbound"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -101,7 +100,7 @@ type Service struct {
 	reconcileSig chan struct{}
 	deliveries   chan struct{} // semaphore
 
-	publicClient, localClient *http.Client
+	clients *outbound.Clients // webhook requests go only where outbound's rules allow
 
 	started atomic.Bool
 	logs    loopLogs
@@ -139,13 +138,7 @@ func New(store *streamdb.Store, opts Options) *Service {
 		deliveries: make(chan struct{}, opts.MaxDeliveries),
 	}
 	s.matcher.Store(emptyMatcher())
-	if opts.AllowPrivateWebhooks {
-		s.publicClient = newWebhookClient(func(netip.Addr) bool { return true })
-		s.localClient = s.publicClient
-	} else {
-		s.publicClient = newWebhookClient(publicAddr)
-		s.localClient = newWebhookClient(func(ip netip.Addr) bool { return ip.IsLoopback() })
-	}
+	s.clients = outbound.NewClients(opts.AllowPrivateWebhooks)
 	store.OnCommit(s.observe)
 	return s
 }

@@ -313,11 +313,7 @@ func (s *Service) post(ctx context.Context, job *delivery, body []byte) result {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "entityd-subscriptions")
 	req.Header.Set("Webhook-Signature", s.keys.Load().signature(body, time.Now()))
-	client := s.publicClient
-	if req.URL.Scheme == "http" {
-		client = s.localClient
-	}
-	resp, err := client.Do(req)
+	resp, err := s.clients.For(req.URL).Do(req)
 	if err != nil {
 		return result{err: err}
 	}

@@ -27,6 +27,7 @@ type config struct {
 	DBMaxConns         int
 	CommitLanes        int
 	Demo               bool
+	AllowPrivateURLs   bool
 	SkillsDir          string
 	WakeLease          time.Duration
 	WakeMaxAttempts    int
@@ -129,6 +130,15 @@ func loadConfig(args []string) (*config, error) {
 		c.Demo = b
 	}
 	noDemo := fs.Bool("no-demo", false, "do not load the demo entity types ($ENTITYD_DEMO=false)")
+	if v, ok := os.LookupEnv("ENTITYD_ALLOW_PRIVATE_URLS"); ok {
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			envErrs = append(envErrs, "ENTITYD_ALLOW_PRIVATE_URLS must be true or false")
+		}
+		c.AllowPrivateURLs = b
+	}
+	fs.BoolVar(&c.AllowPrivateURLs, "allow-private-urls", c.AllowPrivateURLs,
+		"let webhooks and serve-endpoint discovery call private-network hosts ($ENTITYD_ALLOW_PRIVATE_URLS); off: https public hosts and http on this machine")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: entityd [flags]          serve\n       entityd migrate [flags]  apply database migrations and exit\n\nFlags:\n")
 		fs.PrintDefaults()

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/entityd/entityd/api"
+	"github.com/entityd/entityd/dssub"
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/pgcluster"
 	"github.com/entityd/entityd/runtime"
@@ -70,7 +71,9 @@ func run(args []string) int {
 		CommitLanes: cfg.CommitLanes,
 		API: api.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxAppendBytes: cfg.MaxAppendBytes,
 			LongPollTimeout: cfg.LongPollTimeout, SSELifetime: cfg.SSELifetime,
-			MaxStreamPathBytes: cfg.MaxStreamPath, BodyReadTimeout: cfg.BodyReadTimeout},
+			MaxStreamPathBytes: cfg.MaxStreamPath, BodyReadTimeout: cfg.BodyReadTimeout,
+			AllowPrivateURLs: cfg.AllowPrivateURLs},
+		Subscriptions: dssub.Options{AllowPrivateWebhooks: cfg.AllowPrivateURLs},
 		HTTP: server.HTTPLimits{ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
 			MaxConns: cfg.MaxConns},
 		Retention: server.Retention{DedupeWindow: cfg.DedupeWindow, History: cfg.HistoryRetention,

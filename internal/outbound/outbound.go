@@ -1,4 +1,7 @@
-package dssub
+// Package outbound is how entityd makes requests to URLs its clients give it (webhook
+// targets, serve endpoints): which URLs it accepts, and clients that connect only where
+// those rules allow, checked again on every connection.
+package outbound
 
 import (
 	"errors"
@@ -11,43 +14,44 @@ import (
 	"time"
 )
 
-// Webhook targets. A subscription must not turn the server into a proxy into its own
-// network: a webhook URL is https to a public host, or plain http to the local machine
-// (localhost, 127.0.0.0/8, ::1) for development. The check is made when the subscription
-// is created and again on every connection (the address a name resolves to can change).
+// A client must not turn the server into a proxy into its own network: an outbound URL
+// is https to a public host, or plain http to the local machine (localhost, 127.0.0.0/8,
+// ::1) for development, unless private addresses are allowed. The check is made when the
+// URL is given and again on every connection (the address a name resolves to can change).
 
-// checkWebhookURL returns why raw is not an acceptable webhook URL, or "".
-func checkWebhookURL(raw string, allowPrivate bool) string {
+// CheckURL returns why raw is not an acceptable outbound URL, or "". field names the
+// URL in the message (e.g. "webhook.url").
+func CheckURL(raw, field string, allowPrivate bool) string {
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
-		return "webhook.url must be an absolute http(s) URL"
+		return field + " must be an absolute http(s) URL"
 	}
 	if u.User != nil {
-		return "webhook.url must not carry credentials"
+		return field + " must not carry credentials"
 	}
 	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
 	if host == "" {
-		return "webhook.url must name a host"
+		return field + " must name a host"
 	}
 	switch u.Scheme {
 	case "http":
 		if allowPrivate || isLoopbackHost(host) {
 			return ""
 		}
-		return "http webhook URLs are only allowed for localhost, 127.0.0.0/8 and ::1; use https"
+		return field + ": http is only allowed for localhost, 127.0.0.0/8 and ::1; use https"
 	case "https":
 		if allowPrivate {
 			return ""
 		}
 		if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-			return "localhost webhook URLs must use http"
+			return field + ": localhost must use http"
 		}
 		if ip, err := netip.ParseAddr(host); err == nil && !publicAddr(ip) {
-			return "webhook.url must not target a private, loopback or link-local address"
+			return field + " must not target a private, loopback or link-local address"
 		}
 		return ""
 	}
-	return "webhook.url must use https"
+	return field + " must use https"
 }
 
 func isLoopbackHost(host string) bool {
@@ -82,11 +86,32 @@ func publicAddr(ip netip.Addr) bool {
 	return true
 }
 
-var errBlockedAddress = errors.New("dssub: webhook host resolves to an address webhooks may not reach")
+var errBlockedAddress = errors.New("outbound: the host resolves to an address entityd may not reach")
 
-// newWebhookClient returns a client whose connections only go to addresses allow accepts.
-// It follows no redirects (a 3xx is a failed delivery) and uses no proxy.
-func newWebhookClient(allow func(netip.Addr) bool) *http.Client {
+// Clients are the two clients outbound requests use: http URLs (only the local machine,
+// unless private addresses are allowed) and https URLs (public addresses, or any).
+type Clients struct{ public, local *http.Client }
+
+// NewClients returns the clients for the rule allowPrivate selects.
+func NewClients(allowPrivate bool) *Clients {
+	if allowPrivate {
+		c := newClient(func(netip.Addr) bool { return true })
+		return &Clients{public: c, local: c}
+	}
+	return &Clients{public: newClient(publicAddr), local: newClient(func(ip netip.Addr) bool { return ip.IsLoopback() })}
+}
+
+// For is the client for a request to u.
+func (c *Clients) For(u *url.URL) *http.Client {
+	if u.Scheme == "http" {
+		return c.local
+	}
+	return c.public
+}
+
+// newClient returns a client whose connections only go to addresses allow accepts.
+// It follows no redirects (a 3xx is a failure) and uses no proxy.
+func newClient(allow func(netip.Addr) bool) *http.Client {
 	dialer := &net.Dialer{
 		Timeout:   10 * time.Second,
 		KeepAlive: 30 * time.Second,

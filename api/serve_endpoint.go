@@ -1,0 +1,90 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/entityd/entityd/internal/outbound"
+)
+
+// Codes of serve-endpoint discovery (the reference's).
+const (
+	CodeServeEndpointUnreachable  = "SERVE_ENDPOINT_UNREACHABLE"
+	CodeServeEndpointNameMismatch = "SERVE_ENDPOINT_NAME_MISMATCH"
+)
+
+const (
+	serveEndpointTimeout  = 10 * time.Second
+	maxManifestBytes      = 1 << 20
+	serveEndpointUA       = "entityd-serve-endpoint-discovery"
+	serveEndpointURLField = "serve_endpoint"
+)
+
+// wantsDiscovery reports a registration that only points at a serve endpoint: a name
+// and serve_endpoint, neither description nor creation_schema. The type's definition is
+// then the manifest the endpoint answers a PUT with.
+func wantsDiscovery(b *body) bool {
+	_, hasEndpoint := b.fields["serve_endpoint"]
+	_, hasDescription := b.fields["description"]
+	_, hasCreation := b.fields["creation_schema"]
+	return hasEndpoint && !hasDescription && !hasCreation
+}
+
+// discoverManifest PUTs the serve endpoint (no body) and returns its manifest, which must
+// name the type being registered. Only URLs the outbound rules allow are called
+// (http to this machine, https to public hosts, unless private addresses are allowed).
+func (s *Server) discoverManifest(ctx context.Context, name, endpoint string) (*body, error) {
+	if why := outbound.CheckURL(endpoint, serveEndpointURLField, s.cfg.AllowPrivateURLs); why != "" {
+		return nil, badRequest(why)
+	}
+	u, _ := url.Parse(endpoint)
+	unreachable := func(why string) error {
+		return newError(http.StatusBadGateway, CodeServeEndpointUnreachable, "The serve endpoint "+why)
+	}
+	ctx, cancel := context.WithTimeout(ctx, serveEndpointTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, endpoint, nil)
+	if err != nil {
+		return nil, unreachable("could not be called: " + err.Error())
+	}
+	req.Header.Set("User-Agent", serveEndpointUA)
+	req.Header.Set("Accept", "application/json")
+	resp, err := s.outbound.For(u).Do(req)
+	if err != nil {
+		return nil, unreachable("could not be reached: " + err.Error())
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxManifestBytes+1))
+	if err != nil {
+		return nil, unreachable("answer could not be read: " + err.Error())
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, unreachable("answered " + resp.Status)
+	}
+	if len(data) > maxManifestBytes {
+		return nil, unreachable("manifest is larger than 1 MiB")
+	}
+	manifest, err := parseBody(data)
+	if err != nil {
+		return nil, unreachable("answered something that is not a JSON manifest")
+	}
+	var got string
+	if raw, ok := manifest.fields["name"]; !ok || json.Unmarshal(raw, &got) != nil || got != name {
+		return nil, newError(http.StatusBadRequest, CodeServeEndpointNameMismatch,
+			"The serve endpoint's manifest is for type "+jsonString(got)+", not "+jsonString(name))
+	}
+	if _, ok := manifest.fields["serve_endpoint"]; !ok {
+		raw, _ := json.Marshal(endpoint)
+		manifest.fields["serve_endpoint"] = raw
+	}
+	return manifest, nil
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
