@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/outbound"
 	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/internal/validation"
@@ -82,6 +83,15 @@ func (s *Server) registerType(w http.ResponseWriter, r *http.Request) error {
 	}
 	if d := slashcmd.ValidateDefinitions(t.SlashCommands, "/slash_commands", slashcmd.DefaultLimits); d != nil {
 		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, "Validation failed").WithDetails(d)
+	}
+	targets, err := t.DispatchTargets()
+	if err != nil {
+		return newError(http.StatusBadRequest, CodeInvalidRequest, err.Error())
+	}
+	for _, tg := range targets {
+		if why := outbound.CheckURL(tg.URL, "dispatch target url", s.cfg.AllowPrivateURLs); why != "" {
+			return newError(http.StatusBadRequest, CodeInvalidRequest, why)
+		}
 	}
 	if err := s.registry.Precompile(t); err != nil {
 		return schemaCompileError(err)

@@ -154,14 +154,7 @@ func (s *Service) baseURL(r *http.Request) string {
 	if s.opts.PublicURL != "" {
 		return s.opts.PublicURL
 	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
-		scheme = p
-	}
-	return scheme + "://" + r.Host
+	return httpx.RequestOrigin(r)
 }
 
 // createInput is a validated PUT body.

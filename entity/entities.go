@@ -164,7 +164,9 @@ func (r *Registry) Spawn(ctx context.Context, t *Type, req SpawnRequest) (*Spawn
 	}
 
 	var out SpawnResult
+	var after func()
 	err = r.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+		after = nil
 		if parent != nil {
 			var one int
 			err := tx.QueryRow(ctx, sqlEntityExists, *parent).Scan(&one)
@@ -202,6 +204,11 @@ func (r *Registry) Spawn(ctx context.Context, t *Type, req SpawnRequest) (*Spawn
 		}
 		// (wake's delivery row comes with the entity row: migration 013's trigger)
 		out.Entity = e
+		if r.onSpawn != nil {
+			if after, err = r.onSpawn(ctx, tx, e, t); err != nil {
+				return err
+			}
+		}
 		out.Txid, err = currentTxid(ctx, tx)
 		return err
 	})
@@ -212,6 +219,9 @@ func (r *Registry) Spawn(ctx context.Context, t *Type, req SpawnRequest) (*Spawn
 		return nil, err
 	}
 	r.known.put(out.Entity)
+	if after != nil {
+		after()
+	}
 	return &out, nil
 }
 

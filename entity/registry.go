@@ -27,6 +27,9 @@ type Registry struct {
 	handled func(entityType string) bool
 	// onEnd runs inside the transaction that stops or kills an entity.
 	onEnd func(ctx context.Context, tx *streamdb.Tx, url, status string) error
+	// onSpawn runs inside the transaction that spawns an entity; what it returns runs
+	// after the commit.
+	onSpawn func(ctx context.Context, tx *streamdb.Tx, e *Entity, t *Type) (after func(), err error)
 }
 
 // SetHandled tells the registry which entity types have handlers: for those, SIGTERM
@@ -37,6 +40,12 @@ func (r *Registry) SetHandled(fn func(entityType string) bool) { r.handled = fn 
 // SetEndHook registers fn to run inside the transaction that stops or kills an entity.
 func (r *Registry) SetEndHook(fn func(ctx context.Context, tx *streamdb.Tx, url, status string) error) {
 	r.onEnd = fn
+}
+
+// SetSpawnHook registers fn to run inside the transaction that spawns an entity (after
+// the entity row is written); the function fn returns runs once that has committed.
+func (r *Registry) SetSpawnHook(fn func(ctx context.Context, tx *streamdb.Tx, e *Entity, t *Type) (func(), error)) {
+	r.onSpawn = fn
 }
 
 // New returns a Registry over the store's database.

@@ -38,6 +38,17 @@ type hook struct {
 // stays open for callbacks) and hands it to the test.
 func start(t *testing.T) *env {
 	t.Helper()
+	e := startBare(t)
+	e.registerType(`{"name":"chat","description":"remote handler"}`)
+	r := e.do("PUT", "/__ds/subscriptions/chat-handler",
+		`{"type":"webhook","pattern":"/chat/**","webhook":{"url":"`+e.hookURL(t)+`"}}`)
+	require.Equal(t, http.StatusCreated, r.status, r.text())
+	return e
+}
+
+// startBare runs a server and the webhook receiver, with no type or subscription.
+func startBare(t *testing.T) *env {
+	t.Helper()
 	t.Parallel()
 	e := &env{t: t, hooks: make(chan hook, 64)}
 	e.srv = testserver.Start(t, testserver.Options{QuietLogs: true,
@@ -54,10 +65,6 @@ func start(t *testing.T) *env {
 	}))
 	t.Cleanup(rc.Close)
 	e.receiver = rc.URL
-	e.registerType(`{"name":"chat","description":"remote handler"}`)
-	r := e.do("PUT", "/__ds/subscriptions/chat-handler",
-		`{"type":"webhook","pattern":"/chat/**","webhook":{"url":"`+rc.URL+`/wake"}}`)
-	require.Equal(t, http.StatusCreated, r.status, r.text())
 	return e
 }
 

@@ -62,7 +62,17 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 		return nil, err
 	}
 	a.Registry.SetHandled(a.Runtime.Handles)
-	a.Registry.SetEndHook(wake.NotifyEnd)
+	subOpts := s.cfg.Subscriptions
+	subOpts.Enrich = remote.Enricher(a.Registry) // webhook wakes of entity streams carry Electric's context
+	a.Subs = dssub.New(a.Store, subOpts)
+	dispatch := &remote.Dispatch{Registry: a.Registry, Subs: a.Subs}
+	a.Registry.SetEndHook(func(ctx context.Context, tx *streamdb.Tx, url, status string) error {
+		if err := wake.NotifyEnd(ctx, tx, url, status); err != nil {
+			return err
+		}
+		return dispatch.OnEnd(ctx, tx, url, status)
+	})
+	a.Registry.SetSpawnHook(dispatch.OnSpawn)
 	if err := a.Runtime.Register(ctx); err != nil {
 		return nil, fmt.Errorf("register entity types: %w", err)
 	}
@@ -72,9 +82,6 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	a.Wake = wake.New(a.Store, a.Runtime, a.Runtime.Types(), s.cfg.Wake)
 	a.Runtime.SetTimerPoke(a.Wake.PokeTimers)
 	a.Sender.OnUnpause(a.Wake.Poke)
-	subOpts := s.cfg.Subscriptions
-	subOpts.Enrich = remote.Enricher(a.Registry) // webhook wakes of entity streams carry Electric's context
-	a.Subs = dssub.New(a.Store, subOpts)
 	apiCfg := s.cfg.API
 	apiCfg.ClaimTokens = a.Subs.CheckWriteToken // write tokens claimed through wake callbacks
 	a.API = api.New(apiCfg, s.log, a.Store, a.Registry, a.Sender)

@@ -6,6 +6,7 @@
 package httpx
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"net/http"
@@ -91,4 +92,31 @@ func Bearer(r *http.Request) string {
 		return strings.TrimSpace(h[7:])
 	}
 	return ""
+}
+
+type originKey struct{}
+
+// WithOrigin records on ctx the origin (scheme://host) a request reached the server at,
+// for code that builds URLs for the client without the request at hand.
+func WithOrigin(ctx context.Context, origin string) context.Context {
+	return context.WithValue(ctx, originKey{}, origin)
+}
+
+// OriginOf is the origin WithOrigin recorded, or "".
+func OriginOf(ctx context.Context) string {
+	o, _ := ctx.Value(originKey{}).(string)
+	return o
+}
+
+// RequestOrigin is the scheme and host a client reached the server at (the scheme from
+// X-Forwarded-Proto when a proxy terminates TLS).
+func RequestOrigin(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
+		scheme = p
+	}
+	return scheme + "://" + r.Host
 }

@@ -1,0 +1,59 @@
+package dssub
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/entityd/entityd/internal/httpx"
+	"github.com/entityd/entityd/streamdb"
+)
+
+// Dispatch subscriptions: the server, not a client, links an entity's main stream to
+// the webhook its type dispatches to (Electric's dispatch policies), in the transaction
+// that spawns or ends the entity.
+
+// DispatchLink links stream path to webhook subscription id, creating the subscription
+// (no pattern, webhookURL) when it does not exist yet. The stream is linked at its tail:
+// what it holds already is not pending work. after must run once the transaction has
+// committed: it makes this process match the new link at once.
+func (s *Service) DispatchLink(ctx context.Context, tx *streamdb.Tx, id, webhookURL, path string) (after func(), err error) {
+	rel := normalizePath(strings.TrimPrefix(path, streamRoot))
+	sb, err := lockSub(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
+	if sb == nil {
+		in := &createInput{Type: typeWebhook, Streams: []string{}, WebhookURL: webhookURL, LeaseTTLms: defaultLeaseTTL}
+		base := s.opts.PublicURL
+		if base == "" {
+			base = httpx.OriginOf(ctx)
+		}
+		if _, err := tx.Exec(ctx, sqlInsertSubscription,
+			id, in.Type, in.Pattern, in.WebhookURL, in.WakeStream, in.LeaseTTLms, in.Description, in.hash(), base); err != nil {
+			return nil, err
+		}
+	} else if sb.Type != typeWebhook {
+		return nil, fail(http.StatusConflict, codeAlreadyExists, "Subscription "+id+" exists and is not a webhook subscription")
+	}
+	if err := linkExplicit(ctx, tx, id, []string{rel}); err != nil {
+		return nil, err
+	}
+	if err := bumpVersion(ctx, tx); err != nil {
+		return nil, err
+	}
+	return func() { s.changed(context.WithoutCancel(ctx)) }, nil
+}
+
+// DispatchUnlink removes stream path from subscription id (an entity that ended).
+func (s *Service) DispatchUnlink(ctx context.Context, tx *streamdb.Tx, id, path string) error {
+	rel := normalizePath(strings.TrimPrefix(path, streamRoot))
+	tag, err := tx.Exec(ctx, sqlUnmarkExplicit, id, rel)
+	if err != nil || tag.RowsAffected() == 0 {
+		return err
+	}
+	if _, err := tx.Exec(ctx, sqlDeleteUnlinkedStreams, id, rel); err != nil {
+		return err
+	}
+	return bumpVersion(ctx, tx)
+}

@@ -1,0 +1,83 @@
+package remote
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+
+	"github.com/entityd/entityd/dssub"
+	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/entitypath"
+	"github.com/entityd/entityd/streamdb"
+)
+
+// Dispatch links each spawned entity's main stream to the webhook its type dispatches to
+// (Electric's dispatch policies), and unlinks it when the entity stops or is killed, in
+// the transactions that do those. A type dispatches to the webhook targets of its
+// default_dispatch_policy, or else to its serve_endpoint.
+type Dispatch struct {
+	Subs     *dssub.Service
+	Registry *entity.Registry
+}
+
+// subscriptionFor names the subscription of an entity's target as the reference does:
+// "<subscription_id>:<16 hex of sha256(entity url)>" (one per entity), or
+// "webhook:<16 hex of sha256(webhook url)>" (shared by the type's entities).
+func subscriptionFor(tg entity.DispatchTarget, entityURL string) string {
+	if tg.SubscriptionID != "" {
+		return tg.SubscriptionID + ":" + hash16(entityURL)
+	}
+	return "webhook:" + hash16(tg.URL)
+}
+
+func hash16(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// OnSpawn is the registry's spawn hook.
+func (d *Dispatch) OnSpawn(ctx context.Context, tx *streamdb.Tx, e *entity.Entity, t *entity.Type) (func(), error) {
+	targets, err := t.DispatchTargets()
+	if err != nil || len(targets) == 0 {
+		return nil, err
+	}
+	var afters []func()
+	for _, tg := range targets {
+		after, err := d.Subs.DispatchLink(ctx, tx, subscriptionFor(tg, e.URL), tg.URL, e.MainStream())
+		if err != nil {
+			return nil, err
+		}
+		afters = append(afters, after)
+	}
+	return func() {
+		for _, f := range afters {
+			f()
+		}
+	}, nil
+}
+
+// OnEnd unlinks an entity that stopped or was killed from its type's targets.
+func (d *Dispatch) OnEnd(ctx context.Context, tx *streamdb.Tx, url, _ string) error {
+	typ, _, _, ok := entitypath.Parse(entitypath.Main(url))
+	if !ok {
+		return nil
+	}
+	t, err := d.Registry.Type(ctx, typ)
+	if errors.Is(err, entity.ErrTypeNotFound) {
+		return nil // a deleted type: its subscriptions are the client's to remove
+	}
+	if err != nil {
+		return err
+	}
+	targets, err := t.DispatchTargets()
+	if err != nil {
+		return nil // a policy that cannot be read linked nothing at the spawn either
+	}
+	for _, tg := range targets {
+		if err := d.Subs.DispatchUnlink(ctx, tx, subscriptionFor(tg, url), entitypath.Main(url)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
