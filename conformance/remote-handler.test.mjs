@@ -1,6 +1,6 @@
 // The TypeScript remote handler in examples/remote-handler, end to end against entityd:
 // webhook wakes (signature verified against the JWKS), claims, direct State Protocol
-// writes with the write token, done with acks. 100 sends to 4 entities are each answered
+// writes with the write token, done with acks. 1,000 sends to 4 entities are each answered
 // once, in order.
 import { describe, expect, it } from "vitest"
 import { startHandler } from "../examples/remote-handler/handler.ts"
@@ -39,13 +39,13 @@ describe("a remote handler in TypeScript", () => {
       expect(sub.body.webhook.signing.alg).toBe("ed25519")
       const ids = ["a", "b", "c", "d"]
       for (const id of ids) expect((await call("PUT", `/_electric/entities/${type}/${id}`, {})).status).toBe(201)
-      for (let i = 0; i < 100; i++) {
+      for (let i = 0; i < 1000; i++) {
         const id = ids[i % ids.length]
         const r = await call("POST", `/_electric/entities/${type}/${id}/send`, { payload: i, key: `m${i}` })
         expect(r.status).toBe(200)
       }
       for (const [n, id] of ids.entries()) {
-        const want = Array.from({ length: 25 }, (_, k) => `got ${n + k * ids.length}`)
+        const want = Array.from({ length: 250 }, (_, k) => `got ${n + k * ids.length}`)
         const texts = await waitFor(async () => {
           const r = await fetch(`${base}/${type}/${id}/main?offset=-1`)
           const events = await r.json()

@@ -40,9 +40,9 @@ type Ack struct {
 }
 
 // ClaimWake verifies a handler's claim on the current wake wakeID and mints a write token
-// for the wake's primary stream (replacing any earlier one). The token writes while the
-// wake is current; the next wake fences it.
-func (s *Service) ClaimWake(ctx context.Context, cb WakeCallback) (writeToken, streamPath string, err error) {
+// (replacing the subscription's earlier one). The token writes to the streams the wake
+// lists while the wake is current; the next wake fences it.
+func (s *Service) ClaimWake(ctx context.Context, cb WakeCallback) (writeToken string, err error) {
 	err = s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		sb, err := scanSub(tx.QueryRow(ctx, sqlLockSubByWake, cb.WakeID))
 		if err != nil {
@@ -54,22 +54,13 @@ func (s *Service) ClaimWake(ctx context.Context, cb WakeCallback) (writeToken, s
 		if err := s.fence(cb.Token, sb, cb.request(nil)); err != nil {
 			return err
 		}
-		links, err := loadLinks(ctx, tx, sb.ID, false)
-		if err != nil {
-			return err
-		}
-		primary := primaryStream(wakeLinks(links))
-		if primary == "" {
-			return ErrWakeNotCurrent
-		}
 		var raw [24]byte
 		_, _ = rand.Read(raw[:])
 		writeToken = "wt_" + base64.RawURLEncoding.EncodeToString(raw[:])
-		streamPath = streamRoot + primary
-		_, err = tx.Exec(ctx, sqlUpsertWriteToken, streamPath, tokenHash(writeToken), sb.ID, sb.WakeID, sb.Generation)
+		_, err = tx.Exec(ctx, sqlUpsertWriteToken, sb.ID, tokenHash(writeToken), sb.WakeID, sb.Generation)
 		return err
 	})
-	return writeToken, streamPath, err
+	return writeToken, err
 }
 
 // Callback is a heartbeat (keeps the lease, moves cursors) or, with Done, the end of the
@@ -100,10 +91,10 @@ func (s *Service) Callback(ctx context.Context, cb WakeCallback) (nextWake, ende
 }
 
 // CheckWriteToken reports whether token is the write token claimed for the current
-// wake of a subscription following streamPath.
+// wake of a subscription, and that wake lists streamPath.
 func (s *Service) CheckWriteToken(ctx context.Context, streamPath, token string) (bool, error) {
 	var ok bool
-	err := s.pool.QueryRow(ctx, sqlWriteTokenHolds, streamPath, tokenHash(token)).Scan(&ok)
+	err := s.pool.QueryRow(ctx, sqlWriteTokenHolds, streamPath, tokenHash(token), streamRoot).Scan(&ok)
 	return ok, err
 }
 

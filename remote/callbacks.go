@@ -86,7 +86,7 @@ func (c *Callbacks) callback(w http.ResponseWriter, r *http.Request) error {
 	}
 
 	if wakeID != nil && !cb.Done {
-		writeToken, _, err := c.Subs.ClaimWake(r.Context(), cb)
+		writeToken, err := c.Subs.ClaimWake(r.Context(), cb)
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package remote_test
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -121,4 +122,44 @@ func TestWakesOfPlainStreamsStayDurableStreams(t *testing.T) {
 		require.NotContains(t, w.body, k)
 	}
 	require.NotContains(t, w.body["streams"].([]any)[0].(map[string]any), "offset")
+}
+
+// TestWriteTokenCoversTheWakesStreams: a wake that lists several entities' streams (one
+// subscription over a pattern) gives a write token for each of them, and for no other.
+func TestWriteTokenCoversTheWakesStreams(t *testing.T) {
+	e := startBare(t)
+	e.registerType(`{"name":"pair","description":"d"}`)
+	e.registerType(`{"name":"other","description":"d"}`)
+	require.Equal(t, http.StatusCreated, e.do("PUT", "/_electric/entities/other/x", `{}`).status)
+	// the receiver is slow to be woken: both entities exist before the subscription
+	require.Equal(t, http.StatusCreated, e.do("PUT", "/_electric/entities/pair/a", `{}`).status)
+	require.Equal(t, http.StatusCreated, e.do("PUT", "/_electric/entities/pair/b", `{}`).status)
+	r := e.do("PUT", "/__ds/subscriptions/pairs", `{"type":"webhook","pattern":"pair/**","webhook":{"url":"`+e.hookURL(t)+`"}}`)
+	require.Equal(t, http.StatusCreated, r.status, r.text())
+	require.Equal(t, http.StatusOK, e.do("POST", "/_electric/entities/pair/a/send", `{"payload":1}`).status)
+	require.Equal(t, http.StatusOK, e.do("POST", "/_electric/entities/pair/b/send", `{"payload":2}`).status)
+	w := e.next()
+	listed := 0
+	for _, s := range w.body["streams"].([]any) {
+		if s.(map[string]any)["path"] == "pair/b/main" || s.(map[string]any)["path"] == "pair/a/main" {
+			listed++
+		}
+	}
+	wakeID, token := str(w.body["wake_id"]), str(w.body["token"])
+	r = e.do("POST", "/_electric/wake-callbacks/"+wakeID, `{"epoch":`+str(w.body["epoch"])+`,"wakeId":"`+wakeID+`"}`,
+		"Authorization", "Bearer "+token)
+	require.Equal(t, http.StatusOK, r.status, r.text())
+	wt := r.json(t)["writeToken"].(string)
+	ev := `{"type":"text","key":"k","value":{},"headers":{"operation":"insert"}}`
+	for _, s := range w.body["streams"].([]any) {
+		path := "/" + s.(map[string]any)["path"].(string)
+		if !strings.HasSuffix(path, "/main") {
+			continue // the pattern also follows the slash-command collections
+		}
+		r = e.do("POST", path, ev, "Authorization", "Bearer "+wt)
+		require.Equal(t, http.StatusNoContent, r.status, "%s: %s", path, r.text())
+	}
+	require.GreaterOrEqual(t, listed, 1)
+	r = e.do("POST", "/other/x/main", ev, "Authorization", "Bearer "+wt)
+	require.Equal(t, http.StatusUnauthorized, r.status, "a stream the wake does not list: %s", r.text())
 }

@@ -11,6 +11,7 @@
 //	entityd-bench summary  -dir bench/results/<run>
 //	entityd-bench payload  (prints one composer_input payload, for pgbench.sh)
 //	entityd-bench wake-server -addr-file F  /  wake-load -url … -ctl … -mode latency|throughput
+//	entityd-bench webhook  -url http://127.0.0.1:4437 -mode latency|throughput -entities 100 -rate 500
 //
 // Every benchmark prints a human-readable table, or with -json one JSON object (also
 // written to -out FILE when given). Latencies are exact: every sample is kept and sorted.
@@ -49,6 +50,8 @@ func main() {
 		err = runPayload(args)
 	case "wake":
 		err = runWake(args)
+	case "webhook":
+		err = runWebhook(args)
 	case "wake-server":
 		err = runWakeServer(args)
 	case "wake-load":
@@ -81,6 +84,9 @@ commands:
             subscriber, and the delivery latency of registrations to all of them
   commands  closed-loop GET of an entity's slash-command list (200 commands), revalidating
             with If-None-Match (304) or, with -no-etag, fetching the full list
+  webhook   a webhook handler in this process, dispatched to by a type (one subscription per
+            entity): send → wake latency at -rate (-mode latency), or send → wake → claim →
+            write → done cycles per second (-mode throughput)
   summary   read the JSON results of bench/run.sh and print the markdown summary
   payload   print one composer_input payload (what send posts), e.g. for pgbench
   wake-server  entityd with a recording no-op Go handler (type bench) + a control port

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// webhookResult is the outcome of `entityd-bench webhook`.
+type webhookResult struct {
+	Label    string  `json:"label,omitempty"`
+	Mode     string  `json:"mode"`
+	Entities int     `json:"entities"`
+	Rate     float64 `json:"target_rate,omitempty"`
+	Seconds  float64 `json:"seconds"`
+	// latency: send start → the webhook wake arrives at the handler
+	Latency Latency `json:"latency"`
+	Skipped int     `json:"skipped_sends,omitempty"` // the entity's previous wake had not arrived yet
+	// throughput: full cycles (send → wake → claim → write → done) per second
+	Cycles   int     `json:"cycles,omitempty"`
+	CyclesPS float64 `json:"cycles_per_second,omitempty"`
+	Errors   int     `json:"errors"`
+}
+
+// runWebhook measures handlers outside the server: a webhook receiver in this process
+// handles an entity type through a dispatch policy (one subscription per entity).
+//
+//	-mode latency:    sends at -rate per second over -entities; each sample is the time
+//	                  from a send's start to its webhook wake (the receiver answers done)
+//	-mode throughput: each entity loops send → wake → claim → write a text event with
+//	                  the write token → done, as fast as it goes; cycles per second
+func runWebhook(args []string) error {
+	fs := flag.NewFlagSet("webhook", flag.ExitOnError)
+	var c commonFlags
+	c.register(fs, "http://127.0.0.1:4437")
+	mode := fs.String("mode", "latency", "latency or throughput")
+	entities := fs.Int("entities", 100, "entities (one subscription each)")
+	rate := fs.Float64("rate", 500, "sends per second (latency mode)")
+	dur := fs.Duration("d", 10*time.Second, "measured duration")
+	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured warm-up")
+	_ = fs.Parse(args)
+	ctx, cancel := signalContext()
+	defer cancel()
+	base := c.base()
+	client := newClient(4**entities+16, false)
+	id := runID()
+	typ := "wh-" + id
+
+	rv := &receiver{base: base, client: client, mode: *mode, wakes: map[string]chan time.Time{}}
+	for i := 0; i < *entities; i++ {
+		rv.wakes[fmt.Sprintf("/%s/e%d", typ, i)] = make(chan time.Time, 4)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: rv, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	hook := "http://" + ln.Addr().String() + "/wake"
+
+	reg, _ := json.Marshal(map[string]any{"name": typ, "description": "webhook benchmark",
+		"default_dispatch_policy": map[string]any{"targets": []any{map[string]any{"type": "webhook", "url": hook, "subscription_id": typ}}}})
+	if st, _, body, err := do(ctx, client, "POST", base+"/_electric/entity-types", map[string]string{"Content-Type": "application/json"}, reg); err != nil || st != 201 {
+		return fmt.Errorf("register type: %d %s %v", st, body, err)
+	}
+	if err := parallel(ctx, 16, *entities, func(i int) error {
+		st, _, body, err := do(ctx, client, "PUT", fmt.Sprintf("%s/_electric/entities/%s/e%d", base, typ, i),
+			map[string]string{"Content-Type": "application/json"}, []byte(`{}`))
+		if err != nil || st != 201 {
+			return fmt.Errorf("spawn: %d %s %v", st, body, err)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	send := func(i int) error {
+		st, _, body, err := do(ctx, client, "POST", fmt.Sprintf("%s/_electric/entities/%s/e%d/send", base, typ, i),
+			map[string]string{"Content-Type": "application/json"}, []byte(`{"payload":"ping"}`))
+		if err != nil || st != 200 {
+			return fmt.Errorf("send: %d %s %v", st, body, err)
+		}
+		return nil
+	}
+	res := webhookResult{Label: c.label, Mode: *mode, Entities: *entities, Seconds: dur.Seconds()}
+	var errs atomic.Int64
+	switch *mode {
+	case "latency":
+		res.Rate = *rate
+		var mu sync.Mutex
+		var samples []time.Duration
+		busy := make([]atomic.Bool, *entities)
+		start := time.Now()
+		measureFrom := start.Add(*warmup)
+		end := measureFrom.Add(*dur)
+		tick := time.NewTicker(time.Duration(float64(time.Second) / *rate))
+		defer tick.Stop()
+		var wg sync.WaitGroup
+		for n := 0; time.Now().Before(end) && ctx.Err() == nil; n++ {
+			<-tick.C
+			i := n % *entities
+			if !busy[i].CompareAndSwap(false, true) {
+				if time.Now().After(measureFrom) {
+					res.Skipped++
+				}
+				continue
+			}
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				defer busy[i].Store(false)
+				t0 := time.Now()
+				if err := send(i); err != nil {
+					errs.Add(1)
+					return
+				}
+				select {
+				case at := <-rv.wakes[fmt.Sprintf("/%s/e%d", typ, i)]:
+					if t0.After(measureFrom) {
+						mu.Lock()
+						samples = append(samples, at.Sub(t0))
+						mu.Unlock()
+					}
+				case <-time.After(10 * time.Second):
+					errs.Add(1)
+				}
+			}(i)
+		}
+		wg.Wait()
+		res.Latency = summarize(samples)
+	case "throughput":
+		var cycles atomic.Int64
+		measureFrom := time.Now().Add(*warmup)
+		end := measureFrom.Add(*dur)
+		var counted atomic.Bool
+		var wg sync.WaitGroup
+		for i := 0; i < *entities; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				ch := rv.wakes[fmt.Sprintf("/%s/e%d", typ, i)]
+				for time.Now().Before(end) && ctx.Err() == nil {
+					if err := send(i); err != nil {
+						errs.Add(1)
+						continue
+					}
+					select {
+					case <-ch: // the receiver finished the cycle (claim, write, done)
+						if time.Now().After(measureFrom) {
+							counted.Store(true)
+							cycles.Add(1)
+						}
+					case <-time.After(10 * time.Second):
+						errs.Add(1)
+					}
+				}
+			}(i)
+		}
+		wg.Wait()
+		res.Cycles = int(cycles.Load())
+		res.CyclesPS = float64(res.Cycles) / dur.Seconds()
+	default:
+		return fmt.Errorf("-mode must be latency or throughput")
+	}
+	res.Errors = int(errs.Load() + rv.errors.Load())
+	return emit(&c, res, func(w io.Writer) {
+		if res.Mode == "latency" {
+			latencyTable(w, "send → webhook wake", res.Entities, res.Rate, res.Latency, res.Errors)
+			fmt.Fprintf(w, "skipped sends (previous wake still out): %d\n", res.Skipped)
+		} else {
+			fmt.Fprintf(w, "%d entities: %d cycles in %.0fs = %.0f cycles/s (send → wake → claim → write → done), %d errors\n",
+				res.Entities, res.Cycles, res.Seconds, res.CyclesPS, res.Errors)
+		}
+	})
+}
+
+// receiver is the benchmark's webhook handler.
+type receiver struct {
+	base   string
+	client *http.Client
+	mode   string
+	wakes  map[string]chan time.Time // entity url → arrivals
+	errors atomic.Int64
+}
+
+func (rv *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	at := time.Now()
+	body, _ := io.ReadAll(r.Body)
+	var wake struct {
+		WakeID, Callback, ClaimToken, StreamPath string
+		Epoch                                    int64
+		Streams                                  []struct{ Path, Offset string }
+		Entity                                   struct{ URL string }
+	}
+	if err := json.Unmarshal(body, &wake); err != nil {
+		rv.errors.Add(1)
+		w.WriteHeader(400)
+		return
+	}
+	ch := rv.wakes[wake.Entity.URL]
+	if rv.mode == "latency" || ch == nil {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"done":true}`))
+		if ch != nil {
+			select {
+			case ch <- at:
+			default:
+			}
+		}
+		return
+	}
+	// throughput: answer at once, then claim, write and finish through the callback
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{}`))
+	go func() {
+		if err := rv.cycle(wake.Callback, wake.ClaimToken, wake.WakeID, wake.StreamPath, wake.Epoch, wake.Streams); err != nil {
+			rv.errors.Add(1)
+			return
+		}
+		select {
+		case ch <- time.Now():
+		default:
+		}
+	}()
+}
+
+func (rv *receiver) cycle(callback, token, wakeID, stream string, epoch int64, streams []struct{ Path, Offset string }) error {
+	ctx := context.Background()
+	post := func(url, bearer string, v any) ([]byte, error) {
+		b, _ := json.Marshal(v)
+		st, _, body, err := do(ctx, rv.client, "POST", url, map[string]string{"Content-Type": "application/json", "Authorization": "Bearer " + bearer}, b)
+		if err != nil || st/100 != 2 {
+			return nil, fmt.Errorf("%s: %d %s %v", url, st, body, err)
+		}
+		return body, nil
+	}
+	body, err := post(callback, token, map[string]any{"epoch": epoch, "wakeId": wakeID})
+	if err != nil {
+		return err
+	}
+	var claim struct{ WriteToken string }
+	if err := json.Unmarshal(body, &claim); err != nil {
+		return err
+	}
+	ev := map[string]any{"type": "text", "key": "r-" + wakeID, "value": map[string]any{"text": "pong"}, "headers": map[string]any{"operation": "insert"}}
+	if _, err := post(rv.base+stream, claim.WriteToken, ev); err != nil {
+		return err
+	}
+	var acks []any
+	for _, s := range streams {
+		acks = append(acks, map[string]any{"path": s.Path, "offset": s.Offset})
+	}
+	_, err = post(callback, token, map[string]any{"epoch": epoch, "acks": acks, "done": true})
+	return err
+}
