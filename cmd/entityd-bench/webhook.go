@@ -145,8 +145,10 @@ func runWebhook(args []string) error {
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
-				ch := rv.wakes[fmt.Sprintf("/%s/e%d", typ, i)]
+				url := fmt.Sprintf("/%s/e%d", typ, i)
+				ch := rv.wakes[url]
 				for time.Now().Before(end) && ctx.Err() == nil {
+					rv.expecting.Store(url, true)
 					if err := send(i); err != nil {
 						errs.Add(1)
 						continue
@@ -187,7 +189,11 @@ type receiver struct {
 	client *http.Client
 	mode   string
 	wakes  map[string]chan time.Time // entity url → arrivals
-	errors atomic.Int64
+	// expecting marks the entities with a send outstanding (throughput mode): only their
+	// wakes run a full cycle; the wake that the handler's own write causes is answered
+	// done at once, as a real handler that reads nothing new does
+	expecting sync.Map
+	errors    atomic.Int64
 }
 
 func (rv *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -205,10 +211,11 @@ func (rv *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ch := rv.wakes[wake.Entity.URL]
-	if rv.mode == "latency" || ch == nil {
+	_, expected := rv.expecting.LoadAndDelete(wake.Entity.URL)
+	if rv.mode == "latency" || ch == nil || !expected {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"done":true}`))
-		if ch != nil {
+		if ch != nil && rv.mode == "latency" {
 			select {
 			case ch <- at:
 			default:
