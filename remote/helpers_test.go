@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,18 +55,30 @@ func startBare(t *testing.T) *env {
 	e.srv = testserver.Start(t, testserver.Options{QuietLogs: true,
 		Subs: dssub.Options{PollInterval: 50 * time.Millisecond, RetryBase: 50 * time.Millisecond}})
 	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw, _ := io.ReadAll(r.Body)
-		var body map[string]any
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		_ = dec.Decode(&body)
-		e.hooks <- hook{body: body, raw: raw, signature: r.Header.Get("Webhook-Signature")}
+		e.hooks <- readHook(r)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{}`))
 	}))
 	t.Cleanup(rc.Close)
 	e.receiver = rc.URL
 	return e
+}
+
+// readHook reads a webhook request (numbers kept as json.Number).
+func readHook(r *http.Request) hook {
+	raw, _ := io.ReadAll(r.Body)
+	var body map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	_ = dec.Decode(&body)
+	return hook{body: body, raw: raw, signature: r.Header.Get("Webhook-Signature")}
+}
+
+func atoi(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	require.NoError(t, err, s)
+	return n
 }
 
 type resp struct {
