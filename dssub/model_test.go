@@ -1,0 +1,173 @@
+package dssub
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestWebhookStateMachineModel drives one webhook subscription over three streams
+// through random sequences (appends; deliveries that fail, finish at once, or stay open;
+// open wakes that heartbeat, finish through the callback, or lapse; late dones for ended
+// wakes) and checks the machine against its model after every step:
+//   - idle → waking → live → idle: a new wake starts only after the previous one ended
+//     (done, or its lease lapsed), never beside it;
+//   - a failed delivery comes back as the same wake (id and generation);
+//   - generations only grow, one per wake;
+//   - a callback for an ended wake is fenced (409);
+//   - at the end, with the handler answering done, nothing stays pending.
+func TestWebhookStateMachineModel(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			t.Parallel()
+			runModel(t, seed, 25)
+		})
+	}
+}
+
+type modelWake struct {
+	webhookBody
+	ended bool
+}
+
+func runModel(t *testing.T, seed uint64, steps int) {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))      // the driver's
+	answerRng := rand.New(rand.NewPCG(seed, 0xa45)) // the receiver's (under mu)
+	h := startHarness(t, "", testOptions())
+	var mu sync.Mutex
+	answers := map[string]string{} // wake id → how its first delivery is answered
+	draining := false              // at the end: every delivery is answered done
+	plan := func(r received) (int, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if draining {
+			return http.StatusOK, `{"done":true}`
+		}
+		a, ok := answers[r.Body.WakeID]
+		if !ok {
+			switch x := answerRng.IntN(10); {
+			case x < 2:
+				a = "fail"
+			case x < 5:
+				a = "done"
+			default:
+				a = "open"
+			}
+			answers[r.Body.WakeID] = a
+		} else if a == "fail" {
+			a = "open" // the retry is accepted
+			answers[r.Body.WakeID] = a
+		}
+		switch a {
+		case "fail":
+			return http.StatusServiceUnavailable, `{}`
+		case "done":
+			return http.StatusOK, `{"done":true}`
+		}
+		return http.StatusOK, `{}`
+	}
+	rc := newReceiver(t, func(_ int, r received) (int, string) { return plan(r) })
+	streams := []string{"m/s0", "m/s1", "m/s2"}
+	for _, s := range streams {
+		h.createStream(s, `[]`)
+	}
+	h.createSub("model", map[string]any{"type": "webhook", "pattern": "m/*", "lease_ttl_ms": 1000,
+		"webhook": map[string]any{"url": rc.URL}})
+
+	var current *modelWake // the wake the model says is in flight
+	var ended []*modelWake
+	lastGen := int64(0)
+	deliver := func() received {
+		t.Helper()
+		r := rc.next(10 * time.Second)
+		b := r.Body
+		switch {
+		case current != nil && b.WakeID == current.WakeID:
+			if b.Generation != current.Generation {
+				t.Fatalf("wake %s came back with generation %d, was %d", b.WakeID, b.Generation, current.Generation)
+			}
+		case current != nil && !current.ended:
+			t.Fatalf("wake %s (gen %d) started while %s (gen %d) was in flight", b.WakeID, b.Generation, current.WakeID, current.Generation)
+		default:
+			if b.Generation <= lastGen {
+				t.Fatalf("generation %d after %d", b.Generation, lastGen)
+			}
+			lastGen = b.Generation
+			current = &modelWake{webhookBody: b}
+		}
+		return r
+	}
+	end := func() {
+		current.ended = true
+		ended = append(ended, current)
+	}
+	ackAll := func(w *modelWake) []any {
+		var acks []any
+		for _, s := range w.Streams {
+			acks = append(acks, map[string]any{"stream": s.Path, "offset": s.TailOffset})
+		}
+		return acks
+	}
+
+	for step := 0; step < steps; step++ {
+		for n := 1 + rng.IntN(2); n > 0; n-- {
+			h.appendStream(streams[rng.IntN(len(streams))], fmt.Sprintf(`{"step":%d}`, step))
+		}
+		r := deliver()
+		mu.Lock()
+		answer := answers[r.Body.WakeID]
+		mu.Unlock()
+		if answer == "fail" {
+			r = deliver() // the retry: same wake (checked in deliver)
+			mu.Lock()
+			answer = answers[r.Body.WakeID]
+			mu.Unlock()
+		}
+		switch answer {
+		case "done":
+			end()
+		case "open":
+			switch x := rng.IntN(10); {
+			case x < 1: // go silent: the lease lapses, and the next delivery is a new wake
+				end()
+			case x < 4: // heartbeat, then done
+				gen := current.Generation
+				resp := callback(h, current.webhookBody, map[string]any{"wake_id": current.WakeID, "generation": gen, "acks": []any{}})
+				if resp.Status != http.StatusOK {
+					t.Fatalf("heartbeat: %d %s", resp.Status, resp.Body)
+				}
+				fallthrough
+			default:
+				resp := callback(h, current.webhookBody, map[string]any{"wake_id": current.WakeID,
+					"generation": current.Generation, "acks": ackAll(current), "done": true})
+				if resp.Status != http.StatusOK {
+					t.Fatalf("done: %d %s", resp.Status, resp.Body)
+				}
+				end()
+			}
+		}
+		if len(ended) > 1 && rng.IntN(4) == 0 { // a late done for a wake that ended before
+			old := ended[rng.IntN(len(ended)-1)]
+			resp := callback(h, old.webhookBody, map[string]any{"wake_id": old.WakeID, "generation": old.Generation, "done": true})
+			if resp.Status != http.StatusConflict || resp.errorCode(t) != codeFenced {
+				t.Fatalf("late done for %s: %d %s", old.WakeID, resp.Status, resp.Body)
+			}
+		}
+	}
+
+	// drain: answer everything done until nothing is pending
+	mu.Lock()
+	draining = true
+	mu.Unlock()
+	eventually(t, 15*time.Second, "nothing pending", func() bool {
+		for _, s := range h.getSub("model")["streams"].([]any) {
+			if s.(map[string]any)["has_pending"] == true {
+				return false
+			}
+		}
+		return true
+	})
+}
