@@ -89,6 +89,9 @@ func (s *Server) registerType(w http.ResponseWriter, r *http.Request) error {
 		return newError(http.StatusBadRequest, CodeInvalidRequest, err.Error())
 	}
 	for _, tg := range targets {
+		if tg.RunnerID != "" {
+			continue // a runner pulls its work: nothing is called
+		}
 		if why := outbound.CheckURL(tg.URL, "dispatch target url", s.cfg.AllowPrivateURLs); why != "" {
 			return newError(http.StatusBadRequest, CodeInvalidRequest, why)
 		}

@@ -134,7 +134,6 @@ func (s *Server) checkNewStreamPath(r *http.Request, path string) error {
 	return nil
 }
 
-
 // authorizeEntityWrite is the hook that guards direct appends to an entity's stream:
 // only a holder of the entity's write token (Authorization: Bearer, or
 // Electric-Claim-Token) may append.

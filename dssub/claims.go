@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -134,4 +135,47 @@ func primaryStream(listed []*link) string {
 func tokenHash(token string) []byte {
 	sum := sha256.Sum256([]byte(token))
 	return sum[:]
+}
+
+// PullClaim is a pull-wake wake given to a worker.
+type PullClaim struct {
+	WakeID     string
+	Generation int64
+	Token      string // the wake's claim token (for callbacks and the write-token claim)
+	StreamPath string // the wake's primary stream, "/<path>"
+	TailOffset string
+	Streams    []StreamState
+}
+
+// StreamState is one stream of a wake: where it is acknowledged to and its tail.
+type StreamState struct {
+	Path, AckedOffset, TailOffset string
+	Pending                       bool
+}
+
+// ErrNoPendingWork is a claim with nothing to do.
+var ErrNoPendingWork = errors.New("dssub: no pending work")
+
+// ClaimPull gives the current (or next) wake of pull-wake subscription id to worker, as
+// POST …/claim does; ErrNoPendingWork when there is nothing to do.
+func (s *Service) ClaimPull(ctx context.Context, id, worker string) (*PullClaim, error) {
+	c, err := s.claimWake(ctx, id, worker)
+	var he *httpx.Error
+	if errors.As(err, &he) && he.Code == codeNoPendingWork {
+		return nil, ErrNoPendingWork
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := &PullClaim{WakeID: c.WakeID, Generation: c.Generation, Token: c.Token}
+	for _, st := range c.Streams {
+		out.Streams = append(out.Streams, StreamState{Path: st.Path, AckedOffset: st.AckedOffset, TailOffset: st.TailOffset, Pending: st.HasPending})
+		if out.StreamPath == "" && st.HasPending {
+			out.StreamPath, out.TailOffset = streamRoot+st.Path, st.TailOffset
+		}
+	}
+	if out.StreamPath == "" && len(c.Streams) > 0 {
+		out.StreamPath, out.TailOffset = streamRoot+c.Streams[0].Path, c.Streams[0].TailOffset
+	}
+	return out, nil
 }

@@ -8,8 +8,9 @@ import (
 
 // DispatchTarget is one webhook a type dispatches to.
 type DispatchTarget struct {
-	URL            string
-	SubscriptionID string // optional: one subscription per entity under this prefix
+	URL            string // a webhook, or
+	RunnerID       string // a pull-wake runner (its subscription is runner:<id>)
+	SubscriptionID string // webhooks, optional: one subscription per entity under this prefix
 }
 
 // dispatchPolicy is default_dispatch_policy as registered.
@@ -21,9 +22,6 @@ type dispatchPolicy struct {
 		SubscriptionID string `json:"subscription_id"`
 	} `json:"targets"`
 }
-
-// ErrRunnerTargets refuses a runner target: pull-wake runners are not served yet.
-var ErrRunnerTargets = errors.New("runner dispatch targets are not supported yet; use webhook targets")
 
 // DispatchTargets reads the webhooks the type's entities are linked to when they are
 // spawned: the webhook targets of default_dispatch_policy, or else serve_endpoint.
@@ -42,7 +40,10 @@ func (t *Type) DispatchTargets() ([]DispatchTarget, error) {
 				}
 				out = append(out, DispatchTarget{URL: tg.URL, SubscriptionID: tg.SubscriptionID})
 			case "runner":
-				return nil, ErrRunnerTargets
+				if tg.RunnerID == "" {
+					return nil, errors.New("default_dispatch_policy: a runner target needs a runnerId")
+				}
+				out = append(out, DispatchTarget{RunnerID: tg.RunnerID})
 			default:
 				return nil, fmt.Errorf("default_dispatch_policy: unknown target type %q", tg.Type)
 			}

@@ -28,6 +28,7 @@ var Owners = map[string]string{
 	"ds_write_tokens":         "dssub",
 	"shape_log":               "shapes",
 	"shape_state":             "shapes",
+	"runners":                 "remote",
 }
 
 // Published are read-only views an owner offers to other packages for joins (see

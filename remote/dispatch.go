@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"net/http"
 
 	"github.com/entityd/entityd/dssub"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/entitypath"
+	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -23,8 +25,12 @@ type Dispatch struct {
 
 // subscriptionFor names the subscription of an entity's target as the reference does:
 // "<subscription_id>:<16 hex of sha256(entity url)>" (one per entity), or
-// "webhook:<16 hex of sha256(webhook url)>" (shared by the type's entities).
+// "webhook:<16 hex of sha256(webhook url)>" (shared by the type's entities), or
+// "runner:<runner id>" for a runner.
 func subscriptionFor(tg entity.DispatchTarget, entityURL string) string {
+	if tg.RunnerID != "" {
+		return SubscriptionID(tg.RunnerID)
+	}
 	if tg.SubscriptionID != "" {
 		return tg.SubscriptionID + ":" + hash16(entityURL)
 	}
@@ -44,8 +50,21 @@ func (d *Dispatch) OnSpawn(ctx context.Context, tx *streamdb.Tx, e *entity.Entit
 	}
 	var afters []func()
 	for _, tg := range targets {
-		after, err := d.Subs.DispatchLink(ctx, tx, subscriptionFor(tg, e.URL), tg.URL, e.MainStream())
-		if err != nil {
+		var after func()
+		if tg.RunnerID != "" {
+			run, err := scanRunner(tx.QueryRow(ctx, sqlSelectRunner, tg.RunnerID))
+			if err != nil {
+				return nil, err
+			}
+			if run == nil {
+				return nil, httpx.New(http.StatusConflict, "NOT_RUNNING",
+					"Type "+t.Name+" dispatches to runner "+jsonQuote(tg.RunnerID)+", which is not registered")
+			}
+			after, err = d.Subs.DispatchLinkPull(ctx, tx, subscriptionFor(tg, e.URL), run.WakeStream, e.MainStream())
+			if err != nil {
+				return nil, err
+			}
+		} else if after, err = d.Subs.DispatchLink(ctx, tx, subscriptionFor(tg, e.URL), tg.URL, e.MainStream()); err != nil {
 			return nil, err
 		}
 		afters = append(afters, after)

@@ -48,8 +48,8 @@ func TestServeEndpointDispatches(t *testing.T) {
 }
 
 // TestDispatchPolicyPerEntitySubscriptions: a webhook target with a subscription_id gets
-// one subscription per entity ("<id>:<hash of the entity url>"); runner targets and URLs
-// outside the outbound rules are refused at registration.
+// one subscription per entity ("<id>:<hash of the entity url>"); URLs outside the
+// outbound rules and targets without their address are refused at registration.
 func TestDispatchPolicyPerEntitySubscriptions(t *testing.T) {
 	e := startBare(t)
 	e.registerType(`{"name":"per","description":"d","default_dispatch_policy":{"targets":[{"type":"webhook","url":"` +
@@ -60,7 +60,8 @@ func TestDispatchPolicyPerEntitySubscriptions(t *testing.T) {
 	require.Equal(t, e.hookURL(t), r.json(t)["webhook"].(map[string]any)["url"])
 
 	for _, body := range []string{
-		`{"name":"r","description":"d","default_dispatch_policy":{"targets":[{"type":"runner","runnerId":"r1"}]}}`,
+		`{"name":"r","description":"d","default_dispatch_policy":{"targets":[{"type":"runner"}]}}`,
+		`{"name":"r","description":"d","default_dispatch_policy":{"targets":[{"type":"carrier-pigeon"}]}}`,
 		`{"name":"r","description":"d","default_dispatch_policy":{"targets":[{"type":"webhook","url":"http://10.0.0.1/x"}]}}`,
 		`{"name":"r","description":"d","serve_endpoint":"ftp://x/y"}`,
 	} {

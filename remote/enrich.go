@@ -18,37 +18,43 @@ const CallbackPrefix = "/_electric/wake-callbacks/"
 // created it. Wakes of other streams stay as the Durable Streams protocol has them.
 func Enricher(registry *entity.Registry) dssub.Enricher {
 	return func(ctx context.Context, w dssub.WakeContext) (map[string]any, error) {
-		_, url, kind, ok := entitypath.Parse(w.StreamPath)
-		if !ok || kind != entitypath.KindMain {
-			return nil, nil
-		}
-		e, err := registry.Get(ctx, url) // fresh: status and tags as they are now
-		if errors.Is(err, entity.ErrNotFound) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		out := map[string]any{
-			"consumerId":     w.WakeID,
-			"consumer_id":    w.WakeID,
-			"epoch":          w.Generation,
-			"wakeId":         w.WakeID,
-			"streamPath":     w.StreamPath,
-			"primary_stream": w.StreamPath,
-			"callback":       w.Origin + CallbackPrefix + principal.EncodeURIComponent(w.WakeID),
-			"claimToken":     w.CallbackToken,
-			"token":          w.CallbackToken,
-			"triggerEvent":   "inbox",
-			"entity":         entityContext(e),
-		}
-		if e.CreatedBy != nil {
-			if p, ok := principal.Parse(*e.CreatedBy); ok {
-				out["principal"] = map[string]any{"url": p.URL(), "key": p.Kind + ":" + p.ID, "kind": p.Kind, "id": p.ID}
-			}
-		}
-		return out, nil
+		return notification(ctx, registry, w, "inbox")
 	}
+}
+
+// notification is Electric's view of a wake of an entity's main stream (nil for a wake
+// of any other stream): the fields a webhook wake adds, and what a runner's claim returns.
+func notification(ctx context.Context, registry *entity.Registry, w dssub.WakeContext, trigger string) (map[string]any, error) {
+	_, url, kind, ok := entitypath.Parse(w.StreamPath)
+	if !ok || kind != entitypath.KindMain {
+		return nil, nil
+	}
+	e, err := registry.Get(ctx, url) // fresh: status and tags as they are now
+	if errors.Is(err, entity.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{
+		"consumerId":     w.WakeID,
+		"consumer_id":    w.WakeID,
+		"epoch":          w.Generation,
+		"wakeId":         w.WakeID,
+		"streamPath":     w.StreamPath,
+		"primary_stream": w.StreamPath,
+		"callback":       w.Origin + CallbackPrefix + principal.EncodeURIComponent(w.WakeID),
+		"claimToken":     w.CallbackToken,
+		"token":          w.CallbackToken,
+		"triggerEvent":   trigger,
+		"entity":         entityContext(e),
+	}
+	if e.CreatedBy != nil {
+		if p, ok := principal.Parse(*e.CreatedBy); ok {
+			out["principal"] = map[string]any{"url": p.URL(), "key": p.Kind + ":" + p.ID, "kind": p.Kind, "id": p.ID}
+		}
+	}
+	return out, nil
 }
 
 // entityContext is the entity as a wake shows it (Electric's field names).

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -11,6 +12,7 @@ import (
 	"github.com/entityd/entityd/dssub"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/lifecycle"
 	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/internal/schemas"
@@ -89,6 +91,13 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	a.API.MountRoutes(strings.TrimSuffix(dssub.ControlPrefix, "/"), a.Subs.Routes)
 	a.API.MountRoutes(strings.TrimSuffix(dssub.AliasControlPrefix, "/"), a.Subs.Routes)
 	a.API.MountRoutes(strings.TrimSuffix(remote.CallbackPrefix, "/"), (&remote.Callbacks{Subs: a.Subs}).Routes)
+	a.API.MountRoutes(remote.RunnersPrefix, (&remote.Runners{Store: a.Store, Subs: a.Subs, Registry: a.Registry,
+		Origin: func(r *http.Request) string {
+			if subOpts.PublicURL != "" {
+				return subOpts.PublicURL
+			}
+			return httpx.RequestOrigin(r)
+		}}).Routes)
 	a.Shapes = shapes.New(a.Store.DB(), shapes.Options{Live: a.API.Live(), Logger: s.log})
 	a.API.MountRoutes(shapes.Prefix, a.Shapes.Routes)
 
