@@ -2,31 +2,10 @@
 // from @electric-sql/client materialise the entity and type lists, then follow spawns,
 // kills and tag changes live, and a where-filtered shape keeps to its rows.
 import { describe, expect, it } from "vitest"
+import { base, call, waitFor } from "./lib.mjs"
 import { Shape, ShapeStream } from "@electric-sql/client"
 
-const base = process.env.ENTITYD_URL
-if (!base) throw new Error("ENTITYD_URL is not set; run through `make test-conformance`")
 const shapeUrl = `${base}/_electric/electric/v1/shape`
-
-async function call(method, path, body) {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  })
-  const text = await res.text()
-  return { status: res.status, body: text ? JSON.parse(text) : null }
-}
-
-async function waitFor(check, what, timeoutMs = 10000) {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const v = check()
-    if (v) return v
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 25))
-  }
-}
 
 describe("Electric shapes with @electric-sql/client", () => {
   it("materialises the entity list and follows it live", async () => {

@@ -3,30 +3,8 @@
 // writes with the write token, done with acks. 1,000 sends to 4 entities are each answered
 // once, in order.
 import { describe, expect, it } from "vitest"
+import { base, call, waitFor } from "./lib.mjs"
 import { startHandler } from "../examples/remote-handler/handler.ts"
-
-const base = process.env.ENTITYD_URL
-if (!base) throw new Error("ENTITYD_URL is not set; run through `make test-conformance`")
-
-async function call(method, path, body) {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  })
-  const text = await res.text()
-  return { status: res.status, body: text ? JSON.parse(text) : null }
-}
-
-async function waitFor(check, what, timeoutMs = 20000) {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const v = await check()
-    if (v) return v
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
 
 describe("a remote handler in TypeScript", () => {
   it("answers every message once, in order, through wakes, claims and direct writes", async () => {
@@ -51,7 +29,7 @@ describe("a remote handler in TypeScript", () => {
           const events = await r.json()
           const t = events.filter((e) => e.type === "text").map((e) => e.value.text)
           return t.length >= want.length ? t : null
-        }, `the replies on ${id}`)
+        }, `the replies on ${id}`, 30000)
         expect(texts).toEqual(want) // each once, in send order
       }
     } finally {

@@ -18,13 +18,25 @@ import (
 // what it holds already is not pending work. after must run once the transaction has
 // committed: it makes this process match the new link at once.
 func (s *Service) DispatchLink(ctx context.Context, tx *streamdb.Tx, id, webhookURL, path string) (after func(), err error) {
+	return s.dispatchLink(ctx, tx, id, path,
+		&createInput{Type: typeWebhook, Streams: []string{}, WebhookURL: webhookURL, LeaseTTLms: defaultLeaseTTL})
+}
+
+// DispatchLinkPull is DispatchLink for a pull-wake subscription announcing its wakes on
+// wakeStream (a runner's): created with that wake stream when it does not exist yet.
+func (s *Service) DispatchLinkPull(ctx context.Context, tx *streamdb.Tx, id, wakeStream, path string) (after func(), err error) {
+	ws := normalizePath(strings.TrimPrefix(wakeStream, streamRoot))
+	return s.dispatchLink(ctx, tx, id, path,
+		&createInput{Type: typePullWake, Streams: []string{}, WakeStream: ws, LeaseTTLms: defaultLeaseTTL})
+}
+
+func (s *Service) dispatchLink(ctx context.Context, tx *streamdb.Tx, id, path string, in *createInput) (func(), error) {
 	rel := normalizePath(strings.TrimPrefix(path, streamRoot))
 	sb, err := lockSub(ctx, tx, id)
 	if err != nil {
 		return nil, err
 	}
 	if sb == nil {
-		in := &createInput{Type: typeWebhook, Streams: []string{}, WebhookURL: webhookURL, LeaseTTLms: defaultLeaseTTL}
 		base := s.opts.PublicURL
 		if base == "" {
 			base = httpx.OriginOf(ctx)
@@ -33,8 +45,8 @@ func (s *Service) DispatchLink(ctx context.Context, tx *streamdb.Tx, id, webhook
 			id, in.Type, in.Pattern, in.WebhookURL, in.WakeStream, in.LeaseTTLms, in.Description, in.hash(), base); err != nil {
 			return nil, err
 		}
-	} else if sb.Type != typeWebhook {
-		return nil, fail(http.StatusConflict, codeAlreadyExists, "Subscription "+id+" exists and is not a webhook subscription")
+	} else if sb.Type != in.Type {
+		return nil, fail(http.StatusConflict, codeAlreadyExists, "Subscription "+id+" exists and is not a "+in.Type+" subscription")
 	}
 	if err := linkExplicit(ctx, tx, id, []string{rel}); err != nil {
 		return nil, err
@@ -56,35 +68,4 @@ func (s *Service) DispatchUnlink(ctx context.Context, tx *streamdb.Tx, id, path 
 		return err
 	}
 	return bumpVersion(ctx, tx)
-}
-
-// DispatchLinkPull is DispatchLink for a pull-wake subscription announcing its wakes on
-// wakeStream (a runner's): created with that wake stream when it does not exist yet.
-func (s *Service) DispatchLinkPull(ctx context.Context, tx *streamdb.Tx, id, wakeStream, path string) (after func(), err error) {
-	rel := normalizePath(strings.TrimPrefix(path, streamRoot))
-	ws := normalizePath(strings.TrimPrefix(wakeStream, streamRoot))
-	sb, err := lockSub(ctx, tx, id)
-	if err != nil {
-		return nil, err
-	}
-	if sb == nil {
-		in := &createInput{Type: typePullWake, Streams: []string{}, WakeStream: ws, LeaseTTLms: defaultLeaseTTL}
-		base := s.opts.PublicURL
-		if base == "" {
-			base = httpx.OriginOf(ctx)
-		}
-		if _, err := tx.Exec(ctx, sqlInsertSubscription,
-			id, in.Type, in.Pattern, in.WebhookURL, in.WakeStream, in.LeaseTTLms, in.Description, in.hash(), base); err != nil {
-			return nil, err
-		}
-	} else if sb.Type != typePullWake {
-		return nil, fail(http.StatusConflict, codeAlreadyExists, "Subscription "+id+" exists and is not a pull-wake subscription")
-	}
-	if err := linkExplicit(ctx, tx, id, []string{rel}); err != nil {
-		return nil, err
-	}
-	if err := bumpVersion(ctx, tx); err != nil {
-		return nil, err
-	}
-	return func() { s.changed(context.WithoutCancel(ctx)) }, nil
 }

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/tern/v2/migrate"
 	"github.com/stretchr/testify/require"
 
 	"github.com/entityd/entityd/internal/pgtest"
@@ -23,19 +21,7 @@ const legacySchema = "legacy"
 // migrateLegacy brings the legacy schema to version (creating it at the first call).
 func migrateLegacy(t *testing.T, ctx context.Context, dsn string, version int32) {
 	t.Helper()
-	cfg, err := pgx.ParseConfig(dsn)
-	require.NoError(t, err)
-	// A startup parameter, not SET: tern runs RESET ALL after each migration.
-	cfg.RuntimeParams["search_path"] = legacySchema
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+legacySchema)
-	require.NoError(t, err)
-	m, err := migrate.NewMigrator(ctx, conn, migrations.VersionTable)
-	require.NoError(t, err)
-	require.NoError(t, m.LoadMigrations(migrations.FS()))
-	require.NoError(t, m.MigrateTo(ctx, version))
+	pgtest.MigrateSchemaTo(t, ctx, dsn, legacySchema, version)
 }
 
 // TestMigration010MovesLayers: the layer stacks kept in slash_commands.dynamic_layers
@@ -47,12 +33,7 @@ func TestMigration010MovesLayers(t *testing.T) {
 	dsn := pgtest.URL(t)
 	migrateLegacy(t, ctx, dsn, 9)
 
-	pcfg, err := pgxpool.ParseConfig(dsn)
-	require.NoError(t, err)
-	pcfg.ConnConfig.RuntimeParams["search_path"] = legacySchema
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := pgtest.SchemaPool(t, ctx, dsn, legacySchema)
 
 	const url = "/legacy/e1"
 	old := []slashcmd.Layer{

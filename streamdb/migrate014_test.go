@@ -4,13 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/tern/v2/migrate"
 	"github.com/stretchr/testify/require"
 
 	"github.com/entityd/entityd/internal/pgtest"
-	"github.com/entityd/entityd/migrations"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -22,28 +18,8 @@ func TestMigration014MovesStreamsToTheRoot(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.URL(t)
 	const schema = "legacy14"
-	migrateTo := func(version int32) {
-		cfg, err := pgx.ParseConfig(dsn)
-		require.NoError(t, err)
-		cfg.RuntimeParams["search_path"] = schema // a startup parameter: tern resets SET
-		conn, err := pgx.ConnectConfig(ctx, cfg)
-		require.NoError(t, err)
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema)
-		require.NoError(t, err)
-		m, err := migrate.NewMigrator(ctx, conn, migrations.VersionTable)
-		require.NoError(t, err)
-		require.NoError(t, m.LoadMigrations(migrations.FS()))
-		require.NoError(t, m.MigrateTo(ctx, version))
-	}
-	migrateTo(13)
-
-	pcfg, err := pgxpool.ParseConfig(dsn)
-	require.NoError(t, err)
-	pcfg.ConnConfig.RuntimeParams["search_path"] = schema
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pgtest.MigrateSchemaTo(t, ctx, dsn, schema, 13)
+	pool := pgtest.SchemaPool(t, ctx, dsn, schema)
 	store, err := streamdb.Open(ctx, pool, streamdb.Options{})
 	require.NoError(t, err)
 	for _, path := range []string{"/v1/stream/jobs/a", "/v1/stream/taken/x/main", "/taken/x/main"} {
@@ -52,7 +28,7 @@ func TestMigration014MovesStreamsToTheRoot(t *testing.T) {
 	}
 	store.Close()
 
-	migrateTo(14)
+	pgtest.MigrateSchemaTo(t, ctx, dsn, schema, 14)
 	store, err = streamdb.Open(ctx, pool, streamdb.Options{})
 	require.NoError(t, err)
 	defer store.Close()
