@@ -30,6 +30,7 @@ func (s *Server) registerType(w http.ResponseWriter, r *http.Request) error {
 		b.only(typeFields...)
 		name, hasName := b.str("name")
 		endpoint, _ := b.str("serve_endpoint")
+		b.maxLen("serve_endpoint", endpoint, maxURLLength)
 		if err := b.fail(); err != nil {
 			return err
 		}

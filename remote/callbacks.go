@@ -3,6 +3,7 @@ package remote
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -32,10 +33,10 @@ func (c *Callbacks) Routes(r chi.Router, wrap func(httpx.HandlerFunc) http.Handl
 }
 
 type callbackBody struct {
-	Epoch       *json.Number `json:"epoch"`
-	Generation  *json.Number `json:"generation"`
-	WakeID      *string      `json:"wakeId"`
-	WakeIDSnake *string      `json:"wake_id"`
+	Epoch       json.RawMessage `json:"epoch"`
+	Generation  json.RawMessage `json:"generation"`
+	WakeID      *string         `json:"wakeId"`
+	WakeIDSnake *string         `json:"wake_id"`
 	Acks        []struct {
 		Path   *string `json:"path"`
 		Stream *string `json:"stream"`
@@ -58,7 +59,7 @@ func (c *Callbacks) callback(w http.ResponseWriter, r *http.Request) error {
 	if epoch == nil {
 		return bad("epoch is required")
 	}
-	gen, err := epoch.Int64()
+	gen, err := strconv.ParseInt(string(epoch), 10, 64) // a JSON integer, not a string
 	if err != nil || gen < 1 {
 		return bad("epoch must be a positive integer")
 	}

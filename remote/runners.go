@@ -130,6 +130,9 @@ func (rs *Runners) register(w http.ResponseWriter, r *http.Request) error {
 	if body.Label == "" {
 		body.Label = body.ID
 	}
+	if len(body.Label) > 256 || !textpolicy.Valid(body.Label, textpolicy.Name) {
+		return bad("label must be at most 256 bytes without control characters")
+	}
 	who := principal.FromHeader(r.Header.Get(principal.Header))
 	caller := who.Kind + ":" + who.ID
 	owner := caller

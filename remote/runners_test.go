@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -40,7 +41,8 @@ func TestRunnerLifecycle(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, r.status, r.text())
 	r = e.do("POST", "/_electric/runners", `{"id":"r2","owner_principal":"user:ada"}`, "Electric-Principal", "user:eve")
 	require.Equal(t, http.StatusForbidden, r.status, r.text())
-	for _, body := range []string{`{}`, `{"id":"a/b"}`, `{"id":"x","kind":"toaster"}`, `{"id":"x","wake_stream":"/__ds/x"}`} {
+	for _, body := range []string{`{}`, `{"id":"a/b"}`, `{"id":"x","kind":"toaster"}`, `{"id":"x","wake_stream":"/__ds/x"}`,
+		`{"id":"x","label":"` + strings.Repeat("l", 300) + `"}`, `{"id":"x","label":"a\u0000b"}`} {
 		require.Equal(t, http.StatusBadRequest, e.do("POST", "/_electric/runners", body).status, body)
 	}
 	var list []map[string]any
