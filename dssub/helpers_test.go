@@ -186,6 +186,15 @@ func (h *harness) appendStream(path string, body string) string {
 // streamOf finds a stream entry by path in a wake, claim or subscription body.
 func streamOf(t *testing.T, streams any, path string) map[string]any {
 	t.Helper()
+	if m := findStream(streams, path); m != nil {
+		return m
+	}
+	t.Fatalf("stream %s not in %v", path, streams)
+	return nil
+}
+
+// findStream is streamOf for a stream that may not be linked yet (nil then).
+func findStream(streams any, path string) map[string]any {
 	list, _ := streams.([]any)
 	for _, s := range list {
 		m, _ := s.(map[string]any)
@@ -193,7 +202,6 @@ func streamOf(t *testing.T, streams any, path string) map[string]any {
 			return m
 		}
 	}
-	t.Fatalf("stream %s not in %v", path, streams)
 	return nil
 }
 
