@@ -9,6 +9,7 @@ import (
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/entitypath"
+	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/principal"
 	"github.com/entityd/entityd/internal/validation"
 )
@@ -62,7 +63,9 @@ func (s *Server) spawn(w http.ResponseWriter, r *http.Request) error {
 		}
 		req.Initial = [][]byte{s.sender.Prepare(msg).Event}
 	}
-	res, err := s.registry.Spawn(r.Context(), t, req)
+	// The origin the client reached us at names the callback URLs of a dispatch
+	// subscription the spawn may create (only spawns need it, so only they carry it).
+	res, err := s.registry.Spawn(httpx.WithOrigin(r.Context(), httpx.RequestOrigin(r)), t, req)
 	if err != nil {
 		return spawnError(err, url)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"go.uber.org/zap"
 
-	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/metrics"
 )
 
@@ -152,13 +151,5 @@ func commonHeaders(next http.Handler) http.Handler {
 			return
 		}
 		next.ServeHTTP(w, r)
-	})
-}
-
-// withOrigin records the origin the client reached us at on the request's context, for
-// URLs built deeper down (the callback URLs of dispatch subscriptions made at a spawn).
-func withOrigin(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(httpx.WithOrigin(r.Context(), httpx.RequestOrigin(r))))
 	})
 }

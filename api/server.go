@@ -120,7 +120,7 @@ func New(cfg Config, log *zap.Logger, streams *streamdb.Store, registry *entity.
 // Handler returns the router.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(requestID, commonHeaders, accessLog(s.log), recoverer(s.log), checkRequestText, s.bodyDeadline, withOrigin)
+	r.Use(requestID, commonHeaders, accessLog(s.log), recoverer(s.log), checkRequestText, s.bodyDeadline)
 	r.NotFound(s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		return newError(http.StatusNotFound, CodeNotFound, "No route for "+r.Method+" "+r.URL.Path)
 	}))

@@ -131,6 +131,15 @@ func errNoSubscription() error {
 	return fail(http.StatusNotFound, codeNotFound, "Subscription not found")
 }
 
+// lockExisting is lockSub for an operation on a subscription that must exist (404).
+func lockExisting(ctx context.Context, tx *streamdb.Tx, id string) (*sub, error) {
+	sb, err := lockSub(ctx, tx, id)
+	if err == nil && sb == nil {
+		err = errNoSubscription()
+	}
+	return sb, err
+}
+
 // get reads a subscription and its links.
 func (s *Service) get(ctx context.Context, id string) (*sub, []*link, error) {
 	sb, err := readSub(ctx, s.pool, id)
@@ -174,12 +183,9 @@ func (s *Service) delete(ctx context.Context, id string) error {
 // follow links explicit streams to a subscription.
 func (s *Service) follow(ctx context.Context, id string, paths []string) error {
 	err := s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
-		sb, err := lockSub(ctx, tx, id)
+		sb, err := lockExisting(ctx, tx, id)
 		if err != nil {
 			return err
-		}
-		if sb == nil {
-			return errNoSubscription()
 		}
 		if sb.WakeStream != "" && contains(paths, sb.WakeStream) {
 			return fail(http.StatusBadRequest, codeInvalidRequest, "a subscription cannot follow its own wake_stream")
@@ -199,12 +205,8 @@ func (s *Service) follow(ctx context.Context, id string, paths []string) error {
 // unfollow unlinks an explicit stream (a stream the pattern still matches stays linked).
 func (s *Service) unfollow(ctx context.Context, id, path string) error {
 	err := s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
-		sb, err := lockSub(ctx, tx, id)
-		if err != nil {
+		if _, err := lockExisting(ctx, tx, id); err != nil {
 			return err
-		}
-		if sb == nil {
-			return errNoSubscription()
 		}
 		tag, err := tx.Exec(ctx, sqlUnmarkExplicit, id, path)
 		if err != nil {
@@ -318,11 +320,8 @@ func (s *Service) ack(ctx context.Context, id, token string, req *ackRequest, pu
 	err = s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		job, nextWake = nil, false
 		var err error
-		if sb, err = lockSub(ctx, tx, id); err != nil {
+		if sb, err = lockExisting(ctx, tx, id); err != nil {
 			return err
-		}
-		if sb == nil {
-			return errNoSubscription()
 		}
 		if pull && sb.Type != typePullWake {
 			return fail(http.StatusBadRequest, codeInvalidRequest, "Subscription is not pull-wake")
@@ -374,12 +373,9 @@ type claimed struct {
 func (s *Service) claimWake(ctx context.Context, id, worker string) (*claimed, error) {
 	var out *claimed
 	err := s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
-		sb, err := lockSub(ctx, tx, id)
+		sb, err := lockExisting(ctx, tx, id)
 		if err != nil {
 			return err
-		}
-		if sb == nil {
-			return errNoSubscription()
 		}
 		if sb.Type != typePullWake {
 			return fail(http.StatusBadRequest, codeInvalidRequest, "Subscription is not pull-wake")
@@ -428,11 +424,8 @@ func (s *Service) releaseWake(ctx context.Context, id, token string, req *ackReq
 	var sb *sub
 	err := s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		var err error
-		if sb, err = lockSub(ctx, tx, id); err != nil {
+		if sb, err = lockExisting(ctx, tx, id); err != nil {
 			return err
-		}
-		if sb == nil {
-			return errNoSubscription()
 		}
 		if sb.Type != typePullWake {
 			return fail(http.StatusBadRequest, codeInvalidRequest, "Subscription is not pull-wake")

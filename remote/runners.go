@@ -134,12 +134,9 @@ func (rs *Runners) register(w http.ResponseWriter, r *http.Request) error {
 		return bad("label must be at most 256 bytes without control characters")
 	}
 	who := principal.FromHeader(r.Header.Get(principal.Header))
-	caller := who.Kind + ":" + who.ID
-	owner := caller
-	if body.OwnerPrincipal != nil {
-		if *body.OwnerPrincipal != caller {
-			return httpx.New(http.StatusForbidden, "FORBIDDEN", "A runner's owner_principal must be the caller ("+caller+")")
-		}
+	owner := who.Kind + ":" + who.ID // a runner belongs to the principal registering it
+	if body.OwnerPrincipal != nil && *body.OwnerPrincipal != owner {
+		return httpx.New(http.StatusForbidden, "FORBIDDEN", "A runner's owner_principal must be the caller ("+owner+")")
 	}
 	if body.Kind == "" {
 		body.Kind = "local"
