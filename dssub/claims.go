@@ -31,6 +31,22 @@ type WakeCallback struct {
 	Generation int64  // the wake's epoch
 	Acks       []Ack
 	Done       bool
+	// Effects are the handler's writes, committed in the transaction of the callback's
+	// acknowledgement (package runtime decodes them).
+	Effects Effects
+}
+
+// Effects are writes a handler outside the server commits together with its done, so
+// that they and the acknowledgement happen together or not at all, and never under a
+// stale epoch.
+type Effects interface {
+	// Streams are the streams the effects write to; each must be a stream of the wake.
+	Streams() []string
+	// Apply writes them in tx and returns, by stream, the end offsets of the messages
+	// it appended there.
+	Apply(ctx context.Context, tx *streamdb.Tx) (map[string][]streamdb.Offset, error)
+	// Committed runs after the transaction commits.
+	Committed()
 }
 
 // Ack moves the cursor of one stream of the wake ("stream" or "path", relative or with
@@ -79,7 +95,9 @@ func (s *Service) Callback(ctx context.Context, cb WakeCallback) (nextWake, ende
 	if err != nil {
 		return false, false, err
 	}
-	nextWake, err = s.ack(ctx, subID, cb.Token, cb.request(cb.Acks), false)
+	req := cb.request(cb.Acks)
+	req.effects = cb.Effects
+	nextWake, err = s.ack(ctx, subID, cb.Token, req, false)
 	if err != nil {
 		return false, false, err
 	}

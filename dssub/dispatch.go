@@ -2,6 +2,7 @@ package dssub
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -14,9 +15,11 @@ import (
 // that spawns or ends the entity.
 
 // DispatchLink links stream path to webhook subscription id, creating the subscription
-// (no pattern, webhookURL) when it does not exist yet. The stream is linked at its tail:
-// what it holds already is not pending work. after must run once the transaction has
-// committed: it makes this process match the new link at once.
+// (no pattern, webhookURL) when it does not exist yet. The stream is linked from its
+// start: it is linked in the transaction that spawns the entity, so what the spawn wrote
+// (entity_created, an initial message) is the handler's first work, as it is for a
+// handler in the server. after must run once the transaction has committed: it makes
+// this process match the new link at once.
 func (s *Service) DispatchLink(ctx context.Context, tx *streamdb.Tx, id, webhookURL, path string) (after func(), err error) {
 	return s.dispatchLink(ctx, tx, id, path,
 		&createInput{Type: typeWebhook, Streams: []string{}, WebhookURL: webhookURL, LeaseTTLms: defaultLeaseTTL})
@@ -48,8 +51,8 @@ func (s *Service) dispatchLink(ctx context.Context, tx *streamdb.Tx, id, path st
 	} else if sb.Type != in.Type {
 		return nil, fail(http.StatusConflict, codeAlreadyExists, "Subscription "+id+" exists and is not a "+in.Type+" subscription")
 	}
-	if err := linkExplicit(ctx, tx, id, []string{rel}); err != nil {
-		return nil, err
+	if _, err := tx.Exec(ctx, sqlLinkExplicitFromStart, id, []string{rel}, streamRoot); err != nil {
+		return nil, fmt.Errorf("dssub: link %s: %w", rel, err)
 	}
 	if err := bumpVersion(ctx, tx); err != nil {
 		return nil, err

@@ -237,6 +237,8 @@ type ackRequest struct {
 		Offset *string `json:"offset"`
 	} `json:"acks"`
 	Done *bool `json:"done"`
+	// effects are a remote handler's writes, committed with the acknowledgement.
+	effects Effects
 }
 
 // fence checks that a bearer token and a request are for the subscription's current wake.
@@ -333,6 +335,11 @@ func (s *Service) ack(ctx context.Context, id, token string, req *ackRequest, pu
 		if err != nil {
 			return err
 		}
+		if req.effects != nil {
+			if err := applyEffects(ctx, tx, links, req); err != nil {
+				return err
+			}
+		}
 		if err := applyAcks(ctx, tx, sb, links, req); err != nil {
 			return err
 		}
@@ -354,6 +361,9 @@ func (s *Service) ack(ctx context.Context, id, token string, req *ackRequest, pu
 	})
 	if err != nil {
 		return false, err
+	}
+	if req.effects != nil {
+		req.effects.Committed()
 	}
 	s.committed(sb, job)
 	return nextWake, nil

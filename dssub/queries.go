@@ -48,15 +48,16 @@ var (
 	sqlDueSubscriptions   = queries.Get("DueSubscriptions")
 
 	// store.go
-	sqlUpdateWakeState   = queries.Get("UpdateWakeState")
-	sqlRebaseLinks       = queries.Get("RebaseLinks")
-	sqlSelectLinks       = queries.Get("SelectLinks")
-	sqlClearWakeSnapshot = queries.Get("ClearWakeSnapshot")
-	sqlTakeWakeSnapshot  = queries.Get("TakeWakeSnapshot")
-	sqlAckSnapshot       = queries.Get("AckSnapshot")
-	sqlUpdateAcked       = queries.Get("UpdateAcked")
-	sqlBumpVersion       = queries.Get("BumpVersion")
-	sqlLinkExplicit      = queries.Get("LinkExplicit")
+	sqlUpdateWakeState       = queries.Get("UpdateWakeState")
+	sqlRebaseLinks           = queries.Get("RebaseLinks")
+	sqlSelectLinks           = queries.Get("SelectLinks")
+	sqlClearWakeSnapshot     = queries.Get("ClearWakeSnapshot")
+	sqlTakeWakeSnapshot      = queries.Get("TakeWakeSnapshot")
+	sqlAckSnapshot           = queries.Get("AckSnapshot")
+	sqlUpdateAcked           = queries.Get("UpdateAcked")
+	sqlBumpVersion           = queries.Get("BumpVersion")
+	sqlLinkExplicit          = queries.Get("LinkExplicit")
+	sqlLinkExplicitFromStart = queries.Get("LinkExplicitFromStart")
 
 	// wake.go
 	sqlAbandonAttempt  = queries.Get("AbandonAttempt")

@@ -1,7 +1,9 @@
 package remote
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -9,10 +11,14 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/entityd/entityd/dssub"
+	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/httpx"
+	"github.com/entityd/entityd/runtime"
+	"github.com/entityd/entityd/slashcmd"
 )
 
-const maxCallbackBytes = 1 << 20
+// maxCallbackBytes bounds a callback body; a done may carry a handler's effects.
+const maxCallbackBytes = 4 << 20
 
 // Callbacks serves POST /_electric/wake-callbacks/:consumerId (the consumer id is the
 // wake id a webhook wake carries):
@@ -20,11 +26,18 @@ const maxCallbackBytes = 1 << 20
 //	{epoch, wakeId}                      claim → {ok:true, writeToken}
 //	{epoch}                              heartbeat (keeps the lease) → {ok:true}
 //	{epoch, acks:[{path,offset}], done}  done (acks, then the wake ends) → {ok:true}
+//	{epoch, acks, effects}               acks with a handler's writes (entityd) → {ok:true}
 //
 // every one with the wake's claim token as Authorization: Bearer (or
 // Electric-Claim-Token). Unlike the reference, the claim token is verified on claims too.
+//
+// entityd extends done with "effects": what the handler wrote, committed together with
+// the acknowledgement (see runtime.DecodeRemoteEffects). The Go SDK uses it when it runs
+// outside the server; a handler that writes with its write token does not need it.
 type Callbacks struct {
 	Subs *dssub.Service
+	// Effects decodes and checks a done's effects (nil: effects are refused).
+	Effects func(ctx context.Context, raw json.RawMessage) (dssub.Effects, error)
 }
 
 // Routes registers the route (mounted under /_electric/wake-callbacks by the api).
@@ -42,7 +55,8 @@ type callbackBody struct {
 		Stream *string `json:"stream"`
 		Offset *string `json:"offset"`
 	} `json:"acks"`
-	Done *bool `json:"done"`
+	Done    *bool           `json:"done"`
+	Effects json.RawMessage `json:"effects"`
 }
 
 func (c *Callbacks) callback(w http.ResponseWriter, r *http.Request) error {
@@ -86,6 +100,23 @@ func (c *Callbacks) callback(w http.ResponseWriter, r *http.Request) error {
 		cb.Acks = append(cb.Acks, dssub.Ack{Path: *path, Offset: *a.Offset})
 	}
 
+	if len(body.Effects) > 0 && string(body.Effects) != "null" {
+		if wakeID != nil && !cb.Done {
+			return bad("effects are sent with an acknowledgement or a done, not with a claim")
+		}
+		if c.Effects == nil {
+			return bad("this server does not accept effects")
+		}
+		eff, err := c.Effects(r.Context(), body.Effects)
+		var refused *runtime.EffectsError
+		if errors.As(err, &refused) {
+			return httpx.New(http.StatusUnprocessableEntity, "INVALID_EFFECTS", refused.Msg)
+		} else if err != nil {
+			return err
+		}
+		cb.Effects = eff
+	}
+
 	if wakeID != nil && !cb.Done {
 		writeToken, err := c.Subs.ClaimWake(r.Context(), cb)
 		if err != nil {
@@ -96,7 +127,7 @@ func (c *Callbacks) callback(w http.ResponseWriter, r *http.Request) error {
 	}
 	nextWake, ended, err := c.Subs.Callback(r.Context(), cb)
 	if err != nil {
-		return err
+		return effectsError(err)
 	}
 	out := map[string]any{"ok": true}
 	if cb.Done {
@@ -107,4 +138,16 @@ func (c *Callbacks) callback(w http.ResponseWriter, r *http.Request) error {
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// effectsError answers the ways committing a done's effects can fail.
+func effectsError(err error) error {
+	var invalid *slashcmd.InvalidError
+	switch {
+	case errors.Is(err, entity.ErrNotRunning):
+		return httpx.New(http.StatusConflict, "NOT_RUNNING", err.Error())
+	case errors.As(err, &invalid), errors.Is(err, slashcmd.ErrTooManyCommands):
+		return httpx.New(http.StatusUnprocessableEntity, "INVALID_EFFECTS", err.Error())
+	}
+	return err
 }

@@ -52,7 +52,7 @@ func TestRunnerLifecycle(t *testing.T) {
 }
 
 // TestRunnerClaimsDispatchedWork: a type dispatching to a runner links each entity to
-// runner:<id>; a send is announced on the runner's wake stream, and the runner's claim
+// runner:<id> from the start of its stream (the spawn is its first wake); a send is announced on the runner's wake stream, and the runner's claim
 // returns the webhook notification (entity, callback, token); it claims the wake for a
 // write token, writes, and finishes it; then nothing is left to claim (204).
 func TestRunnerClaimsDispatchedWork(t *testing.T) {
@@ -65,7 +65,15 @@ func TestRunnerClaimsDispatchedWork(t *testing.T) {
 	require.Equal(t, http.StatusConflict, r.status, "a spawn for a runner that is not registered: %s", r.text())
 
 	require.Equal(t, http.StatusCreated, e.do("PUT", "/_electric/entities/pulled/p", `{}`).status)
-	require.Equal(t, http.StatusNoContent, e.do("POST", "/_electric/runners/r1/claim", `{}`).status, "nothing to do yet")
+	// The spawn's own events are the first work (as for a handler in the server).
+	r = e.do("POST", "/_electric/runners/r1/claim", `{}`)
+	require.Equal(t, http.StatusOK, r.status, "the spawn wakes the runner: %s", r.text())
+	first := r.json(t)
+	firstTail := first["streams"].([]any)[0].(map[string]any)["offset"].(string)
+	r = e.do("POST", "/_electric/wake-callbacks/"+first["wakeId"].(string), `{"epoch":`+fmt.Sprint(first["epoch"])+
+		`,"acks":[{"path":"/pulled/p/main","offset":"`+firstTail+`"}],"done":true}`, "Authorization", "Bearer "+first["token"].(string))
+	require.Equal(t, http.StatusOK, r.status, r.text())
+	require.Equal(t, http.StatusNoContent, e.do("POST", "/_electric/runners/r1/claim", `{}`).status, "nothing to do after the spawn")
 	require.Equal(t, http.StatusOK, e.do("POST", "/_electric/entities/pulled/p/send", `{"payload":"work"}`).status)
 
 	var n map[string]any

@@ -1,10 +1,6 @@
 package runtime
 
-import (
-	"time"
-
-	"github.com/entityd/entityd/slashcmd"
-)
+import "github.com/entityd/entityd/slashcmd"
 
 // SlashCommands manages the woken entity's slash commands with the layer rules of
 // package slashcmd: each owner has one layer per command name, the newest registration is
@@ -21,21 +17,20 @@ func (s *SlashCommands) load() (*slashcmd.Set, error) {
 	if s.set != nil {
 		return s.set, nil
 	}
-	svc := s.c.rt.registry.Commands()
-	entries, err := svc.Load(s.c, s.c.Entity.URL)
+	set, err := s.c.host.loadCommands(s.c, s.c.Entity.URL, s.c.def)
 	if err != nil {
 		return nil, err
 	}
-	s.set = slashcmd.NewSet(entries, svc.Limits(), time.Now())
+	s.set = set
 	return s.set, nil
 }
 
-func (s *SlashCommands) apply(op func(*slashcmd.Set) error) error {
+func (s *SlashCommands) apply(op commandOp) error {
 	set, err := s.load()
 	if err != nil {
 		return err
 	}
-	if err := op(set); err != nil {
+	if err := op.apply(set); err != nil {
 		return err
 	}
 	s.c.eff.commandOps = append(s.c.eff.commandOps, op)
@@ -63,16 +58,16 @@ func (s *SlashCommands) List() ([]SlashCommandRow, error) {
 
 // Register puts reg on top of its name's layers (owner "handler" when empty).
 func (s *SlashCommands) Register(reg SlashCommandRegistration) error {
-	return s.apply(func(set *slashcmd.Set) error { return set.Register(reg) })
+	return s.apply(commandOp{Op: "register", Registration: &reg})
 }
 
 // Unregister removes owner's layer for name ("" = the top layer's owner).
 func (s *SlashCommands) Unregister(name, owner string) error {
-	return s.apply(func(set *slashcmd.Set) error { set.Unregister(name, owner); return nil })
+	return s.apply(commandOp{Op: "unregister", Name: name, Owner: owner})
 }
 
 // ReplaceOwned makes owner's registrations exactly regs; the whole set is validated
 // first and applied as one change.
 func (s *SlashCommands) ReplaceOwned(owner string, regs []SlashCommandRegistration) error {
-	return s.apply(func(set *slashcmd.Set) error { return set.ReplaceOwned(owner, regs) })
+	return s.apply(commandOp{Op: "replace_owned", Owner: owner, Registrations: regs})
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
-	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/streamdb"
@@ -34,7 +33,7 @@ type Context struct {
 	// SlashCommands manages the entity's slash commands; reads see this run's own writes.
 	SlashCommands *SlashCommands
 
-	rt       *Runtime
+	host     host
 	def      *EntityDefinition
 	state    func() (*wake.State, error)
 	steer    <-chan InboxWake
@@ -49,10 +48,14 @@ type Entity struct {
 }
 
 func (r *Runtime) newContext(ctx context.Context, def *EntityDefinition, job *wake.Job) *Context {
-	eff := &effects{rt: r, url: job.EntityURL}
+	return newContext(ctx, r, r.log, def, job, &effects{rt: r, url: job.EntityURL})
+}
+
+// newContext is a handler's Context for job, wherever the handler runs (h says where).
+func newContext(ctx context.Context, h host, log *zap.Logger, def *EntityDefinition, job *wake.Job, eff *effects) *Context {
 	c := &Context{Context: ctx, Wake: job.Wake, Entity: Entity{URL: job.EntityURL, Type: job.EntityType},
-		Attempt: job.Attempt, rt: r, def: def, state: job.State, steer: job.Steer, eff: eff,
-		Log: r.log.With(zap.String("entity", job.EntityURL), zap.String("wake", job.Wake.Kind()))}
+		Attempt: job.Attempt, host: h, def: def, state: job.State, steer: job.Steer, eff: eff,
+		Log: log.With(zap.String("entity", job.EntityURL), zap.String("wake", job.Wake.Kind()))}
 	c.commands = &SlashCommands{c: c}
 	c.SlashCommands = c.commands
 	return c
@@ -135,7 +138,7 @@ func (c *Context) validateState(eventType string, value []byte) error {
 	if !ok {
 		return &StateValidationError{EventType: eventType}
 	}
-	schema, err := c.rt.registry.Schemas().Get(raw)
+	schema, err := c.host.schemaCache().Get(raw)
 	if err != nil {
 		return fmt.Errorf("runtime: state schema %s: %w", eventType, err)
 	}
@@ -228,28 +231,17 @@ type Message struct {
 // acknowledgement commits, with from_agent set to this entity). The message is validated
 // now, with the same rules as the HTTP send path.
 func (c *Context) Send(url string, msg Message) error {
-	target, err := c.rt.registry.Get(c, url)
-	if err != nil {
-		return fmt.Errorf("runtime: send to %s: %w", url, err)
-	}
-	if !target.Status.AcceptsWrites() {
-		return fmt.Errorf("runtime: send to %s: %w", url, entity.ErrNotRunning)
-	}
 	payload, err := toJSON(msg.Payload)
 	if err != nil {
 		return err
 	}
 	req := &inbox.SendRequest{Payload: payload, Type: msg.Type, Key: msg.Key, Mode: msg.Mode,
 		Sender: c.Entity.URL, FromAgent: c.Entity.URL}
-	t, err := c.rt.registry.Type(c, target.Type)
-	if err != nil && !errors.Is(err, entity.ErrTypeNotFound) {
+	p, err := c.host.prepareSend(c, url, req)
+	if err != nil {
 		return err
 	}
-	if err := c.rt.sender.Validate(target, t, req); err != nil {
-		return fmt.Errorf("runtime: send to %s: %w", url, err)
-	}
-	p := c.rt.sender.Prepare(req)
-	c.eff.sends = append(c.eff.sends, pendingSend{url: target.URL, prepared: p})
+	c.eff.sends = append(c.eff.sends, p)
 	return nil
 }
 
@@ -269,7 +261,7 @@ func (c *Context) Schedule(at time.Time, payload any) (string, error) {
 // event of one of eventTypes (any type when none are given) from its handler, and when it
 // stops or is killed.
 func (c *Context) Observe(url string, eventTypes ...string) error {
-	if _, err := c.rt.registry.Get(c, url); err != nil {
+	if err := c.host.checkEntity(c, url); err != nil {
 		return fmt.Errorf("runtime: observe %s: %w", url, err)
 	}
 	c.eff.observations = append(c.eff.observations, observation{source: url, types: eventTypes})

@@ -19,14 +19,15 @@ type effects struct {
 	url          string
 	events       [][]byte
 	sends        []pendingSend
-	commandOps   []func(*slashcmd.Set) error
+	commandOps   []commandOp
 	timers       []timer
 	observations []observation
 }
 
 type pendingSend struct {
 	url      string // the target entity
-	prepared *inbox.Prepared
+	req      *inbox.SendRequest
+	prepared *inbox.Prepared // in the server only
 }
 
 type timer struct {
@@ -56,7 +57,7 @@ func (e *effects) Apply(ctx context.Context, tx *streamdb.Tx) error {
 	if len(e.commandOps) > 0 {
 		_, err := e.rt.registry.Commands().ApplyTx(ctx, tx, e.url, func(set *slashcmd.Set) error {
 			for _, op := range e.commandOps {
-				if err := op(set); err != nil {
+				if err := op.apply(set); err != nil {
 					return err
 				}
 			}

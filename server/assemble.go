@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -90,7 +91,10 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	a.API.SetDispatcher(a.Wake)
 	a.API.MountRoutes(strings.TrimSuffix(dssub.ControlPrefix, "/"), a.Subs.Routes)
 	a.API.MountRoutes(strings.TrimSuffix(dssub.AliasControlPrefix, "/"), a.Subs.Routes)
-	a.API.MountRoutes(strings.TrimSuffix(remote.CallbackPrefix, "/"), (&remote.Callbacks{Subs: a.Subs}).Routes)
+	a.API.MountRoutes(strings.TrimSuffix(remote.CallbackPrefix, "/"), (&remote.Callbacks{Subs: a.Subs,
+		Effects: func(ctx context.Context, raw json.RawMessage) (dssub.Effects, error) {
+			return a.Runtime.DecodeRemoteEffects(ctx, raw)
+		}}).Routes)
 	a.API.MountRoutes(remote.RunnersPrefix, (&remote.Runners{Store: a.Store, Subs: a.Subs, Registry: a.Registry,
 		Origin: func(r *http.Request) string {
 			if subOpts.PublicURL != "" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/entityd/entityd/entity"
@@ -153,25 +152,8 @@ type failure struct {
 }
 
 func (d *Dispatcher) recordFailure(ctx context.Context, f fence, fl failure) error {
-	now := time.Now()
-	var v rawjson.Object
-	v.String("message", storableError(fl.err)).String("wake", fl.it.wake.Kind()).String("key", fl.it.key).
-		String("offset", fl.it.offset.String()).Int("attempt", int64(fl.attempt)).Int("max_attempts", int64(fl.max))
-	v.Bool("will_retry", !fl.giveUp)
-	if !fl.giveUp {
-		v.Time("retry_at", fl.retryAt)
-	}
-	v.Time("timestamp", now)
-	events := [][]byte{streamdb.Event{Type: "error", Key: "error-" + strconv.FormatInt(fl.it.seq, 10) + "-" + strconv.Itoa(fl.attempt),
-		Value: v.Bytes(), Operation: streamdb.OpInsert, Timestamp: now}.Marshal()}
-	if fl.giveUp {
-		if _, ok := fl.it.wake.(InboxWake); ok {
-			var u rawjson.Object
-			u.String("status", "failed").Time("failed_at", now).String("error", storableError(fl.err)).Int("attempts", int64(fl.attempt))
-			events = append(events, streamdb.Event{Type: "inbox", Key: fl.it.key, Value: u.Bytes(),
-				Operation: streamdb.OpUpdate, Timestamp: now}.Marshal())
-		}
-	}
+	events := FailureEvents(RunFailure{Wake: fl.it.wake, Key: fl.it.key, Seq: fl.it.seq, Offset: fl.it.offset.String(),
+		Err: fl.err, Attempt: fl.attempt, MaxAttempts: fl.max, RetryAt: fl.retryAt, GiveUp: fl.giveUp})
 	err := d.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		if err := checkFence(ctx, tx, f); err != nil {
 			return err

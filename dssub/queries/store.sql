@@ -52,6 +52,15 @@ INSERT INTO ds_subscription_streams (subscription_id, path, explicit, stream_id,
   LEFT JOIN stream_heads s ON s.path = $3 || u.path AND NOT s.soft_deleted
   ON CONFLICT (subscription_id, path) DO UPDATE SET explicit = true
 
+-- name: LinkExplicitFromStart
+-- A dispatch link, made in the transaction that spawns the entity: what the spawn wrote
+-- is the first work.
+INSERT INTO ds_subscription_streams (subscription_id, path, explicit, stream_id, acked_seq, acked_pos)
+  SELECT $1, u.path, true, s.id, 0, 0
+  FROM unnest($2::text[]) AS u(path)
+  LEFT JOIN stream_heads s ON s.path = $3 || u.path AND NOT s.soft_deleted
+  ON CONFLICT (subscription_id, path) DO UPDATE SET explicit = true
+
 -- name: LockSub
 SELECT {{subColumns}} FROM ds_subscriptions WHERE id = $1 FOR UPDATE
 

@@ -1,4 +1,6 @@
-package main
+// Package assistant is the demo entity type that `make run` serves in the server, and
+// that cmd/entityd-remote serves from another process with the same code.
+package assistant
 
 import (
 	"fmt"
@@ -6,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/runtime"
 )
 
@@ -13,7 +16,7 @@ func strp(s string) *string { return &s }
 
 func truep() *bool { b := true; return &b }
 
-// assistant is the demo entity: it answers every composer_input with a text event that
+// Definition is the demo entity: it answers every composer_input with a text event that
 // says how it read the message — the primary command, further commands (modifiers), the
 // references (files, symbols, branches) and the plain text — without calling any model.
 //
@@ -21,7 +24,7 @@ func truep() *bool { b := true; return &b }
 // dynamic slash commands (owner "skills", on top of the static ones of the same name),
 // and a message whose first command names a skill gets that skill inserted into the
 // entity's context ("skill:<name>", once), which the reply mentions.
-func assistant(skillsDir string) runtime.EntityDefinition {
+func Definition(skillsDir string) runtime.EntityDefinition {
 	skills := runtime.NewSkillsLoader(skillsDir)
 	return runtime.EntityDefinition{
 		Type:        "assistant",
@@ -71,7 +74,7 @@ func describeLoaded(l *runtime.LoadedSkill) string {
 }
 
 // describe explains how the assistant interpreted a composer_input.
-func describe(ci *composerInput) string {
+func describe(ci *inbox.ComposerInput) string {
 	var b strings.Builder
 	cmds := ci.SlashCommandNodes()
 	if len(cmds) == 0 {

@@ -1,0 +1,211 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/entityd/entityd/internal/schemas"
+)
+
+// Remote runs entity definitions in a process other than the server, with no change to
+// their handlers: it receives the server's wakes as a webhook handler (Webhook) or as a
+// pull-wake runner (RunRunner), reads each woken entity's stream over HTTP, finds the
+// same wakes the server would (wake.Scanner), runs the Handler with the same Context, and
+// sends what the handler wrote back with the wake's callback, where the server checks it
+// and commits it together with the acknowledgement: all of a run's writes or none, and
+// none under a stale epoch. Failing runs are retried with backoff and given up on after
+// MaxAttempts, with the same error events as in the server.
+//
+// Differences from running in the server: Steering() never delivers (steer messages are
+// wakes of their own), InboxWake.Offset is empty, and a send is checked against its
+// target's schemas when the wake commits rather than when Send is called.
+type Remote struct {
+	server  string
+	client  *http.Client
+	headers http.Header
+	log     *zap.Logger
+	opts    RemoteOptions
+
+	defs    map[string]*EntityDefinition
+	schemas *schemas.Cache
+	states  *stateCache
+	keys    *jwksCache
+}
+
+// RemoteOptions configure a Remote.
+type RemoteOptions struct {
+	// Server is entityd's base URL, e.g. http://127.0.0.1:4437.
+	Server string
+	// Client makes the requests (default: a client with a 60 s timeout).
+	Client *http.Client
+	// Headers are added to every request to the server.
+	Headers http.Header
+	Log     *zap.Logger
+	// MaxAttempts is how many times a failing unit of work is run before it is given up
+	// on (default 5, as in the server); BaseBackoff and MaxBackoff bound the pause
+	// between attempts (default 200 ms doubling to 30 s).
+	MaxAttempts             int
+	BaseBackoff, MaxBackoff time.Duration
+	// Parallel is how many entities of one wake are handled at once (default 8).
+	Parallel int
+	// Heartbeat is how often a wake in progress renews its lease (default 10 s).
+	Heartbeat time.Duration
+	// CachedEntities bounds the entity states kept between wakes (default 1,000).
+	CachedEntities int
+}
+
+// NewRemote prepares defs to run against the server at opts.Server.
+func NewRemote(opts RemoteOptions, defs ...EntityDefinition) (*Remote, error) {
+	if !strings.HasPrefix(opts.Server, "http://") && !strings.HasPrefix(opts.Server, "https://") {
+		return nil, fmt.Errorf("runtime: Remote needs the server's http(s) URL, got %q", opts.Server)
+	}
+	if opts.Client == nil {
+		opts.Client = &http.Client{Timeout: 60 * time.Second}
+	}
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&opts.BaseBackoff, 200*time.Millisecond)
+	def(&opts.MaxBackoff, 30*time.Second)
+	def(&opts.Heartbeat, 10*time.Second)
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = 5
+	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = 8
+	}
+	if opts.CachedEntities <= 0 {
+		opts.CachedEntities = 1000
+	}
+	r := &Remote{server: strings.TrimRight(opts.Server, "/"), client: opts.Client, headers: opts.Headers,
+		log: opts.Log.Named("remote"), opts: opts, defs: map[string]*EntityDefinition{}, schemas: schemas.NewCache(),
+		states: newStateCache(opts.CachedEntities)}
+	r.keys = &jwksCache{r: r}
+	for i := range defs {
+		d := defs[i]
+		if _, _, _, _, err := d.typeJSON(); err != nil {
+			return nil, err
+		}
+		if _, dup := r.defs[d.Type]; dup {
+			return nil, fmt.Errorf("runtime: entity type %q is defined twice", d.Type)
+		}
+		r.defs[d.Type] = &d
+	}
+	if len(r.defs) == 0 {
+		return nil, errors.New("runtime: Remote needs at least one entity definition")
+	}
+	return r, nil
+}
+
+// backoff is the pause after n failures.
+func (r *Remote) backoff(n int) time.Duration {
+	b := r.opts.BaseBackoff
+	for i := 1; i < n && b < r.opts.MaxBackoff; i++ {
+		b *= 2
+	}
+	return min(b, r.opts.MaxBackoff)
+}
+
+// remoteWake is a wake as a webhook delivers it and a runner's claim returns it
+// (Electric's names, with the Durable Streams ones as fallbacks).
+type remoteWake struct {
+	WakeID     string `json:"wakeId"`
+	WakeIDDS   string `json:"wake_id"`
+	Epoch      int64  `json:"epoch"`
+	Generation int64  `json:"generation"`
+	Callback   string `json:"callback"`
+	ClaimToken string `json:"claimToken"`
+	Token      string `json:"token"`
+	Streams    []struct {
+		Path        string `json:"path"`
+		Offset      string `json:"offset"`
+		AckedOffset string `json:"acked_offset"`
+	} `json:"streams"`
+}
+
+func (w *remoteWake) normalize() error {
+	if w.WakeID == "" {
+		w.WakeID = w.WakeIDDS
+	}
+	if w.Epoch == 0 {
+		w.Epoch = w.Generation
+	}
+	if w.ClaimToken == "" {
+		w.ClaimToken = w.Token
+	}
+	if w.WakeID == "" || w.Epoch < 1 || w.Callback == "" || w.ClaimToken == "" {
+		return errors.New("runtime: a wake needs wakeId, epoch, callback and claimToken")
+	}
+	return nil
+}
+
+// handleWake runs the handlers of every entity the wake lists with new events, commits
+// each entity's writes with its acknowledgement, and ends the wake. An entity whose run
+// could not be committed (the server or the network failed) is left unacknowledged, and
+// the wake is not ended: its lease lapses and the server wakes the handler again.
+func (r *Remote) handleWake(ctx context.Context, w *remoteWake) error {
+	if err := w.normalize(); err != nil {
+		return err
+	}
+	hbCtx, stopHeartbeat := context.WithCancel(ctx)
+	defer stopHeartbeat()
+	go r.heartbeat(hbCtx, w)
+
+	var (
+		mu     sync.Mutex
+		failed []error
+		wg     sync.WaitGroup
+		slots  = make(chan struct{}, r.opts.Parallel)
+	)
+	for _, s := range w.Streams {
+		if s.Offset == "" || s.Offset == s.AckedOffset {
+			continue // nothing new on this stream
+		}
+		path := "/" + strings.TrimLeft(s.Path, "/")
+		acked := s.AckedOffset
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			if err := r.runStream(ctx, w, path, acked); err != nil {
+				mu.Lock()
+				failed = append(failed, fmt.Errorf("%s: %w", path, err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(failed...); err != nil {
+		return err
+	}
+	_, err := r.call(ctx, http.MethodPost, w.Callback, w.ClaimToken, map[string]any{"epoch": w.Epoch, "done": true}, nil)
+	return err
+}
+
+// heartbeat renews the wake's lease while it is being handled.
+func (r *Remote) heartbeat(ctx context.Context, w *remoteWake) {
+	t := time.NewTicker(r.opts.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := r.call(ctx, http.MethodPost, w.Callback, w.ClaimToken, map[string]any{"epoch": w.Epoch}, nil); err != nil && ctx.Err() == nil {
+				r.log.Warn("wake heartbeat failed", zap.String("wake", w.WakeID), zap.Error(err))
+			}
+		}
+	}
+}

@@ -1,0 +1,266 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/internal/entitypath"
+	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wake"
+)
+
+// Limits of one done's effects (the callback body is bounded too).
+const (
+	maxRemoteRuns    = 1000 // entities in one done
+	maxRemoteEvents  = 1000 // per entity
+	maxRemoteOthers  = 100  // sends, slash-command changes, timers, observations per entity
+	maxTimerIDLength = 128
+)
+
+// systemEventTypes are written by the server only: a handler writing one would forge a
+// message, a spawn, a signal or a timer for the next wake.
+var systemEventTypes = map[string]bool{
+	inbox.EventType: true, "entity_created": true, "entity_stopped": true, "signal": true, "wake": true,
+	"slash_command": true,
+}
+
+// EffectsError is a done callback's effects that the server refuses; nothing of the done
+// is committed.
+type EffectsError struct{ Msg string }
+
+func (e *EffectsError) Error() string { return e.Msg }
+
+// RemoteEffects are the checked writes of the handler runs a done callback reports (see
+// effectsDoc), ready to be committed in the done's transaction.
+type RemoteEffects struct {
+	runs []remoteRun
+}
+
+type remoteRun struct {
+	stream string // the entity's main stream
+	events [][]byte
+	eff    *effects
+}
+
+// DecodeRemoteEffects reads a done callback's "effects" (one document per entity) and
+// checks them as the in-process Context checks a handler's writes: event shapes and the
+// entity type's state schemas, sends with the HTTP send path's rules, timers and
+// observed entities. Slash-command changes are checked when they are replayed against
+// the stored layers at commit.
+func (r *Runtime) DecodeRemoteEffects(ctx context.Context, raw json.RawMessage) (*RemoteEffects, error) {
+	var docs []effectsDoc
+	if err := json.Unmarshal(raw, &docs); err != nil {
+		return nil, &EffectsError{"effects must be an array of {stream, events, sends, slash_commands, timers, observations}: " + err.Error()}
+	}
+	if len(docs) > maxRemoteRuns {
+		return nil, &EffectsError{fmt.Sprintf("effects name more than %d entities", maxRemoteRuns)}
+	}
+	out := &RemoteEffects{}
+	seen := map[string]bool{}
+	for i := range docs {
+		run, err := r.checkRemoteRun(ctx, &docs[i])
+		if err != nil {
+			return nil, err
+		}
+		if seen[run.stream] {
+			return nil, &EffectsError{"effects name the stream " + run.stream + " twice"}
+		}
+		seen[run.stream] = true
+		out.runs = append(out.runs, run)
+	}
+	return out, nil
+}
+
+func (r *Runtime) checkRemoteRun(ctx context.Context, d *effectsDoc) (remoteRun, error) {
+	bad := func(format string, args ...any) (remoteRun, error) {
+		return remoteRun{}, &EffectsError{d.Stream + ": " + fmt.Sprintf(format, args...)}
+	}
+	url, ok := entitypath.OfMain(d.Stream)
+	if !ok {
+		return bad("effects belong to an entity's main stream (/<type>/<id>/main)")
+	}
+	e, err := r.registry.Get(ctx, url)
+	if errors.Is(err, entity.ErrNotFound) {
+		return bad("no such entity")
+	} else if err != nil {
+		return remoteRun{}, err
+	}
+	if len(d.Events) > maxRemoteEvents {
+		return bad("more than %d events", maxRemoteEvents)
+	}
+	if len(d.Sends) > maxRemoteOthers || len(d.SlashCommands) > maxRemoteOthers || len(d.Timers) > maxRemoteOthers ||
+		len(d.Observations) > maxRemoteOthers {
+		return bad("more than %d sends, slash-command changes, timers or observations", maxRemoteOthers)
+	}
+	run := remoteRun{stream: d.Stream, eff: &effects{rt: r, url: url, commandOps: d.SlashCommands}}
+	states, err := r.stateSchemas(ctx, e.Type)
+	if err != nil {
+		return remoteRun{}, err
+	}
+	for i, raw := range d.Events {
+		if err := r.checkRemoteEvent(raw, states); err != nil {
+			return bad("events[%d]: %v", i, err)
+		}
+		run.events = append(run.events, raw)
+	}
+	for i, s := range d.Sends {
+		if s.Mode != "" && !inbox.ValidMode(s.Mode) {
+			return bad("sends[%d]: unknown mode %q", i, s.Mode)
+		}
+		if len(s.Payload) == 0 {
+			s.Payload = json.RawMessage("null")
+		}
+		req := &inbox.SendRequest{Payload: s.Payload, Type: s.Type, Key: s.Key, Mode: s.Mode, Sender: url, FromAgent: url}
+		p, err := r.prepareSend(ctx, s.To, req)
+		if err != nil {
+			return bad("sends[%d]: %v", i, err)
+		}
+		run.eff.sends = append(run.eff.sends, p)
+	}
+	for i, op := range d.SlashCommands {
+		switch op.Op {
+		case "register", "unregister", "replace_owned":
+		default:
+			return bad("slash_commands[%d]: unknown operation %q", i, op.Op)
+		}
+	}
+	for i, t := range d.Timers {
+		if t.ID == "" || len(t.ID) > maxTimerIDLength || t.DueAt.IsZero() {
+			return bad("timers[%d]: a timer needs an id (at most %d bytes) and a due_at", i, maxTimerIDLength)
+		}
+		payload := t.Payload
+		if len(payload) == 0 {
+			payload = json.RawMessage("null")
+		}
+		run.eff.timers = append(run.eff.timers, timer{id: t.ID, due: t.DueAt, payload: payload})
+	}
+	for i, o := range d.Observations {
+		if !o.Remove {
+			if err := r.checkEntity(ctx, o.Source); err != nil {
+				return bad("observations[%d]: %s: %v", i, o.Source, err)
+			}
+		}
+		run.eff.observations = append(run.eff.observations, observation{source: o.Source, types: o.Types, remove: o.Remove})
+	}
+	return run, nil
+}
+
+// stateSchemas are the registered type's state schemas by event type (nil: any).
+func (r *Runtime) stateSchemas(ctx context.Context, typeName string) (map[string]json.RawMessage, error) {
+	t, err := r.registry.Type(ctx, typeName)
+	if errors.Is(err, entity.ErrTypeNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	if len(t.StateSchemas) == 0 || string(t.StateSchemas) == "null" {
+		return nil, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(t.StateSchemas, &m); err != nil {
+		return nil, fmt.Errorf("runtime: state schemas of %s: %w", typeName, err)
+	}
+	return m, nil
+}
+
+// builtinEventTypes are written by Context helpers (WriteText, InsertContext,
+// RemoveContext) and are not subject to the type's state schemas.
+var builtinEventTypes = map[string]bool{"text": true, "context_inserted": true, "context_removed": true}
+
+func (r *Runtime) checkRemoteEvent(raw json.RawMessage, states map[string]json.RawMessage) error {
+	var ev wake.Event
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return errors.New("not a State Protocol event")
+	}
+	if ev.Type == "" || ev.Key == "" {
+		return errors.New("an event needs a type and a key")
+	}
+	if ev.Headers.Control != "" {
+		return errors.New("control events are not written by handlers")
+	}
+	if ev.Type == inbox.EventType && ev.Headers.Operation == streamdb.OpUpdate && marksFailed(ev.Value) {
+		return nil // a unit of work given up on (wake.FailureEvents)
+	}
+	if systemEventTypes[ev.Type] {
+		return fmt.Errorf("event type %q is written by the server only", ev.Type)
+	}
+	switch ev.Headers.Operation {
+	case streamdb.OpInsert, streamdb.OpUpdate, streamdb.OpUpsert, streamdb.OpDelete:
+	default:
+		return fmt.Errorf("unknown operation %q", ev.Headers.Operation)
+	}
+	if states == nil || builtinEventTypes[ev.Type] || ev.Headers.Operation == streamdb.OpDelete {
+		return nil
+	}
+	schema, ok := states[ev.Type]
+	if !ok {
+		return (&StateValidationError{EventType: ev.Type})
+	}
+	compiled, err := r.registry.Schemas().Get(schema)
+	if err != nil {
+		return fmt.Errorf("state schema %s: %w", ev.Type, err)
+	}
+	if d := compiled.Validate(ev.Value); d != nil {
+		return &StateValidationError{EventType: ev.Type, Details: d}
+	}
+	return nil
+}
+
+// Streams are the entity streams the effects write to.
+func (e *RemoteEffects) Streams() []string {
+	out := make([]string, len(e.runs))
+	for i, r := range e.runs {
+		out[i] = r.stream
+	}
+	return out
+}
+
+// Apply writes every run's events and other effects in tx, and returns the end offsets
+// of the events appended to each stream.
+func (e *RemoteEffects) Apply(ctx context.Context, tx *streamdb.Tx) (map[string][]streamdb.Offset, error) {
+	appended := map[string][]streamdb.Offset{}
+	for _, run := range e.runs {
+		if len(run.events) > 0 {
+			res, err := tx.Append(ctx, &streamdb.AppendRequest{Path: run.stream, ContentType: "application/json",
+				Messages: run.events})
+			var closed *streamdb.ClosedError
+			if errors.As(err, &closed) {
+				return nil, fmt.Errorf("runtime: %s: %w", run.stream, entity.ErrNotRunning)
+			} else if err != nil {
+				return nil, fmt.Errorf("runtime: %s: %w", run.stream, err)
+			}
+			appended[run.stream] = res.Offsets
+		}
+		if err := run.eff.Apply(ctx, tx); err != nil {
+			return nil, err
+		}
+	}
+	return appended, nil
+}
+
+// Committed runs after the done's transaction commits.
+func (e *RemoteEffects) Committed() {
+	for _, run := range e.runs {
+		run.eff.Committed()
+	}
+}
+
+// marksFailed reports an inbox update that only marks a message failed.
+func marksFailed(v json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(v, &m) != nil || string(m["status"]) != `"failed"` {
+		return false
+	}
+	for k := range m {
+		switch k {
+		case "status", "failed_at", "error", "attempts":
+		default:
+			return false
+		}
+	}
+	return true
+}

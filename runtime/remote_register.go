@@ -1,0 +1,48 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+)
+
+// Dispatch says where the server sends the wakes of a type's entities: a Webhook this
+// process serves, or a runner (RunRunner).
+type Dispatch struct {
+	WebhookURL string
+	RunnerID   string
+}
+
+// RegisterTypes registers (or updates) the definitions' entity types on the server with
+// a default dispatch policy pointing at d. Entities spawned from then on are linked to
+// it when they are spawned.
+func (r *Remote) RegisterTypes(ctx context.Context, d Dispatch) error {
+	var target map[string]string
+	switch {
+	case d.WebhookURL != "" && d.RunnerID == "":
+		target = map[string]string{"type": "webhook", "url": d.WebhookURL}
+	case d.RunnerID != "" && d.WebhookURL == "":
+		target = map[string]string{"type": "runner", "runnerId": d.RunnerID}
+	default:
+		return errors.New("runtime: dispatch to a webhook URL or to a runner id (one of them)")
+	}
+	for _, def := range r.defs {
+		creation, inboxSchemas, stateSchemas, commands, err := def.typeJSON()
+		if err != nil {
+			return err
+		}
+		body := map[string]any{"name": def.Type, "description": def.Description,
+			"default_dispatch_policy": map[string]any{"targets": []any{target}}}
+		for k, v := range map[string]json.RawMessage{"creation_schema": creation, "inbox_schemas": inboxSchemas,
+			"state_schemas": stateSchemas, "slash_commands": commands} {
+			if v != nil {
+				body[k] = v
+			}
+		}
+		if _, err := r.call(ctx, http.MethodPost, "/_electric/entity-types", "", body, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}

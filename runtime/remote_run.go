@@ -1,0 +1,146 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/entityd/entityd/internal/entitypath"
+	"github.com/entityd/entityd/internal/rawjson"
+	"github.com/entityd/entityd/internal/textpolicy"
+	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wake"
+)
+
+// runStream handles the new events of one stream of a wake: the entity's handler runs
+// once per unit of work (as in the server), and everything the runs wrote is committed
+// with the acknowledgement of what was read.
+func (r *Remote) runStream(ctx context.Context, w *remoteWake, path, acked string) error {
+	typ, url, kind, ok := entitypath.Parse(path)
+	def := r.defs[typ]
+	if !ok || kind != entitypath.KindMain || def == nil {
+		return fmt.Errorf("runtime: no entity definition here for the stream %s", path)
+	}
+	ackedSeq, err := offsetSeq(acked)
+	if err != nil {
+		return err
+	}
+	ent := r.states.get(path)
+	ent.mu.Lock()
+	defer ent.mu.Unlock()
+	items, readTo, err := ent.catchUp(ctx, r, ackedSeq)
+	if err != nil {
+		// The entity may have been re-created since it was cached: read it whole once.
+		ent.reset()
+		if items, readTo, err = ent.catchUp(ctx, r, ackedSeq); err != nil {
+			ent.reset()
+			return err
+		}
+	}
+	all := &effects{url: url}
+	for _, it := range items {
+		eff := r.runItem(ctx, def, url, typ, ent, it)
+		all.merge(eff)
+	}
+	if err := r.commit(ctx, w, path, readTo, all); err != nil {
+		ent.reset() // what the runs applied to the cached state was not committed
+		return err
+	}
+	return nil
+}
+
+// runItem runs the handler on one unit of work until it succeeds or is given up on,
+// and returns what is to be committed for it: the successful run's writes, or the
+// failure events (as the server writes them for its own handlers).
+func (r *Remote) runItem(ctx context.Context, def *EntityDefinition, url, typ string, ent *remoteEntity, it wake.ScannedWake) *effects {
+	failures := &effects{url: url}
+	for attempt := 1; ; attempt++ {
+		job := &wake.Job{EntityURL: url, EntityType: typ, Wake: it.Wake, Attempt: attempt,
+			State: func() (*wake.State, error) { return ent.state, nil }}
+		eff := &effects{url: url}
+		c := newContext(ctx, r, r.log, def, job, eff)
+		err := runHandler(def, c)
+		if err == nil {
+			for _, ev := range eff.events { // later units of this wake see this one's writes
+				ent.state.Apply(ent.state.Seq(), ev)
+			}
+			failures.merge(eff)
+			return failures
+		}
+		giveUp := attempt >= r.opts.MaxAttempts || ctx.Err() != nil
+		retryAt := time.Now().Add(r.backoff(attempt))
+		r.log.Warn("handler failed", zap.String("entity", url), zap.String("wake", it.Wake.Kind()),
+			zap.String("key", it.Key), zap.Int("attempt", attempt), zap.Bool("giving_up", giveUp), zap.Error(err))
+		failures.events = append(failures.events, wake.FailureEvents(wake.RunFailure{Wake: it.Wake, Key: it.Key,
+			Seq: it.Seq, Err: err, Attempt: attempt, MaxAttempts: r.opts.MaxAttempts, RetryAt: retryAt, GiveUp: giveUp})...)
+		if giveUp {
+			return failures
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Until(retryAt)):
+		}
+	}
+}
+
+// runHandler calls the handler, turning a panic into an error.
+func runHandler(def *EntityDefinition, c *Context) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.Log.Error("handler panicked", zap.Any("panic", v), zap.ByteString("stack", debug.Stack()))
+			err = fmt.Errorf("handler panicked: %v", v)
+		}
+	}()
+	return def.Handler(c)
+}
+
+// merge appends o's writes to e's.
+func (e *effects) merge(o *effects) {
+	e.events = append(e.events, o.events...)
+	e.sends = append(e.sends, o.sends...)
+	e.commandOps = append(e.commandOps, o.commandOps...)
+	e.timers = append(e.timers, o.timers...)
+	e.observations = append(e.observations, o.observations...)
+}
+
+// commit acknowledges the stream up to readTo together with eff. When the server refuses
+// the writes (a send to an entity that stopped, a state event its schema refuses), it
+// commits the refusal as an error event instead, and when even that is refused (the
+// entity itself ended), the bare acknowledgement: retrying would be refused again.
+func (r *Remote) commit(ctx context.Context, w *remoteWake, path, readTo string, eff *effects) error {
+	body := map[string]any{"epoch": w.Epoch, "acks": []map[string]string{{"path": path, "offset": readTo}}}
+	doc := eff.document(path)
+	if !doc.empty() {
+		body["effects"] = []effectsDoc{doc}
+	}
+	_, err := r.call(ctx, http.MethodPost, w.Callback, w.ClaimToken, body, nil)
+	if !refused(err) || doc.empty() {
+		return err
+	}
+	r.log.Error("the server refused a wake's writes; they are dropped", zap.String("stream", path), zap.Error(err))
+	var v rawjson.Object
+	v.String("message", textpolicy.Sanitize(err.Error(), 4096)).String("wake", "commit").String("offset", readTo).
+		Bool("will_retry", false).Time("timestamp", time.Now())
+	ev := streamdb.Event{Type: "error", Key: "error-commit-" + readTo, Value: v.Bytes(), Operation: streamdb.OpInsert,
+		Timestamp: time.Now()}.Marshal()
+	body["effects"] = []effectsDoc{{Stream: path, Events: []json.RawMessage{ev}}}
+	_, err = r.call(ctx, http.MethodPost, w.Callback, w.ClaimToken, body, nil)
+	if !refused(err) {
+		return err
+	}
+	delete(body, "effects")
+	_, err = r.call(ctx, http.MethodPost, w.Callback, w.ClaimToken, body, nil)
+	return err
+}
+
+// refused reports an answer that says the writes themselves are not acceptable.
+func refused(err error) bool {
+	var api *APIError
+	return errors.As(err, &api) && (api.Status == http.StatusUnprocessableEntity || api.Code == "NOT_RUNNING")
+}

@@ -1,0 +1,122 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// RunRunner serves the definitions as the pull-wake runner id until ctx ends: it
+// registers the runner (an upsert), keeps its liveness lease with heartbeats, claims
+// wakes, handles them one at a time, and between claims long-polls the runner's wake
+// stream, so that it needs no inbound connection (a laptop, a job behind a firewall).
+// Types are dispatched to it with RegisterTypes(ctx, Dispatch{RunnerID: id}).
+func (r *Remote) RunRunner(ctx context.Context, id string) error {
+	wakeStream, err := r.RegisterRunner(ctx, id)
+	if err != nil {
+		return err
+	}
+	base := "/_electric/runners/" + url.PathEscape(id)
+	go r.runnerHeartbeat(ctx, base)
+	tail, err := r.streamTail(ctx, wakeStream)
+	if err != nil {
+		return err
+	}
+	failures := 0
+	for ctx.Err() == nil {
+		var wk remoteWake
+		got, err := r.call(ctx, http.MethodPost, base+"/claim", "", map[string]any{}, &wk)
+		var api *APIError
+		switch {
+		case err == nil && got:
+			failures = 0
+			if err := r.handleWake(ctx, &wk); err != nil && ctx.Err() == nil {
+				r.log.Warn("wake not finished; the server will wake again", zap.String("wake", wk.WakeID), zap.Error(err))
+			}
+			continue
+		case err == nil, errors.As(err, &api) && api.Code == "ALREADY_CLAIMED":
+			// Nothing to do now (or another worker of this runner has it): wait for the
+			// next wake record.
+			next, err := r.waitStream(ctx, wakeStream, tail)
+			if err == nil {
+				tail, failures = next, 0
+				continue
+			}
+			r.log.Warn("runner: wake stream read failed", zap.Error(err))
+		default:
+			r.log.Warn("runner: claim failed", zap.Error(err))
+		}
+		failures++
+		select {
+		case <-ctx.Done():
+		case <-time.After(r.backoff(failures)):
+		}
+	}
+	return ctx.Err()
+}
+
+// RegisterRunner registers the runner id (or updates it: registering is an upsert) and
+// returns its wake stream. RunRunner does it too; call it first to register types that
+// dispatch to the runner before it starts claiming.
+func (r *Remote) RegisterRunner(ctx context.Context, id string) (wakeStream string, err error) {
+	var runner struct {
+		WakeStream string `json:"wake_stream"`
+	}
+	if _, err := r.call(ctx, http.MethodPost, "/_electric/runners", "", map[string]any{"id": id}, &runner); err != nil {
+		return "", err
+	}
+	return runner.WakeStream, nil
+}
+
+func (r *Remote) runnerHeartbeat(ctx context.Context, base string) {
+	t := time.NewTicker(r.opts.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := r.call(ctx, http.MethodPost, base+"/heartbeat", "", map[string]any{}, nil); err != nil && ctx.Err() == nil {
+				r.log.Warn("runner heartbeat failed", zap.Error(err))
+			}
+		}
+	}
+}
+
+// streamTail is the stream's current tail offset.
+func (r *Remote) streamTail(ctx context.Context, path string) (string, error) {
+	c, err := r.readStream(ctx, path, "now")
+	if err != nil {
+		return "", err
+	}
+	return c.next, nil
+}
+
+// waitStream long-polls the stream after offset and returns the offset after what came
+// (the same offset when the poll timed out with nothing new).
+func (r *Remote) waitStream(ctx context.Context, path, offset string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
+		r.abs(path)+"?offset="+url.QueryEscape(offset)+"&live=long-poll", nil)
+	if err != nil {
+		return "", err
+	}
+	r.decorate(req, "")
+	res, err := r.client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(res.Body, maxRemoteResponse))
+	if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusNoContent {
+		return "", apiError(req.URL.String(), res.StatusCode, data)
+	}
+	if next := res.Header.Get("Stream-Next-Offset"); next != "" {
+		return next, nil
+	}
+	return offset, nil
+}

@@ -1,0 +1,109 @@
+package runtime
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/entityd/entityd/wake"
+)
+
+// remoteEntity is what a Remote remembers of an entity between wakes: its state and
+// scan as of an offset, so that the next wake reads only what came after.
+type remoteEntity struct {
+	mu      sync.Mutex // one run of the entity at a time in this process
+	path    string
+	state   *wake.State
+	scanner *wake.Scanner
+	next    string // where the next read starts ("-1": nothing read yet)
+	elem    *list.Element
+}
+
+// stateCache keeps the most recently used entities' states, at most max of them.
+type stateCache struct {
+	mu   sync.Mutex
+	max  int
+	byID map[string]*remoteEntity
+	lru  *list.List
+}
+
+func newStateCache(max int) *stateCache {
+	return &stateCache{max: max, byID: map[string]*remoteEntity{}, lru: list.New()}
+}
+
+// get returns the entity's cached state (a fresh one when none is kept).
+func (c *stateCache) get(path string) *remoteEntity {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.byID[path]; ok {
+		c.lru.MoveToFront(e.elem)
+		return e
+	}
+	e := &remoteEntity{path: path}
+	e.reset()
+	e.elem = c.lru.PushFront(e)
+	c.byID[path] = e
+	for c.lru.Len() > c.max {
+		old := c.lru.Remove(c.lru.Back()).(*remoteEntity)
+		delete(c.byID, old.path)
+	}
+	return e
+}
+
+// reset forgets what was read: the next read starts at the beginning of the stream.
+func (e *remoteEntity) reset() {
+	e.state, e.scanner, e.next = wake.NewState(), wake.NewScanner(), "-1"
+}
+
+// catchUp reads the stream from where the entity was left to its tail, and returns the
+// wakes found after ackedSeq (the events the subscription has acknowledged) and the
+// offset read to.
+func (e *remoteEntity) catchUp(ctx context.Context, r *Remote, ackedSeq int64) ([]wake.ScannedWake, string, error) {
+	var out []wake.ScannedWake
+	for {
+		first, err := offsetSeq(e.next)
+		if err != nil {
+			return nil, "", err
+		}
+		c, err := r.readStream(ctx, e.path, e.next)
+		if err != nil {
+			return nil, "", err
+		}
+		end, err := offsetSeq(c.next)
+		if err != nil {
+			return nil, "", err
+		}
+		if end-first != int64(len(c.events)) {
+			return nil, "", fmt.Errorf("runtime: %s: read %d events between offsets %s and %s", e.path, len(c.events), e.next, c.next)
+		}
+		for i, ev := range c.events {
+			e.state.Apply(first+1+int64(i), ev)
+		}
+		for _, w := range e.scanner.Scan(first+1, c.events) {
+			if w.Seq > ackedSeq {
+				out = append(out, w)
+			}
+		}
+		e.next = c.next
+		if c.upToDate || len(c.events) == 0 {
+			return out, e.next, nil
+		}
+	}
+}
+
+// offsetSeq is the number of messages before an offset of entityd's (-1: none). A handler
+// outside the server counts events by it; another server's offsets are refused.
+func offsetSeq(off string) (int64, error) {
+	if off == "" || off == "-1" {
+		return 0, nil
+	}
+	seq, _, ok := strings.Cut(off, "_")
+	n, err := strconv.ParseInt(seq, 10, 64)
+	if !ok || err != nil || n < 0 {
+		return 0, fmt.Errorf("runtime: %q is not an entityd stream offset", off)
+	}
+	return n, nil
+}

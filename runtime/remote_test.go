@@ -1,0 +1,185 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/entityd/entityd/runtime"
+	"github.com/entityd/entityd/wake"
+)
+
+// startRemote serves defs outside the server (in this test process, over HTTP only) as
+// a webhook handler or as the pull-wake runner "r1", dispatched to by their types.
+func startRemote(t *testing.T, e *env, mode string, defs ...runtime.EntityDefinition) {
+	t.Helper()
+	r, err := runtime.NewRemote(runtime.RemoteOptions{Server: e.base, BaseBackoff: 10 * time.Millisecond,
+		MaxBackoff: 40 * time.Millisecond, Log: zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))}, defs...)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	switch mode {
+	case "webhook":
+		hs := httptest.NewServer(r.Webhook(ctx))
+		t.Cleanup(hs.Close)
+		require.NoError(t, r.RegisterTypes(ctx, runtime.Dispatch{WebhookURL: hs.URL + "/wake"}))
+	case "runner":
+		_, err := r.RegisterRunner(ctx, "r1")
+		require.NoError(t, err)
+		require.NoError(t, r.RegisterTypes(ctx, runtime.Dispatch{RunnerID: "r1"}))
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = r.RunRunner(ctx, "r1") }()
+	default:
+		t.Fatalf("mode %q", mode)
+	}
+}
+
+// counter keeps a count in its state, answers each message with the count, registers
+// a slash command on its first message and forwards "forward:<url>" messages.
+func counter() runtime.EntityDefinition {
+	return runtime.EntityDefinition{
+		Type:         "counter",
+		Description:  "counts its messages",
+		StateSchemas: map[string]json.RawMessage{"count": json.RawMessage(`{"type":"object","required":["n"],"properties":{"n":{"type":"integer"}}}`)},
+		Handler: func(ctx *runtime.Context) error {
+			switch w := ctx.Wake.(type) {
+			case runtime.SpawnWake:
+				return ctx.WriteText("spawned with " + string(w.Args))
+			case runtime.InboxWake:
+				var n struct{ N int }
+				if _, err := ctx.State().Decode("count", "total", &n); err != nil {
+					return err
+				}
+				n.N++
+				if err := ctx.WriteEvent("count", "total", "upsert", map[string]int{"n": n.N}); err != nil {
+					return err
+				}
+				var payload string
+				_ = json.Unmarshal(w.Payload, &payload)
+				if n.N == 1 {
+					if err := ctx.SlashCommands.Register(runtime.SlashCommandRegistration{
+						Definition: runtime.SlashCommand{Name: "tally"}, Owner: "counter"}); err != nil {
+						return err
+					}
+				}
+				if to, ok := strings.CutPrefix(payload, "forward:"); ok {
+					if err := ctx.Send(to, runtime.Message{Payload: "from " + ctx.Entity.URL}); err != nil {
+						return err
+					}
+				}
+				return ctx.WriteText(fmt.Sprintf("%d: %s (from_agent %q)", n.N, payload, w.FromAgent))
+			}
+			return nil
+		},
+	}
+}
+
+// TestRemoteRunsTheSameHandler serves one definition outside the server, as a webhook
+// and as a runner: every message is handled once, in order, with the state of the runs
+// before it; slash-command changes and sends to other entities are committed too.
+func TestRemoteRunsTheSameHandler(t *testing.T) {
+	for _, mode := range []string{"webhook", "runner"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			e := startServer(t, wake.Options{}, false)
+			startRemote(t, e, mode, counter())
+			a := e.spawn("counter", "a", `{"args":{"hello":1}}`)
+			b := e.spawn("counter", "b", nil)
+			const n = 30
+			for i := range n {
+				e.send(a, map[string]any{"payload": fmt.Sprintf("m%d", i)})
+			}
+			e.send(a, map[string]any{"payload": "forward:" + b})
+			var got []string
+			waitUntil(t, 30*time.Second, func() bool {
+				got = texts(t, e.events(a))
+				return len(got) >= n+2
+			}, "texts of a")
+			want := []string{`spawned with {"hello":1}`}
+			for i := range n {
+				want = append(want, fmt.Sprintf("%d: m%d (from_agent \"\")", i+1, i))
+			}
+			want = append(want, fmt.Sprintf("%d: forward:%s (from_agent \"\")", n+1, b))
+			require.Equal(t, want, got, "each message once, in order, each run seeing the state before it")
+
+			waitUntil(t, 30*time.Second, func() bool { return len(texts(t, e.events(b))) == 2 }, "b answers a's message")
+			require.Equal(t, []string{"spawned with {}", `1: from /counter/a (from_agent "/counter/a")`}, texts(t, e.events(b)))
+
+			r := e.do(http.MethodGet, entitiesPath+a+"/slash-commands", nil)
+			require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+			require.Contains(t, string(r.Body), `"name":"tally"`)
+
+			// Nothing more is run: a settles once its own writes are acknowledged.
+			require.Len(t, ofType(e.events(a), "error"), 0)
+			e.send(a, map[string]any{"payload": "last"})
+			waitUntil(t, 30*time.Second, func() bool { return len(texts(t, e.events(a))) == n+3 }, "the last message")
+			require.Equal(t, fmt.Sprintf("%d: last (from_agent \"\")", n+2), texts(t, e.events(a))[n+2])
+		})
+	}
+}
+
+// TestRemoteRetriesAndGivesUp: a failing run is retried with backoff and nothing it
+// wrote is kept; a run that keeps failing is given up on after MaxAttempts with the
+// same error events and failed mark as in the server, and the next message goes on.
+func TestRemoteRetriesAndGivesUp(t *testing.T) {
+	t.Parallel()
+	e := startServer(t, wake.Options{}, false)
+	var mu sync.Mutex
+	attempts := map[string]int{}
+	def := runtime.EntityDefinition{Type: "flaky", Description: "fails on purpose",
+		Handler: func(ctx *runtime.Context) error {
+			w, ok := ctx.Wake.(runtime.InboxWake)
+			if !ok {
+				return nil
+			}
+			var p string
+			_ = json.Unmarshal(w.Payload, &p)
+			mu.Lock()
+			attempts[p]++
+			mu.Unlock()
+			_ = ctx.WriteText("partial " + p) // never kept when the run fails
+			switch {
+			case p == "poison":
+				return fmt.Errorf("poison always fails")
+			case p == "flaky" && ctx.Attempt < 3:
+				panic("flaky fails twice")
+			}
+			return ctx.WriteText(fmt.Sprintf("handled %s on attempt %d", p, ctx.Attempt))
+		}}
+	startRemote(t, e, "webhook", def)
+	a := e.spawn("flaky", "a", nil)
+	for _, p := range []string{"flaky", "poison", "ok"} {
+		e.send(a, map[string]any{"payload": p, "key": p})
+	}
+	waitUntil(t, 30*time.Second, func() bool { return len(ofType(e.events(a), "text")) >= 4 }, "texts")
+	events := e.events(a)
+	require.Equal(t, []string{"partial flaky", "handled flaky on attempt 3", "partial ok", "handled ok on attempt 1"}, texts(t, events))
+	errs := ofType(events, "error")
+	require.Len(t, errs, 2+5, "two failed attempts of flaky, five of poison")
+	var lastWillRetry bool
+	errs[len(errs)-1].field(t, "will_retry", &lastWillRetry)
+	require.False(t, lastWillRetry)
+	require.Contains(t, errs[0].str(t, "message"), "flaky fails twice")
+	var failed bool
+	for _, ev := range ofType(events, "inbox") {
+		if ev.Key == "poison" && ev.op() == "update" {
+			require.Equal(t, "failed", ev.str(t, "status"))
+			failed = true
+		}
+	}
+	require.True(t, failed, "the poison message is marked failed")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, map[string]int{"flaky": 3, "poison": 5, "ok": 1}, attempts)
+}
