@@ -174,6 +174,9 @@ type StreamState struct {
 // ErrNoPendingWork is a claim with nothing to do.
 var ErrNoPendingWork = errors.New("dssub: no pending work")
 
+// ErrNoSubscription is a claim on a subscription that does not exist.
+var ErrNoSubscription = errors.New("dssub: no such subscription")
+
 // ClaimPull gives the current (or next) wake of pull-wake subscription id to worker, as
 // POST …/claim does; ErrNoPendingWork when there is nothing to do.
 func (s *Service) ClaimPull(ctx context.Context, id, worker string) (*PullClaim, error) {
@@ -181,6 +184,9 @@ func (s *Service) ClaimPull(ctx context.Context, id, worker string) (*PullClaim,
 	var he *httpx.Error
 	if errors.As(err, &he) && he.Code == codeNoPendingWork {
 		return nil, ErrNoPendingWork
+	}
+	if errors.As(err, &he) && he.Code == codeNotFound {
+		return nil, ErrNoSubscription
 	}
 	if err != nil {
 		return nil, err
@@ -196,4 +202,22 @@ func (s *Service) ClaimPull(ctx context.Context, id, worker string) (*PullClaim,
 		out.StreamPath, out.TailOffset = streamRoot+c.Streams[0].Path, c.Streams[0].TailOffset
 	}
 	return out, nil
+}
+
+// VerifyCallbackToken checks, without a database read, that token is a callback token
+// this server signed for wake wakeID at generation gen. Callers use it to refuse a
+// stranger before doing costly work for a callback; the callback itself is still fenced
+// against the subscription's current wake.
+func (s *Service) VerifyCallbackToken(token, wakeID string, gen int64) error {
+	if token == "" {
+		return fail(http.StatusUnauthorized, codeTokenInvalid, "Missing or malformed Authorization header")
+	}
+	claims, ok := s.keys.Load().verifyToken(token)
+	if !ok || claims.WakeID != wakeID {
+		return fail(http.StatusUnauthorized, codeTokenInvalid, "Token invalid")
+	}
+	if claims.Generation != gen {
+		return fail(http.StatusConflict, codeFenced, "Wake generation is stale")
+	}
+	return nil
 }

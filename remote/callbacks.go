@@ -107,6 +107,10 @@ func (c *Callbacks) callback(w http.ResponseWriter, r *http.Request) error {
 		if c.Effects == nil {
 			return bad("this server does not accept effects")
 		}
+		// Effects are checked against the registry: strangers are refused first.
+		if err := c.Subs.VerifyCallbackToken(cb.Token, consumer, gen); err != nil {
+			return err
+		}
 		eff, err := c.Effects(r.Context(), body.Effects)
 		var refused *runtime.EffectsError
 		if errors.As(err, &refused) {

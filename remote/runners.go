@@ -322,7 +322,12 @@ func (rs *Runners) claim(w http.ResponseWriter, r *http.Request) error {
 		sub = body.SubscriptionID
 	}
 	c, err := rs.Subs.ClaimPull(r.Context(), sub, run.ID)
-	if errors.Is(err, dssub.ErrNoPendingWork) {
+	if errors.Is(err, dssub.ErrNoSubscription) && body.SubscriptionID != "" {
+		return httpx.New(http.StatusNotFound, "SUBSCRIPTION_NOT_FOUND", "Subscription "+jsonQuote(sub)+" not found")
+	}
+	// The runner's own subscription exists once an entity is dispatched to it: until
+	// then there is nothing to do, as when it has no pending work.
+	if errors.Is(err, dssub.ErrNoPendingWork) || errors.Is(err, dssub.ErrNoSubscription) {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}

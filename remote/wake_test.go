@@ -39,10 +39,15 @@ func TestWebhookWakeClaimWriteDone(t *testing.T) {
 	require.Equal(t, map[string]any{"main": "/chat/a/main"}, ent["streams"])
 	require.Equal(t, "/principal/user%3Aada", ent["createdBy"])
 	require.Equal(t, map[string]any{"url": "/principal/user%3Aada", "key": "user:ada", "kind": "user", "id": "ada"}, b["principal"])
-	streams := b["streams"].([]any)
-	require.Len(t, streams, 1)
-	s0 := streams[0].(map[string]any)
-	require.Equal(t, "chat/a/main", s0["path"], "the protocol's relative path stays")
+	// The pattern also matches the entity's slash-command collection, which the wake may
+	// list too (depending on when the subscription saw it); the main stream is pending.
+	var s0 map[string]any
+	for _, s := range b["streams"].([]any) {
+		if s.(map[string]any)["path"] == "chat/a/main" { // the protocol's relative path stays
+			s0 = s.(map[string]any)
+		}
+	}
+	require.NotNil(t, s0, "the main stream is listed: %v", b["streams"])
 	require.Equal(t, s0["tail_offset"], s0["offset"], "Electric's runtimes read offset")
 	tail := str(s0["offset"])
 
