@@ -59,6 +59,9 @@ type RemoteOptions struct {
 	Heartbeat time.Duration
 	// CachedEntities bounds the entity states kept between wakes (default 1,000).
 	CachedEntities int
+	// OnCommitted, when set, is called with an entity's URL once what its handler wrote
+	// in a wake is committed (for metrics, logs and tests).
+	OnCommitted func(entityURL string)
 }
 
 // NewRemote prepares defs to run against the server at opts.Server.
@@ -151,10 +154,13 @@ func (w *remoteWake) normalize() error {
 	return nil
 }
 
-// handleWake runs the handlers of every entity the wake lists with new events, commits
-// each entity's writes with its acknowledgement, and ends the wake. An entity whose run
-// could not be committed (the server or the network failed) is left unacknowledged, and
-// the wake is not ended: its lease lapses and the server wakes the handler again.
+// handleWake runs the handlers of every entity the wake lists with new events, and
+// commits what they wrote with the acknowledgements and the end of the wake, in one
+// callback. When the server refuses that (one entity's writes are not acceptable), each
+// entity is committed on its own, so that one cannot hold back the others. An entity
+// that could not be read, or whose commit failed for want of the server, is left
+// unacknowledged and the wake is not ended: its lease lapses and the server wakes the
+// handler again.
 func (r *Remote) handleWake(ctx context.Context, w *remoteWake) error {
 	if err := w.normalize(); err != nil {
 		return err
@@ -165,6 +171,7 @@ func (r *Remote) handleWake(ctx context.Context, w *remoteWake) error {
 
 	var (
 		mu     sync.Mutex
+		runs   []*streamRun
 		failed []error
 		wg     sync.WaitGroup
 		slots  = make(chan struct{}, r.opts.Parallel)
@@ -179,18 +186,67 @@ func (r *Remote) handleWake(ctx context.Context, w *remoteWake) error {
 		slots <- struct{}{}
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			if err := r.runStream(ctx, w, path, acked); err != nil {
-				mu.Lock()
+			run, err := r.runStream(ctx, path, acked)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
 				failed = append(failed, fmt.Errorf("%s: %w", path, err))
-				mu.Unlock()
+				return
 			}
+			runs = append(runs, run)
 		}()
 	}
 	wg.Wait()
+	if len(failed) == 0 {
+		err := r.commitAll(ctx, w, runs)
+		if err == nil || !refused(err) {
+			for _, run := range runs {
+				run.release(err == nil)
+				if err == nil {
+					r.committed(run)
+				}
+			}
+			return err
+		}
+	}
+	for _, run := range runs {
+		err := r.commit(ctx, w, run)
+		run.release(err == nil)
+		if err != nil {
+			failed = append(failed, fmt.Errorf("%s: %w", run.path, err))
+		} else {
+			r.committed(run)
+		}
+	}
 	if err := errors.Join(failed...); err != nil {
 		return err
 	}
 	_, err := r.call(ctx, http.MethodPost, w.Callback, w.ClaimToken, map[string]any{"epoch": w.Epoch, "done": true}, nil)
+	return err
+}
+
+func (r *Remote) committed(run *streamRun) {
+	if r.opts.OnCommitted != nil {
+		r.opts.OnCommitted(run.eff.url)
+	}
+}
+
+// commitAll acknowledges every stream of the wake with all the runs' writes, and ends it.
+func (r *Remote) commitAll(ctx context.Context, w *remoteWake, runs []*streamRun) error {
+	body := map[string]any{"epoch": w.Epoch, "done": true}
+	acks := make([]map[string]string, 0, len(runs))
+	var docs []effectsDoc
+	for _, run := range runs {
+		acks = append(acks, run.ack())
+		if doc := run.eff.document(run.path); !doc.empty() {
+			docs = append(docs, doc)
+		}
+	}
+	body["acks"] = acks
+	if len(docs) > 0 {
+		body["effects"] = docs
+	}
+	_, err := r.call(ctx, http.MethodPost, w.Callback, w.ClaimToken, body, nil)
 	return err
 }
 

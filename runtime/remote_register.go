@@ -12,6 +12,11 @@ import (
 type Dispatch struct {
 	WebhookURL string
 	RunnerID   string
+	// SubscriptionID, for a webhook, gives each entity a subscription of its own
+	// (<SubscriptionID>:<hash of the entity URL>), so that entities are woken
+	// independently and in parallel. Empty: the type's entities share one subscription
+	// and are woken one wake at a time (a wake lists every entity with new work).
+	SubscriptionID string
 }
 
 // RegisterTypes registers (or updates) the definitions' entity types on the server with
@@ -22,6 +27,9 @@ func (r *Remote) RegisterTypes(ctx context.Context, d Dispatch) error {
 	switch {
 	case d.WebhookURL != "" && d.RunnerID == "":
 		target = map[string]string{"type": "webhook", "url": d.WebhookURL}
+		if d.SubscriptionID != "" {
+			target["subscription_id"] = d.SubscriptionID
+		}
 	case d.RunnerID != "" && d.WebhookURL == "":
 		target = map[string]string{"type": "runner", "runnerId": d.RunnerID}
 	default:

@@ -18,41 +18,55 @@ import (
 	"github.com/entityd/entityd/wake"
 )
 
+// streamRun is one stream of a wake, handled and waiting to be committed. Its entity
+// stays locked (one run of an entity at a time in this process) until release.
+type streamRun struct {
+	path, readTo string
+	eff          *effects
+	ent          *remoteEntity
+}
+
+func (s *streamRun) ack() map[string]string { return map[string]string{"path": s.path, "offset": s.readTo} }
+
+// release unlocks the entity; committed=false forgets its cached state, which holds the
+// runs' own writes.
+func (s *streamRun) release(committed bool) {
+	if !committed {
+		s.ent.reset()
+	}
+	s.ent.mu.Unlock()
+}
+
 // runStream handles the new events of one stream of a wake: the entity's handler runs
-// once per unit of work (as in the server), and everything the runs wrote is committed
-// with the acknowledgement of what was read.
-func (r *Remote) runStream(ctx context.Context, w *remoteWake, path, acked string) error {
+// once per unit of work (as in the server), and what the runs wrote waits in the result
+// to be committed with the acknowledgement of what was read.
+func (r *Remote) runStream(ctx context.Context, path, acked string) (*streamRun, error) {
 	typ, url, kind, ok := entitypath.Parse(path)
 	def := r.defs[typ]
 	if !ok || kind != entitypath.KindMain || def == nil {
-		return fmt.Errorf("runtime: no entity definition here for the stream %s", path)
+		return nil, fmt.Errorf("runtime: no entity definition here for the stream %s", path)
 	}
 	ackedSeq, err := offsetSeq(acked)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ent := r.states.get(path)
 	ent.mu.Lock()
-	defer ent.mu.Unlock()
 	items, readTo, err := ent.catchUp(ctx, r, ackedSeq)
 	if err != nil {
 		// The entity may have been re-created since it was cached: read it whole once.
 		ent.reset()
 		if items, readTo, err = ent.catchUp(ctx, r, ackedSeq); err != nil {
 			ent.reset()
-			return err
+			ent.mu.Unlock()
+			return nil, err
 		}
 	}
-	all := &effects{url: url}
+	run := &streamRun{path: path, readTo: readTo, eff: &effects{url: url}, ent: ent}
 	for _, it := range items {
-		eff := r.runItem(ctx, def, url, typ, ent, it)
-		all.merge(eff)
+		run.eff.merge(r.runItem(ctx, def, url, typ, ent, it))
 	}
-	if err := r.commit(ctx, w, path, readTo, all); err != nil {
-		ent.reset() // what the runs applied to the cached state was not committed
-		return err
-	}
-	return nil
+	return run, nil
 }
 
 // runItem runs the handler on one unit of work until it succeeds or is given up on,
@@ -109,13 +123,14 @@ func (e *effects) merge(o *effects) {
 	e.observations = append(e.observations, o.observations...)
 }
 
-// commit acknowledges the stream up to readTo together with eff. When the server refuses
+// commit acknowledges one stream of a wake up to what was read, with its writes. When the server refuses
 // the writes (a send to an entity that stopped, a state event its schema refuses), it
 // commits the refusal as an error event instead, and when even that is refused (the
 // entity itself ended), the bare acknowledgement: retrying would be refused again.
-func (r *Remote) commit(ctx context.Context, w *remoteWake, path, readTo string, eff *effects) error {
-	body := map[string]any{"epoch": w.Epoch, "acks": []map[string]string{{"path": path, "offset": readTo}}}
-	doc := eff.document(path)
+func (r *Remote) commit(ctx context.Context, w *remoteWake, run *streamRun) error {
+	path, readTo := run.path, run.readTo
+	body := map[string]any{"epoch": w.Epoch, "acks": []map[string]string{run.ack()}}
+	doc := run.eff.document(path)
 	if !doc.empty() {
 		body["effects"] = []effectsDoc{doc}
 	}

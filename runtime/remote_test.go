@@ -183,3 +183,42 @@ func TestRemoteRetriesAndGivesUp(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, map[string]int{"flaky": 3, "poison": 5, "ok": 1}, attempts)
 }
+
+// TestRemoteRefusedWritesAreRecorded: writes the server refuses when the wake commits (a
+// send its target's schema rejects) are dropped with an error event on the entity, the
+// message is acknowledged, and the next one is handled.
+func TestRemoteRefusedWritesAreRecorded(t *testing.T) {
+	t.Parallel()
+	e := startServer(t, wake.Options{}, false)
+	strict := runtime.EntityDefinition{Type: "strict", Description: "takes orders with an id",
+		InboxSchemas: map[string]json.RawMessage{"order": json.RawMessage(`{"type":"object","required":["id"]}`)},
+		Handler:      func(*runtime.Context) error { return nil }}
+	sender := runtime.EntityDefinition{Type: "sender", Description: "forwards orders",
+		Handler: func(ctx *runtime.Context) error {
+			w, ok := ctx.Wake.(runtime.InboxWake)
+			if !ok {
+				return nil
+			}
+			var p string
+			_ = json.Unmarshal(w.Payload, &p)
+			if p == "bad order" {
+				if err := ctx.Send("/strict/s", runtime.Message{Type: "order", Payload: map[string]any{}}); err != nil {
+					return err
+				}
+			}
+			return ctx.WriteText("sent " + p)
+		}}
+	startRemote(t, e, "webhook", strict, sender)
+	e.spawn("strict", "s", nil)
+	a := e.spawn("sender", "a", nil)
+	e.send(a, map[string]any{"payload": "bad order"})
+	waitUntil(t, 30*time.Second, func() bool { return len(ofType(e.events(a), "error")) == 1 }, "the refusal is recorded")
+	e.send(a, map[string]any{"payload": "next"})
+	waitUntil(t, 30*time.Second, func() bool { return len(texts(t, e.events(a))) == 1 }, "the next message")
+	events := e.events(a)
+	require.Equal(t, []string{"sent next"}, texts(t, events), "nothing of the refused run is kept")
+	errEv := ofType(events, "error")[0]
+	require.Equal(t, "commit", errEv.str(t, "wake"))
+	require.Contains(t, errEv.str(t, "message"), "INVALID_EFFECTS")
+	require.Empty(t, inboxOrder(e.events("/strict/s")), "the order was not delivered")
+}

@@ -11,12 +11,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/entityd/entityd/runtime"
 )
 
 // webhookResult is the outcome of `entityd-bench webhook`.
 type webhookResult struct {
 	Label    string  `json:"label,omitempty"`
 	Mode     string  `json:"mode"`
+	Handler  string  `json:"handler"`
 	Entities int     `json:"entities"`
 	Rate     float64 `json:"target_rate,omitempty"`
 	Seconds  float64 `json:"seconds"`
@@ -34,8 +37,11 @@ type webhookResult struct {
 //
 //	-mode latency:    sends at -rate per second over -entities; each sample is the time
 //	                  from a send's start to its webhook wake (the receiver answers done)
-//	-mode throughput: each entity loops send → wake → claim → write a text event with
-//	                  the write token → done, as fast as it goes; cycles per second
+//	-mode throughput: each entity loops send → wake → (handler) → committed, as fast
+//	                  as it goes; cycles per second. -handler says how a cycle is handled:
+//	                  electric  claim → write a text event with the write token → done
+//	                  effects   done with the text event as effects (one callback)
+//	                  sdk       the Go SDK (runtime.Remote) runs a handler that writes it
 func runWebhook(args []string) error {
 	fs := flag.NewFlagSet("webhook", flag.ExitOnError)
 	var c commonFlags
@@ -45,7 +51,13 @@ func runWebhook(args []string) error {
 	rate := fs.Float64("rate", 500, "sends per second (latency mode)")
 	dur := fs.Duration("d", 10*time.Second, "measured duration")
 	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured warm-up")
+	handler := fs.String("handler", "electric", "throughput: electric, effects or sdk")
 	_ = fs.Parse(args)
+	switch *handler {
+	case "electric", "effects", "sdk":
+	default:
+		return fmt.Errorf("-handler must be electric, effects or sdk")
+	}
 	ctx, cancel := signalContext()
 	defer cancel()
 	base := c.base()
@@ -53,7 +65,7 @@ func runWebhook(args []string) error {
 	id := runID()
 	typ := "wh-" + id
 
-	rv := &receiver{base: base, client: client, mode: *mode, wakes: map[string]chan time.Time{}}
+	rv := &receiver{base: base, client: client, mode: *mode, handler: *handler, wakes: map[string]chan time.Time{}}
 	for i := 0; i < *entities; i++ {
 		rv.wakes[fmt.Sprintf("/%s/e%d", typ, i)] = make(chan time.Time, 4)
 	}
@@ -61,16 +73,27 @@ func runWebhook(args []string) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: rv, ReadHeaderTimeout: 10 * time.Second}
+	var h http.Handler = rv
+	hook := "http://" + ln.Addr().String() + "/wake"
+	if *handler == "sdk" {
+		remote, err := sdkHandler(base, typ, rv)
+		if err != nil {
+			return err
+		}
+		h = remote.Webhook(ctx)
+		if err := remote.RegisterTypes(ctx, runtime.Dispatch{WebhookURL: hook, SubscriptionID: typ}); err != nil {
+			return fmt.Errorf("register type: %w", err)
+		}
+	} else {
+		reg, _ := json.Marshal(map[string]any{"name": typ, "description": "webhook benchmark",
+			"default_dispatch_policy": map[string]any{"targets": []any{map[string]any{"type": "webhook", "url": hook, "subscription_id": typ}}}})
+		if st, _, body, err := do(ctx, client, "POST", base+"/_electric/entity-types", map[string]string{"Content-Type": "application/json"}, reg); err != nil || st != 201 {
+			return fmt.Errorf("register type: %d %s %v", st, body, err)
+		}
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
-	hook := "http://" + ln.Addr().String() + "/wake"
-
-	reg, _ := json.Marshal(map[string]any{"name": typ, "description": "webhook benchmark",
-		"default_dispatch_policy": map[string]any{"targets": []any{map[string]any{"type": "webhook", "url": hook, "subscription_id": typ}}}})
-	if st, _, body, err := do(ctx, client, "POST", base+"/_electric/entity-types", map[string]string{"Content-Type": "application/json"}, reg); err != nil || st != 201 {
-		return fmt.Errorf("register type: %d %s %v", st, body, err)
-	}
 	if err := parallel(ctx, 16, *entities, func(i int) error {
 		st, _, body, err := do(ctx, client, "PUT", fmt.Sprintf("%s/_electric/entities/%s/e%d", base, typ, i),
 			map[string]string{"Content-Type": "application/json"}, []byte(`{}`))
@@ -81,6 +104,15 @@ func runWebhook(args []string) error {
 	}); err != nil {
 		return err
 	}
+	if *handler == "sdk" { // each spawn is a wake of its own: let them pass
+		for i := 0; i < *entities; i++ {
+			select {
+			case <-rv.wakes[fmt.Sprintf("/%s/e%d", typ, i)]:
+			case <-time.After(30 * time.Second):
+				return fmt.Errorf("the spawn of e%d was not handled", i)
+			}
+		}
+	}
 	send := func(i int) error {
 		st, _, body, err := do(ctx, client, "POST", fmt.Sprintf("%s/_electric/entities/%s/e%d/send", base, typ, i),
 			map[string]string{"Content-Type": "application/json"}, []byte(`{"payload":"ping"}`))
@@ -89,7 +121,7 @@ func runWebhook(args []string) error {
 		}
 		return nil
 	}
-	res := webhookResult{Label: c.label, Mode: *mode, Entities: *entities, Seconds: dur.Seconds()}
+	res := webhookResult{Label: c.label, Mode: *mode, Handler: *handler, Entities: *entities, Seconds: dur.Seconds()}
 	var errs atomic.Int64
 	switch *mode {
 	case "latency":
@@ -177,8 +209,8 @@ func runWebhook(args []string) error {
 			latencyTable(w, "send → webhook wake", res.Entities, res.Rate, res.Latency, res.Errors)
 			fmt.Fprintf(w, "skipped sends (previous wake still out): %d\n", res.Skipped)
 		} else {
-			fmt.Fprintf(w, "%d entities: %d cycles in %.0fs = %.0f cycles/s (send → wake → claim → write → done), %d errors\n",
-				res.Entities, res.Cycles, res.Seconds, res.CyclesPS, res.Errors)
+			fmt.Fprintf(w, "%d entities, handler %s: %d cycles in %.0fs = %.0f cycles/s (send → wake → handled → committed), %d errors\n",
+				res.Entities, res.Handler, res.Cycles, res.Seconds, res.CyclesPS, res.Errors)
 		}
 	})
 }
@@ -187,8 +219,9 @@ func runWebhook(args []string) error {
 type receiver struct {
 	base   string
 	client *http.Client
-	mode   string
-	wakes  map[string]chan time.Time // entity url → arrivals
+	mode    string
+	handler string
+	wakes   map[string]chan time.Time // entity url → arrivals
 	// expecting marks the entities with a send outstanding (throughput mode): only their
 	// wakes run a full cycle; the wake that the handler's own write causes is answered
 	// done at once, as a real handler that reads nothing new does
@@ -248,6 +281,16 @@ func (rv *receiver) cycle(callback, token, wakeID, stream string, epoch int64, s
 		}
 		return body, nil
 	}
+	ev := map[string]any{"type": "text", "key": "r-" + wakeID, "value": map[string]any{"text": "pong"}, "headers": map[string]any{"operation": "insert"}}
+	var acks []any
+	for _, s := range streams {
+		acks = append(acks, map[string]any{"path": s.Path, "offset": s.Offset})
+	}
+	if rv.handler == "effects" {
+		_, err := post(callback, token, map[string]any{"epoch": epoch, "acks": acks, "done": true,
+			"effects": []any{map[string]any{"stream": stream, "events": []any{ev}}}})
+		return err
+	}
 	body, err := post(callback, token, map[string]any{"epoch": epoch, "wakeId": wakeID})
 	if err != nil {
 		return err
@@ -256,14 +299,29 @@ func (rv *receiver) cycle(callback, token, wakeID, stream string, epoch int64, s
 	if err := json.Unmarshal(body, &claim); err != nil {
 		return err
 	}
-	ev := map[string]any{"type": "text", "key": "r-" + wakeID, "value": map[string]any{"text": "pong"}, "headers": map[string]any{"operation": "insert"}}
 	if _, err := post(rv.base+stream, claim.WriteToken, ev); err != nil {
 		return err
 	}
-	var acks []any
-	for _, s := range streams {
-		acks = append(acks, map[string]any{"path": s.Path, "offset": s.Offset})
-	}
 	_, err = post(callback, token, map[string]any{"epoch": epoch, "acks": acks, "done": true})
 	return err
+}
+
+// sdkHandler is the Go SDK serving the benchmark's type: each message is answered with
+// a text event; a committed wake ends the entity's cycle.
+func sdkHandler(base, typ string, rv *receiver) (*runtime.Remote, error) {
+	return runtime.NewRemote(runtime.RemoteOptions{Server: base, Client: rv.client, Parallel: 1,
+		OnCommitted: func(url string) {
+			if ch := rv.wakes[url]; ch != nil {
+				select {
+				case ch <- time.Now():
+				default:
+				}
+			}
+		}}, runtime.EntityDefinition{Type: typ, Description: "webhook benchmark (Go SDK)",
+		Handler: func(ctx *runtime.Context) error {
+			if _, ok := ctx.Wake.(runtime.InboxWake); ok {
+				return ctx.WriteText("pong")
+			}
+			return nil
+		}})
 }
