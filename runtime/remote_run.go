@@ -26,7 +26,9 @@ type streamRun struct {
 	ent          *remoteEntity
 }
 
-func (s *streamRun) ack() map[string]string { return map[string]string{"path": s.path, "offset": s.readTo} }
+func (s *streamRun) ack() map[string]string {
+	return map[string]string{"path": s.path, "offset": s.readTo}
+}
 
 // release unlocks the entity; committed=false forgets its cached state, which holds the
 // runs' own writes.

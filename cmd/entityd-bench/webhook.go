@@ -217,8 +217,8 @@ func runWebhook(args []string) error {
 
 // receiver is the benchmark's webhook handler.
 type receiver struct {
-	base   string
-	client *http.Client
+	base    string
+	client  *http.Client
 	mode    string
 	handler string
 	wakes   map[string]chan time.Time // entity url → arrivals
