@@ -59,7 +59,9 @@ func (s *sseReader) next() (string, string, error) {
 // Idle subscribers at the tail are parked in the stream's hub — no goroutines of their
 // own — and a change reaches every one of them; their responses end with the lifetime.
 func TestSSEHubParksIdleSubscribers(t *testing.T) {
-	h := setup(t, testserver.Options{API: api.Config{SSELifetime: 3 * time.Second}})
+	// The lifetime must outlast opening all the subscribers on a loaded machine (with 3 s,
+	// the first ones ended before the last one parked in a full parallel run).
+	h := setup(t, testserver.Options{API: api.Config{SSELifetime: 10 * time.Second}})
 	r := h.do(http.MethodPut, "/v1/stream/hub", `{"n":0}`)
 	require.Equal(t, http.StatusCreated, r.Status)
 

@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/streamdb"
 )
@@ -60,7 +58,7 @@ type Ack struct {
 // (replacing the subscription's earlier one). The token writes to the streams the wake
 // lists while the wake is current; the next wake fences it.
 func (s *Service) ClaimWake(ctx context.Context, cb WakeCallback) (writeToken string, err error) {
-	err = s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+	err = s.group.do(ctx, s.subOfToken(cb.Token, cb.WakeID), func(ctx context.Context, tx *streamdb.Tx) error {
 		sb, err := scanSub(tx.QueryRow(ctx, sqlLockSubByWake, cb.WakeID))
 		if err != nil {
 			return err
@@ -84,29 +82,17 @@ func (s *Service) ClaimWake(ctx context.Context, cb WakeCallback) (writeToken st
 // wake; it reports whether another wake started at once. A done for a wake that already
 // ended is not an error (ended reports it): the consumer is idle or on a later wake.
 func (s *Service) Callback(ctx context.Context, cb WakeCallback) (nextWake, ended bool, err error) {
-	var subID string
-	err = s.pool.QueryRow(ctx, sqlSubOfWake, cb.WakeID).Scan(&subID)
-	if errors.Is(err, pgx.ErrNoRows) {
+	req := cb.request(cb.Acks)
+	req.effects = cb.Effects
+	req.byWake = true
+	nextWake, err = s.ack(ctx, cb.WakeID, cb.Token, req, false)
+	if errors.Is(err, errNoWake) {
 		if cb.Done {
 			return false, true, nil
 		}
 		return false, false, ErrWakeNotCurrent
 	}
-	if err != nil {
-		return false, false, err
-	}
-	req := cb.request(cb.Acks)
-	req.effects = cb.Effects
-	nextWake, err = s.ack(ctx, subID, cb.Token, req, false)
-	if err != nil {
-		return false, false, err
-	}
-	if cb.Done {
-		if _, err := s.pool.Exec(ctx, sqlDeleteWakeWriteTokens, subID, cb.WakeID); err != nil {
-			return nextWake, false, err
-		}
-	}
-	return nextWake, false, nil
+	return nextWake, false, err
 }
 
 // CheckWriteToken reports whether token is the write token claimed for the current
@@ -220,4 +206,13 @@ func (s *Service) VerifyCallbackToken(token, wakeID string, gen int64) error {
 		return fail(http.StatusConflict, codeFenced, "Wake generation is stale")
 	}
 	return nil
+}
+
+// subOfToken is the subscription a callback token was minted for (fallback when it is
+// not a valid token): it keys the callback's transaction to its subscription's shard.
+func (s *Service) subOfToken(token, fallback string) string {
+	if claims, ok := s.keys.Load().verifyToken(token); ok {
+		return claims.Sub
+	}
+	return fallback
 }

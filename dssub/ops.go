@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -239,7 +240,13 @@ type ackRequest struct {
 	Done *bool `json:"done"`
 	// effects are a remote handler's writes, committed with the acknowledgement.
 	effects Effects
+	// byWake: the request names the subscription by its current wake (a wake callback);
+	// a done then also drops the wake's write tokens.
+	byWake bool
 }
+
+// errNoWake is a callback for a wake that is no subscription's current wake.
+var errNoWake = errors.New("dssub: no subscription has this wake")
 
 // fence checks that a bearer token and a request are for the subscription's current wake.
 func (s *Service) fence(token string, sb *sub, req *ackRequest) error {
@@ -316,13 +323,25 @@ func applyAcks(ctx context.Context, tx *streamdb.Tx, sb *sub, links []*link, req
 
 // ack is a callback (webhook) or ack (pull-wake): move cursors, keep the lease, and with
 // done end the wake (starting the next one when work is pending, reported as nextWake).
+// id names the subscription, or with req.byWake its current wake.
 func (s *Service) ack(ctx context.Context, id, token string, req *ackRequest, pull bool) (nextWake bool, err error) {
 	var job *delivery
 	var sb *sub
-	err = s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+	key := id
+	if req.byWake {
+		key = s.subOfToken(token, id)
+	}
+	err = s.group.do(ctx, key, func(ctx context.Context, tx *streamdb.Tx) error {
 		job, nextWake = nil, false
 		var err error
-		if sb, err = lockExisting(ctx, tx, id); err != nil {
+		if req.byWake {
+			if sb, err = scanSub(tx.QueryRow(ctx, sqlLockSubByWake, id)); err == nil && sb == nil {
+				err = errNoWake
+			}
+		} else {
+			sb, err = lockExisting(ctx, tx, id)
+		}
+		if err != nil {
 			return err
 		}
 		if pull && sb.Type != typePullWake {
@@ -331,7 +350,7 @@ func (s *Service) ack(ctx context.Context, id, token string, req *ackRequest, pu
 		if err := s.fence(token, sb, req); err != nil {
 			return err
 		}
-		links, err := loadLinks(ctx, tx, id, true)
+		links, err := loadLinks(ctx, tx, sb.ID, true)
 		if err != nil {
 			return err
 		}
@@ -349,6 +368,11 @@ func (s *Service) ack(ctx context.Context, id, token string, req *ackRequest, pu
 				return err
 			}
 			nextWake = sb.WakeID != ""
+			if req.byWake {
+				if _, err := tx.Exec(ctx, sqlDeleteWakeWriteTokens, sb.ID, *req.WakeID); err != nil {
+					return err
+				}
+			}
 		} else {
 			lease := sb.now.Add(sb.leaseTTL())
 			sb.LeaseUntil, sb.DueAt = &lease, &lease
@@ -382,7 +406,7 @@ type claimed struct {
 // when work is pending), unless another worker's lease still holds it.
 func (s *Service) claimWake(ctx context.Context, id, worker string) (*claimed, error) {
 	var out *claimed
-	err := s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+	err := s.group.do(ctx, id, func(ctx context.Context, tx *streamdb.Tx) error {
 		sb, err := lockExisting(ctx, tx, id)
 		if err != nil {
 			return err
@@ -432,7 +456,7 @@ func (s *Service) claimWake(ctx context.Context, id, worker string) (*claimed, e
 // releaseWake hands a claimed pull-wake back before its lease ends.
 func (s *Service) releaseWake(ctx context.Context, id, token string, req *ackRequest) error {
 	var sb *sub
-	err := s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+	err := s.group.do(ctx, id, func(ctx context.Context, tx *streamdb.Tx) error {
 		var err error
 		if sb, err = lockExisting(ctx, tx, id); err != nil {
 			return err

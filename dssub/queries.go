@@ -61,6 +61,7 @@ var (
 
 	// wake.go
 	sqlAbandonAttempt  = queries.Get("AbandonAttempt")
+	sqlAcceptDelivery  = queries.Get("AcceptDelivery")
 	sqlNewStreamsSince = queries.Get("NewStreamsSince")
 	sqlLockSub         = queries.Get("LockSub")
 	sqlSelectSub       = queries.Get("SelectSub")
@@ -70,5 +71,4 @@ var (
 	sqlUpsertWriteToken      = queries.Get("UpsertWriteToken")
 	sqlDeleteWakeWriteTokens = queries.Get("DeleteWakeWriteTokens")
 	sqlWriteTokenHolds       = queries.Get("WriteTokenHolds")
-	sqlSubOfWake             = queries.Get("SubOfWake")
 )

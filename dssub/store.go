@@ -187,30 +187,42 @@ func (l *link) info() streamInfo {
 // transaction holding the subscription's lock) links whose stream was re-created are
 // first reset to "-1" in the table, so what is acked later refers to the new stream.
 func loadLinks(ctx context.Context, q querier, id string, rebase bool) ([]*link, error) {
-	if rebase {
-		if _, err := q.Exec(ctx, sqlRebaseLinks, id, streamRoot); err != nil {
-			return nil, fmt.Errorf("dssub: rebase links: %w", err)
-		}
-	}
 	rows, err := q.Query(ctx, sqlSelectLinks, id, streamRoot)
 	if err != nil {
 		return nil, fmt.Errorf("dssub: load links: %w", err)
 	}
+	links, stale, err := scanLinks(rows)
+	if err != nil || !rebase || !stale {
+		return links, err
+	}
+	// Rare: a stream was created or re-created since it was linked. The read above
+	// already shows the rebased cursors; the table follows.
+	if _, err := q.Exec(ctx, sqlRebaseLinks, id, streamRoot); err != nil {
+		return nil, fmt.Errorf("dssub: rebase links: %w", err)
+	}
+	return links, nil
+}
+
+// scanLinks reads links, and reports whether any is stale: linked to no stream or to an
+// earlier stream at its path than the one there now.
+func scanLinks(rows pgx.Rows) (out []*link, stale bool, err error) {
 	defer rows.Close()
-	var out []*link
 	for rows.Next() {
 		l := &link{}
 		var linkStream *int64
 		if err := rows.Scan(&l.Path, &l.Explicit, &l.Glob, &linkStream, &l.Acked.Seq, &l.Acked.Pos,
 			&l.StreamID, &l.Tail.Seq, &l.Tail.Pos); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		if l.StreamID != 0 && linkStream != nil && *linkStream != l.StreamID {
-			l.Acked = beforeFirst
+		if l.StreamID != 0 && (linkStream == nil || *linkStream != l.StreamID) {
+			stale = true
+			if linkStream != nil {
+				l.Acked = beforeFirst
+			}
 		}
 		out = append(out, l)
 	}
-	return out, rows.Err()
+	return out, stale, rows.Err()
 }
 
 func anyPending(links []*link) bool {

@@ -104,7 +104,7 @@ func runWebhook(args []string) error {
 	}); err != nil {
 		return err
 	}
-	if *handler == "sdk" { // each spawn is a wake of its own: let them pass
+	if *handler == "sdk" || *mode == "latency" { // each spawn is a wake of its own: let them pass
 		for i := 0; i < *entities; i++ {
 			select {
 			case <-rv.wakes[fmt.Sprintf("/%s/e%d", typ, i)]:

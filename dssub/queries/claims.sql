@@ -20,6 +20,3 @@ SELECT EXISTS (SELECT 1 FROM ds_write_tokens t
   JOIN ds_subscription_streams l ON l.subscription_id = s.id
   WHERE t.token_hash = $2 AND s.wake_id = t.wake_id AND s.generation = t.generation
     AND $3 || l.path = $1 AND l.wake_seq IS NOT NULL)
-
--- name: SubOfWake
-SELECT id FROM ds_subscriptions WHERE wake_id = $1
