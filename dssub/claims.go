@@ -58,7 +58,7 @@ type Ack struct {
 // (replacing the subscription's earlier one). The token writes to the streams the wake
 // lists while the wake is current; the next wake fences it.
 func (s *Service) ClaimWake(ctx context.Context, cb WakeCallback) (writeToken string, err error) {
-	err = s.group.do(ctx, s.subOfToken(cb.Token, cb.WakeID), func(ctx context.Context, tx *streamdb.Tx) error {
+	err = s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		sb, err := scanSub(tx.QueryRow(ctx, sqlLockSubByWake, cb.WakeID))
 		if err != nil {
 			return err
@@ -206,13 +206,4 @@ func (s *Service) VerifyCallbackToken(token, wakeID string, gen int64) error {
 		return fail(http.StatusConflict, codeFenced, "Wake generation is stale")
 	}
 	return nil
-}
-
-// subOfToken is the subscription a callback token was minted for (fallback when it is
-// not a valid token): it keys the callback's transaction to its subscription's shard.
-func (s *Service) subOfToken(token, fallback string) string {
-	if claims, ok := s.keys.Load().verifyToken(token); ok {
-		return claims.Sub
-	}
-	return fallback
 }

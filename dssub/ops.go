@@ -327,11 +327,7 @@ func applyAcks(ctx context.Context, tx *streamdb.Tx, sb *sub, links []*link, req
 func (s *Service) ack(ctx context.Context, id, token string, req *ackRequest, pull bool) (nextWake bool, err error) {
 	var job *delivery
 	var sb *sub
-	key := id
-	if req.byWake {
-		key = s.subOfToken(token, id)
-	}
-	err = s.group.do(ctx, key, func(ctx context.Context, tx *streamdb.Tx) error {
+	err = s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		job, nextWake = nil, false
 		var err error
 		if req.byWake {
@@ -406,7 +402,7 @@ type claimed struct {
 // when work is pending), unless another worker's lease still holds it.
 func (s *Service) claimWake(ctx context.Context, id, worker string) (*claimed, error) {
 	var out *claimed
-	err := s.group.do(ctx, id, func(ctx context.Context, tx *streamdb.Tx) error {
+	err := s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		sb, err := lockExisting(ctx, tx, id)
 		if err != nil {
 			return err
@@ -456,7 +452,7 @@ func (s *Service) claimWake(ctx context.Context, id, worker string) (*claimed, e
 // releaseWake hands a claimed pull-wake back before its lease ends.
 func (s *Service) releaseWake(ctx context.Context, id, token string, req *ackRequest) error {
 	var sb *sub
-	err := s.group.do(ctx, id, func(ctx context.Context, tx *streamdb.Tx) error {
+	err := s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		var err error
 		if sb, err = lockExisting(ctx, tx, id); err != nil {
 			return err

@@ -101,7 +101,6 @@ type Service struct {
 	deliveries   chan struct{} // semaphore
 
 	clients *outbound.Clients // webhook requests go only where outbound's rules allow
-	group   txGroup           // the transactions of wakes, shared (see txgroup.go)
 
 	started atomic.Bool
 	logs    loopLogs
@@ -129,7 +128,7 @@ func New(store *streamdb.Store, opts Options) *Service {
 	var id [6]byte
 	_, _ = rand.Read(id[:])
 	s := &Service{
-		opts: opts, store: store, pool: store.DB(), log: opts.Logger.Named("dssub"), group: txGroup{store: store},
+		opts: opts, store: store, pool: store.DB(), log: opts.Logger.Named("dssub"),
 		procID:   "p-" + hex.EncodeToString(id[:]),
 		recent:   newRecent(8192, 10*time.Second),
 		dirty:    map[linkKey]dirtyLink{},

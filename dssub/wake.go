@@ -74,7 +74,7 @@ func (s *Service) evaluate(ctx context.Context, id string) error {
 	}
 	var job *delivery
 	var sb *sub
-	err = s.group.do(ctx, id, func(ctx context.Context, tx *streamdb.Tx) error {
+	err = s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		job = nil
 		var err error
 		if sb, err = lockSub(ctx, tx, id); err != nil || sb == nil {
@@ -334,14 +334,12 @@ func (s *Service) post(ctx context.Context, job *delivery, body []byte) result {
 // 2xx leaves the wake open for callbacks; a failure schedules a retry.
 func (s *Service) applyResult(ctx context.Context, job *delivery, res result) (*delivery, error) {
 	if res.ok && !res.done { // the common answer of an asynchronous handler: one statement
-		return nil, s.group.do(ctx, job.subID, func(ctx context.Context, tx *streamdb.Tx) error {
-			_, err := tx.Exec(ctx, sqlAcceptDelivery, job.subID, job.wakeID, job.generation)
-			return err
-		})
+		_, err := s.pool.Exec(ctx, sqlAcceptDelivery, job.subID, job.wakeID, job.generation)
+		return nil, err
 	}
 	var next *delivery
 	var sb *sub
-	err := s.group.do(ctx, job.subID, func(ctx context.Context, tx *streamdb.Tx) error {
+	err := s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		next = nil
 		var err error
 		if sb, err = lockSub(ctx, tx, job.subID); err != nil || sb == nil {
