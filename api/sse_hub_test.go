@@ -25,7 +25,7 @@ func openSSE(t *testing.T, url string) *sseReader {
 	t.Helper()
 	// a whole-request timeout bounds every read, so a subscriber that is never served
 	// fails the test instead of hanging it
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(url)
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Get(url)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))

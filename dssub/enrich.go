@@ -3,6 +3,7 @@ package dssub
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 )
 
@@ -21,8 +22,14 @@ type WakeContext struct {
 
 // Enricher adds members to the body of a webhook wake (Electric's entity context: the
 // agents server's view of a Durable Streams wake). It returns nil to leave a wake as the
-// Durable Streams protocol has it; an error fails the attempt, which is retried.
+// Durable Streams protocol has it; ErrNotWanted to finish the wake without delivering
+// it; another error fails the attempt, which is retried.
 type Enricher func(ctx context.Context, w WakeContext) (map[string]any, error)
+
+// ErrNotWanted is an Enricher's answer for a wake that must not reach the receiver (in
+// Electric: the entity is paused or stopped). The wake is finished as if the receiver
+// had answered {"done":true}: what it listed is acknowledged.
+var ErrNotWanted = errors.New("dssub: the wake is not to be delivered")
 
 // enrich merges what the Enricher adds into a delivery's body: the protocol's members
 // stay, the added ones come after them, and each listed stream also gets its tail as

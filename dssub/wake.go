@@ -283,7 +283,9 @@ func (s *Service) deliver(job *delivery) {
 		return
 	}
 	var res result
-	if body, err := s.enrich(ctx, job); err != nil {
+	if body, err := s.enrich(ctx, job); errors.Is(err, ErrNotWanted) {
+		res = result{ok: true, done: true}
+	} else if err != nil {
 		res = result{err: fmt.Errorf("enrich the wake: %w", err)}
 	} else {
 		res = s.post(ctx, job, body)

@@ -16,11 +16,19 @@ const CallbackPrefix = "/_electric/wake-callbacks/"
 // Enricher adds Electric's fields to a webhook wake whose primary stream is an entity's
 // main stream: who to call back and with what, the entity, and the principal that
 // created it. Wakes of other streams stay as the Durable Streams protocol has them.
+//
+// As in Electric, a paused or ended entity is not woken: its wake is finished as done
+// (dssub.ErrNotWanted). What it acknowledges is what a paused entity ignores anyway
+// (signals other than SIGCONT, SIGTERM and SIGKILL); a send resumes a paused entity, and
+// held (paused-mode) messages stay in the entity's state until released.
 func Enricher(registry *entity.Registry) dssub.Enricher {
 	return func(ctx context.Context, w dssub.WakeContext) (map[string]any, error) {
 		return notification(ctx, registry, w, "inbox")
 	}
 }
+
+// notWoken reports an entity whose handler is not to be woken.
+func notWoken(e *entity.Entity) bool { return e.Status == entity.StatusPaused || e.Status.Terminal() }
 
 // notification is Electric's view of a wake of an entity's main stream (nil for a wake
 // of any other stream): the fields a webhook wake adds, and what a runner's claim returns.
@@ -35,6 +43,9 @@ func notification(ctx context.Context, registry *entity.Registry, w dssub.WakeCo
 	}
 	if err != nil {
 		return nil, err
+	}
+	if notWoken(e) {
+		return nil, dssub.ErrNotWanted
 	}
 	out := map[string]any{
 		"consumerId":     w.WakeID,

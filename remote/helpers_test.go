@@ -82,8 +82,9 @@ func atoi(t *testing.T, s string) int64 {
 }
 
 type resp struct {
-	status int
-	body   []byte
+	status  int
+	body    []byte
+	headers http.Header
 }
 
 func (r resp) text() string { return string(r.body) }
@@ -114,7 +115,7 @@ func (e *env) do(method, path, body string, headers ...string) resp {
 	defer res.Body.Close()
 	data, err := io.ReadAll(res.Body)
 	require.NoError(e.t, err)
-	return resp{status: res.StatusCode, body: data}
+	return resp{status: res.StatusCode, body: data, headers: res.Header}
 }
 
 func (e *env) registerType(body string) {

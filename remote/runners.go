@@ -337,6 +337,19 @@ func (rs *Runners) claim(w http.ResponseWriter, r *http.Request) error {
 	n, err := notification(r.Context(), rs.Registry, dssub.WakeContext{SubscriptionID: sub, WakeID: c.WakeID,
 		Generation: c.Generation, StreamPath: c.StreamPath, TailOffset: c.TailOffset, CallbackToken: c.Token,
 		Origin: rs.Origin(r)}, "message_received")
+	if errors.Is(err, dssub.ErrNotWanted) {
+		// A paused or ended entity is not woken (as in Electric): the wake is finished,
+		// and the runner is told there is nothing to do for it.
+		cb := dssub.WakeCallback{WakeID: c.WakeID, Token: c.Token, Generation: c.Generation, Done: true}
+		for _, st := range c.Streams {
+			cb.Acks = append(cb.Acks, dssub.Ack{Path: st.Path, Offset: st.TailOffset})
+		}
+		if _, _, err := rs.Subs.Callback(r.Context(), cb); err != nil {
+			return err
+		}
+		httpx.WriteJSON(w, http.StatusOK, map[string]any{"done": true})
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,8 @@ func (r *Remote) RunRunner(ctx context.Context, id string) error {
 		got, err := r.call(ctx, http.MethodPost, base+"/claim", "", map[string]any{}, &wk)
 		var api *APIError
 		switch {
+		case err == nil && got && wk.WakeID == "" && wk.WakeIDDS == "":
+			continue // {"done":true}: the wake was for an entity that is paused or ended
 		case err == nil && got:
 			failures = 0
 			if err := r.handleWake(ctx, &wk); err != nil && ctx.Err() == nil {
