@@ -29,30 +29,8 @@ BASE="${BASE:-HEAD}"
 PGBIN="${PGBIN:-/usr/lib/postgresql/15/bin}"
 
 if [[ -z "${ENTITYD_BENCH_INNER:-}" ]]; then
-  OUT="${OUT:-bench/results/abw-$(date -u +%Y%m%d-%H%M%S)}"
-  mkdir -p "$OUT"
-  OUT="$(cd "$OUT" && pwd)"
-  work="$(mktemp -d "${TMPDIR:-/tmp}/entityd-ab.XXXXXX")"
-  trap 'rm -rf "$work"' EXIT
-  build() { # build <rev or ""> <out>: a committed revision with git archive, or the tree
-    if [[ -n "$1" ]]; then
-      mkdir -p "$work/src-$1"
-      git archive "$1" | tar -x -C "$work/src-$1"
-      (cd "$work/src-$1" && go build -o "$2" ./cmd/server)
-    else
-      go build -o "$2" ./cmd/server
-    fi
-  }
-  log "building A ($BASE) and B (${HEAD_REV:-working tree}) and the load tool"
-  build "$BASE" "$work/entityd-a"
-  build "${HEAD_REV:-}" "$work/entityd-b"
-  go build -o "$work/entityd-bench" ./cmd/entityd-bench
-  A_DESC="$(git rev-parse --short "$BASE")"
-  B_DESC="${HEAD_REV:+$(git rev-parse --short "$HEAD_REV")}"
-  B_DESC="${B_DESC:-$(git describe --always --dirty) (working tree)}"
-  export ENTITYD_BENCH_INNER=1 ENTITYD_BENCH_WORK="$work" ENTITYD_BENCH_OUT="$OUT" A_DESC B_DESC
-  export REPS DURATION WARMUP RATE ENTITIES HANDLERS PGBIN
-  run_inner_under_pg "$here/ab_webhook.sh"
+  export REPS DURATION WARMUP RATE ENTITIES HANDLERS
+  ab_outer "$here/ab_webhook.sh" abw
 fi
 
 # Inner half: PG* come from withpg.

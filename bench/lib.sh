@@ -75,3 +75,34 @@ machine_facts() {
     echo "pg_test_fsync: ${fsync_line:-n/a}"
   fi
 }
+
+# ab_outer <inner script> <results prefix>: the outer half of an A/B script. It builds A
+# (revision $BASE) and B ($HEAD_REV, or the working tree) and the load tool into a scratch
+# directory, then runs the script's inner half under a throwaway PostgreSQL with fsync ON
+# (run_inner_under_pg; it does not return). The caller exports its own settings first.
+ab_outer() {
+  local script="$1" prefix="$2"
+  OUT="${OUT:-bench/results/$prefix-$(date -u +%Y%m%d-%H%M%S)}"
+  mkdir -p "$OUT"
+  OUT="$(cd "$OUT" && pwd)"
+  work="$(mktemp -d "${TMPDIR:-/tmp}/entityd-ab.XXXXXX")"
+  trap 'rm -rf "$work"' EXIT
+  ab_build() { # ab_build <rev or ""> <out>: a committed revision with git archive, or the tree
+    if [[ -n "$1" ]]; then
+      mkdir -p "$work/src-$1"
+      git archive "$1" | tar -x -C "$work/src-$1"
+      (cd "$work/src-$1" && go build -o "$2" ./cmd/server)
+    else
+      go build -o "$2" ./cmd/server
+    fi
+  }
+  log "building A ($BASE) and B (${HEAD_REV:-working tree}) and the load tool"
+  ab_build "$BASE" "$work/entityd-a"
+  ab_build "${HEAD_REV:-}" "$work/entityd-b"
+  go build -o "$work/entityd-bench" ./cmd/entityd-bench
+  A_DESC="$(git rev-parse --short "$BASE")"
+  B_DESC="${HEAD_REV:+$(git rev-parse --short "$HEAD_REV")}"
+  B_DESC="${B_DESC:-$(git describe --always --dirty) (working tree)}"
+  export ENTITYD_BENCH_INNER=1 ENTITYD_BENCH_WORK="$work" ENTITYD_BENCH_OUT="$OUT" A_DESC B_DESC PGBIN
+  run_inner_under_pg "$script"
+}
