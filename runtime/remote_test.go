@@ -1,13 +1,18 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,7 +26,8 @@ import (
 
 // startRemote serves defs outside the server (in this test process, over HTTP only) as
 // a webhook handler or as the pull-wake runner "r1", dispatched to by their types.
-func startRemote(t *testing.T, e *env, mode string, defs ...runtime.EntityDefinition) {
+// It returns the webhook's URL (webhook mode).
+func startRemote(t *testing.T, e *env, mode string, defs ...runtime.EntityDefinition) string {
 	t.Helper()
 	r, err := runtime.NewRemote(runtime.RemoteOptions{Server: e.base, BaseBackoff: 10 * time.Millisecond,
 		MaxBackoff: 40 * time.Millisecond, Log: zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))}, defs...)
@@ -34,6 +40,7 @@ func startRemote(t *testing.T, e *env, mode string, defs ...runtime.EntityDefini
 		hs := httptest.NewServer(r.Webhook(ctx))
 		t.Cleanup(hs.Close)
 		require.NoError(t, r.RegisterTypes(ctx, runtime.Dispatch{WebhookURL: hs.URL + "/wake"}))
+		return hs.URL + "/wake"
 	case "runner":
 		_, err := r.RegisterRunner(ctx, "r1")
 		require.NoError(t, err)
@@ -43,6 +50,7 @@ func startRemote(t *testing.T, e *env, mode string, defs ...runtime.EntityDefini
 	default:
 		t.Fatalf("mode %q", mode)
 	}
+	return ""
 }
 
 // counter keeps a count in its state, answers each message with the count, registers
@@ -221,4 +229,35 @@ func TestRemoteRefusedWritesAreRecorded(t *testing.T) {
 	require.Equal(t, "commit", errEv.str(t, "wake"))
 	require.Contains(t, errEv.str(t, "message"), "INVALID_EFFECTS")
 	require.Empty(t, inboxOrder(e.events("/strict/s")), "the order was not delivered")
+}
+
+// TestRemoteWebhookRefusesForgedWakes: only wakes signed by the server are handled; a
+// forged one (another key, or no signature) is refused with 401 and runs nothing.
+func TestRemoteWebhookRefusesForgedWakes(t *testing.T) {
+	t.Parallel()
+	e := startServer(t, wake.Options{}, false)
+	var runs atomic.Int64
+	hook := startRemote(t, e, "webhook", runtime.EntityDefinition{Type: "guarded", Description: "d",
+		Handler: func(*runtime.Context) error { runs.Add(1); return nil }})
+	body := []byte(`{"wakeId":"w_forged","epoch":1,"callback":"` + e.base + `/_electric/wake-callbacks/w_forged","claimToken":"x",` +
+		`"streams":[{"path":"guarded/a/main","offset":"0000000000000001_0000000000000100","acked_offset":"-1"}]}`)
+	_, forger, err := ed25519.GenerateKey(nil)
+	require.NoError(t, err)
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	forged := "t=" + ts + ",kid=ds_forged,ed25519=" + base64.RawURLEncoding.EncodeToString(ed25519.Sign(forger, append([]byte(ts+"."), body...)))
+	var jwks struct{ Keys []struct{ Kid string } }
+	require.NoError(t, json.Unmarshal(e.do(http.MethodGet, "/__ds/jwks.json", nil).Body, &jwks))
+	realKid := "t=" + ts + ",kid=" + jwks.Keys[0].Kid + ",ed25519=" + base64.RawURLEncoding.EncodeToString(ed25519.Sign(forger, append([]byte(ts+"."), body...)))
+	for name, sig := range map[string]string{"no signature": "", "unknown key": forged, "the server's kid, another key": realKid} {
+		req, err := http.NewRequest(http.MethodPost, hook, bytes.NewReader(body))
+		require.NoError(t, err)
+		if sig != "" {
+			req.Header.Set("Webhook-Signature", sig)
+		}
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, http.StatusUnauthorized, res.StatusCode, name)
+	}
+	require.Zero(t, runs.Load())
 }

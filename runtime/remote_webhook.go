@@ -83,6 +83,30 @@ type jwksCache struct {
 }
 
 func (k *jwksCache) verify(ctx context.Context, header string, body []byte) error {
+	sig, err := parseSignature(header, time.Now())
+	if err != nil {
+		return err
+	}
+	key, err := k.key(ctx, sig.kid)
+	if err != nil {
+		return err
+	}
+	if !ed25519.Verify(key, append([]byte(sig.t+"."), body...), sig.sig) {
+		return errors.New("the signature does not match")
+	}
+	return nil
+}
+
+// signature is a parsed Webhook-Signature header: t=<unix seconds>,kid=<key id>,
+// ed25519=<base64url signature of "<t>.<body>">.
+type signature struct {
+	t, kid string
+	sig    []byte
+}
+
+// parseSignature reads a Webhook-Signature header, refusing one whose time is more than
+// signatureSkew away from now (a replay, or a wrong clock).
+func parseSignature(header string, now time.Time) (*signature, error) {
 	parts := map[string]string{}
 	for p := range strings.SplitSeq(header, ",") {
 		if name, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok {
@@ -91,24 +115,16 @@ func (k *jwksCache) verify(ctx context.Context, header string, body []byte) erro
 	}
 	ts, err := strconv.ParseInt(parts["t"], 10, 64)
 	if err != nil || parts["kid"] == "" || parts["ed25519"] == "" {
-		return errors.New("no Webhook-Signature: t=…,kid=…,ed25519=…")
+		return nil, errors.New("no Webhook-Signature: t=…,kid=…,ed25519=…")
 	}
-	if d := time.Since(time.Unix(ts, 0)); d > signatureSkew || d < -signatureSkew {
-		return errors.New("the signature's time is too far from now (replayed, or a clock is wrong)")
+	if d := now.Sub(time.Unix(ts, 0)); d > signatureSkew || d < -signatureSkew {
+		return nil, errors.New("the signature's time is too far from now (replayed, or a clock is wrong)")
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(parts["ed25519"])
-	if err != nil {
-		return errors.New("the signature is not base64url")
+	if err != nil || len(sig) != ed25519.SignatureSize {
+		return nil, errors.New("the signature is not a base64url Ed25519 signature")
 	}
-	key, err := k.key(ctx, parts["kid"])
-	if err != nil {
-		return err
-	}
-	msg := append([]byte(parts["t"]+"."), body...)
-	if !ed25519.Verify(key, msg, sig) {
-		return errors.New("the signature does not match")
-	}
-	return nil
+	return &signature{t: parts["t"], kid: parts["kid"], sig: sig}, nil
 }
 
 func (k *jwksCache) key(ctx context.Context, kid string) (ed25519.PublicKey, error) {
