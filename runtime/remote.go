@@ -55,6 +55,9 @@ type RemoteOptions struct {
 	BaseBackoff, MaxBackoff time.Duration
 	// Parallel is how many entities of one wake are handled at once (default 8).
 	Parallel int
+	// MaxWakes bounds the wakes the webhook handles at once (default 64); beyond it a
+	// wake is answered 503, and the server delivers it again later.
+	MaxWakes int
 	// Heartbeat is how often a wake in progress renews its lease (default 10 s).
 	Heartbeat time.Duration
 	// CachedEntities bounds the entity states kept between wakes (default 1,000).
@@ -88,6 +91,9 @@ func NewRemote(opts RemoteOptions, defs ...EntityDefinition) (*Remote, error) {
 	}
 	if opts.Parallel <= 0 {
 		opts.Parallel = 8
+	}
+	if opts.MaxWakes <= 0 {
+		opts.MaxWakes = 64
 	}
 	if opts.CachedEntities <= 0 {
 		opts.CachedEntities = 1000

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -260,4 +262,57 @@ func TestRemoteWebhookRefusesForgedWakes(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, res.StatusCode, name)
 	}
 	require.Zero(t, runs.Load())
+}
+
+// TestRemoteWebhookBoundsWakesInProgress: beyond MaxWakes wakes at once the webhook
+// answers 503; the server delivers that wake again later, and it is handled once.
+func TestRemoteWebhookBoundsWakesInProgress(t *testing.T) {
+	t.Parallel()
+	e := startServer(t, wake.Options{}, false)
+	aStarted, release := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	handled := map[string]int{}
+	def := runtime.EntityDefinition{Type: "slow", Description: "d", Handler: func(ctx *runtime.Context) error {
+		if _, ok := ctx.Wake.(runtime.InboxWake); !ok {
+			return nil
+		}
+		if ctx.Entity.URL == "/slow/a" {
+			close(aStarted)
+			<-release
+		}
+		mu.Lock()
+		handled[ctx.Entity.URL]++
+		mu.Unlock()
+		return nil
+	}}
+	r, err := runtime.NewRemote(runtime.RemoteOptions{Server: e.base, MaxWakes: 1,
+		Log: zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))}, def)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	hs := httptest.NewServer(r.Webhook(ctx))
+	t.Cleanup(hs.Close)
+	// one subscription per entity, so that both can be woken at once
+	require.NoError(t, r.RegisterTypes(ctx, runtime.Dispatch{WebhookURL: hs.URL, SubscriptionID: "slow"}))
+	e.spawn("slow", "a", nil)
+	e.spawn("slow", "b", nil)
+	e.send("/slow/a", map[string]any{"payload": 1})
+	<-aStarted
+	e.send("/slow/b", map[string]any{"payload": 2})
+	sum := sha256.Sum256([]byte("/slow/b"))
+	subB := "/__ds/subscriptions/slow:" + hex.EncodeToString(sum[:])[:16]
+	waitUntil(t, 30*time.Second, func() bool {
+		var sub map[string]any
+		_ = json.Unmarshal(e.do(http.MethodGet, subB, nil).Body, &sub)
+		return sub["status"] == "failed"
+	}, "b's wake is answered 503 while a's is in progress")
+	mu.Lock()
+	require.Zero(t, handled["/slow/b"])
+	mu.Unlock()
+	close(release)
+	waitUntil(t, 30*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return handled["/slow/a"] == 1 && handled["/slow/b"] == 1
+	}, "b is delivered again and handled once a's wake ended")
 }

@@ -26,7 +26,8 @@ const (
 // with a webhook URL, or a subscription of your own). It accepts only wakes signed by
 // the server (Ed25519, checked against the server's JWKS), answers at once, and handles
 // the wake in the background under ctx; a wake delivered again while it is being handled
-// is not handled twice.
+// is not handled twice, and beyond RemoteOptions.MaxWakes wakes at once it answers 503
+// (the server retries with backoff).
 func (r *Remote) Webhook(ctx context.Context) http.Handler {
 	var mu sync.Mutex
 	inFlight := map[string]bool{}
@@ -54,10 +55,16 @@ func (r *Remote) Webhook(ctx context.Context) http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte("{}")) // accepted; the done callback follows
 		key := wk.WakeID + "/" + strconv.FormatInt(wk.Epoch, 10)
 		mu.Lock()
+		if !inFlight[key] && len(inFlight) >= r.opts.MaxWakes {
+			mu.Unlock()
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many wakes in progress", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte("{}")) // accepted; the done callback follows
 		if inFlight[key] {
 			mu.Unlock()
 			return
