@@ -58,6 +58,11 @@ type RemoteOptions struct {
 	// MaxWakes bounds the wakes the webhook handles at once (default 64); beyond it a
 	// wake is answered 503, and the server delivers it again later.
 	MaxWakes int
+	// CommitEvery: once the runs of one entity in a wake have written this many events
+	// (default 500) or about 1 MiB, what was handled is committed at the next boundary
+	// of the stream reads (1 MiB each) and the wake goes on, so that a large backlog is
+	// committed in parts.
+	CommitEvery int
 	// Heartbeat is how often a wake in progress renews its lease (default 10 s).
 	Heartbeat time.Duration
 	// CachedEntities bounds the entity states kept between wakes (default 1,000).
@@ -94,6 +99,9 @@ func NewRemote(opts RemoteOptions, defs ...EntityDefinition) (*Remote, error) {
 	}
 	if opts.MaxWakes <= 0 {
 		opts.MaxWakes = 64
+	}
+	if opts.CommitEvery <= 0 {
+		opts.CommitEvery = 500
 	}
 	if opts.CachedEntities <= 0 {
 		opts.CachedEntities = 1000
@@ -192,7 +200,7 @@ func (r *Remote) handleWake(ctx context.Context, w *remoteWake) error {
 		slots <- struct{}{}
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			run, err := r.runStream(ctx, path, acked)
+			run, err := r.runStream(ctx, w, path, acked)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -231,6 +239,9 @@ func (r *Remote) handleWake(ctx context.Context, w *remoteWake) error {
 	return err
 }
 
+// errTooLarge: the wake's writes together are too large for one callback.
+var errTooLarge = &APIError{Status: http.StatusRequestEntityTooLarge, Code: "TOO_LARGE", Msg: "the wake's writes are committed entity by entity"}
+
 func (r *Remote) committed(run *streamRun) {
 	if r.opts.OnCommitted != nil {
 		r.opts.OnCommitted(run.eff.url)
@@ -239,6 +250,13 @@ func (r *Remote) committed(run *streamRun) {
 
 // commitAll acknowledges every stream of the wake with all the runs' writes, and ends it.
 func (r *Remote) commitAll(ctx context.Context, w *remoteWake, runs []*streamRun) error {
+	size := 0
+	for _, run := range runs {
+		size += run.eff.size()
+	}
+	if size > 3*commitBudgetBytes {
+		return errTooLarge // committed entity by entity instead
+	}
 	body := map[string]any{"epoch": w.Epoch, "done": true}
 	acks := make([]map[string]string, 0, len(runs))
 	var docs []effectsDoc

@@ -39,10 +39,17 @@ func (s *streamRun) release(committed bool) {
 	s.ent.mu.Unlock()
 }
 
+// commitBudgetBytes bounds what one callback carries for one entity (with
+// RemoteOptions.CommitEvery events): past it, what was handled so far is committed with
+// the acknowledgement of the chunk read so far, and the wake goes on (the server refuses
+// bodies over 4 MiB and more than 10,000 events per entity).
+const commitBudgetBytes = 1 << 20
+
 // runStream handles the new events of one stream of a wake: the entity's handler runs
 // once per unit of work (as in the server), and what the runs wrote waits in the result
-// to be committed with the acknowledgement of what was read.
-func (r *Remote) runStream(ctx context.Context, path, acked string) (*streamRun, error) {
+// to be committed with the acknowledgement of what was read. A large backlog is
+// committed in parts, at chunk boundaries, as it goes.
+func (r *Remote) runStream(ctx context.Context, w *remoteWake, path, acked string) (*streamRun, error) {
 	typ, url, kind, ok := entitypath.Parse(path)
 	def := r.defs[typ]
 	if !ok || kind != entitypath.KindMain || def == nil {
@@ -54,21 +61,56 @@ func (r *Remote) runStream(ctx context.Context, path, acked string) (*streamRun,
 	}
 	ent := r.states.get(path)
 	ent.mu.Lock()
-	items, readTo, err := ent.catchUp(ctx, r, ackedSeq)
-	if err != nil {
-		// The entity may have been re-created since it was cached: read it whole once.
-		ent.reset()
-		if items, readTo, err = ent.catchUp(ctx, r, ackedSeq); err != nil {
-			ent.reset()
-			ent.mu.Unlock()
-			return nil, err
+	run := &streamRun{path: path, eff: &effects{url: url}, ent: ent}
+	partly := false // a part of the backlog was committed
+	handle := func(items []wake.ScannedWake, readTo string) error {
+		for _, it := range items {
+			run.eff.merge(r.runItem(ctx, def, url, typ, ent, it))
 		}
+		run.readTo = readTo
+		if run.eff.size() < commitBudgetBytes && len(run.eff.events) < r.opts.CommitEvery {
+			return nil
+		}
+		if err := r.commit(ctx, w, run); err != nil {
+			return err
+		}
+		partly = true
+		r.committed(run)
+		run.eff = &effects{url: url}
+		return nil
 	}
-	run := &streamRun{path: path, readTo: readTo, eff: &effects{url: url}, ent: ent}
-	for _, it := range items {
-		run.eff.merge(r.runItem(ctx, def, url, typ, ent, it))
+	err = ent.catchUp(ctx, r, ackedSeq, handle)
+	if err != nil && !partly {
+		// The entity may have been re-created since it was cached: read it whole once
+		// (what the runs so far wrote was not committed, and is dropped).
+		ent.reset()
+		run.eff, run.readTo = &effects{url: url}, ""
+		err = ent.catchUp(ctx, r, ackedSeq, handle)
+	}
+	if err != nil {
+		ent.reset()
+		ent.mu.Unlock()
+		return nil, err
 	}
 	return run, nil
+}
+
+// size estimates the bytes a run's writes take in a callback.
+func (e *effects) size() int {
+	n := 0
+	for _, ev := range e.events {
+		n += len(ev)
+	}
+	for _, s := range e.sends {
+		n += len(s.req.Payload) + 128
+	}
+	for _, op := range e.commandOps {
+		n += 512 * (1 + len(op.Registrations))
+	}
+	for _, t := range e.timers {
+		n += len(t.payload) + 128
+	}
+	return n + 128*len(e.observations)
 }
 
 // runItem runs the handler on one unit of work until it succeeds or is given up on,
@@ -159,5 +201,6 @@ func (r *Remote) commit(ctx context.Context, w *remoteWake, run *streamRun) erro
 // refused reports an answer that says the writes themselves are not acceptable.
 func refused(err error) bool {
 	var api *APIError
-	return errors.As(err, &api) && (api.Status == http.StatusUnprocessableEntity || api.Code == "NOT_RUNNING")
+	return errors.As(err, &api) && (api.Status == http.StatusUnprocessableEntity || api.Code == "NOT_RUNNING" ||
+		api.Status == http.StatusRequestEntityTooLarge)
 }

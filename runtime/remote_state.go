@@ -58,38 +58,41 @@ func (e *remoteEntity) reset() {
 	e.state, e.scanner, e.next = wake.NewState(), wake.NewScanner(), "-1"
 }
 
-// catchUp reads the stream from where the entity was left to its tail, and returns the
-// wakes found after ackedSeq (the events the subscription has acknowledged) and the
-// offset read to.
-func (e *remoteEntity) catchUp(ctx context.Context, r *Remote, ackedSeq int64) ([]wake.ScannedWake, string, error) {
-	var out []wake.ScannedWake
+// catchUp reads the stream from where the entity was left to its tail, one chunk at a
+// time, and hands each chunk's wakes after ackedSeq (the events the subscription has
+// acknowledged) to fn with the offset read to; the state includes the chunk.
+func (e *remoteEntity) catchUp(ctx context.Context, r *Remote, ackedSeq int64, fn func([]wake.ScannedWake, string) error) error {
 	for {
 		first, err := offsetSeq(e.next)
 		if err != nil {
-			return nil, "", err
+			return err
 		}
 		c, err := r.readStream(ctx, e.path, e.next)
 		if err != nil {
-			return nil, "", err
+			return err
 		}
 		end, err := offsetSeq(c.next)
 		if err != nil {
-			return nil, "", err
+			return err
 		}
 		if end-first != int64(len(c.events)) {
-			return nil, "", fmt.Errorf("runtime: %s: read %d events between offsets %s and %s", e.path, len(c.events), e.next, c.next)
+			return fmt.Errorf("runtime: %s: read %d events between offsets %s and %s", e.path, len(c.events), e.next, c.next)
 		}
 		for i, ev := range c.events {
 			e.state.Apply(first+1+int64(i), ev)
 		}
+		var items []wake.ScannedWake
 		for _, w := range e.scanner.Scan(first+1, c.events) {
 			if w.Seq > ackedSeq {
-				out = append(out, w)
+				items = append(items, w)
 			}
 		}
 		e.next = c.next
+		if err := fn(items, e.next); err != nil {
+			return err
+		}
 		if c.upToDate || len(c.events) == 0 {
-			return out, e.next, nil
+			return nil
 		}
 	}
 }

@@ -22,7 +22,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/entityd/entityd/internal/testserver"
 	"github.com/entityd/entityd/runtime"
+	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
 )
 
@@ -315,4 +317,52 @@ func TestRemoteWebhookBoundsWakesInProgress(t *testing.T) {
 		defer mu.Unlock()
 		return handled["/slow/a"] == 1 && handled["/slow/b"] == 1
 	}, "b is delivered again and handled once a's wake ended")
+}
+
+// TestRemoteCommitsABacklogInParts: a wake with a large backlog is committed in parts at
+// read boundaries (here reads of 2 KiB, and a commit every 10 events), each part with its
+// acknowledgement; every message is answered once, in order.
+func TestRemoteCommitsABacklogInParts(t *testing.T) {
+	t.Parallel()
+	srv := testserver.Start(t, testserver.Options{QuietLogs: true, Streams: streamdb.Options{MaxReadBytes: 2048}})
+	e := &env{t: t, base: srv.URL}
+	release := make(chan struct{})
+	var once sync.Once
+	var commits atomic.Int64
+	def := runtime.EntityDefinition{Type: "chatty", Description: "d", Handler: func(ctx *runtime.Context) error {
+		w, ok := ctx.Wake.(runtime.InboxWake)
+		if !ok {
+			return nil
+		}
+		once.Do(func() { <-release }) // the first message holds the wake while the backlog grows
+		for i := range 3 {
+			if err := ctx.WriteText(fmt.Sprintf("%s.%d", w.Payload, i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}
+	r, err := runtime.NewRemote(runtime.RemoteOptions{Server: e.base, CommitEvery: 10,
+		OnCommitted: func(string) { commits.Add(1) }, Log: zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))}, def)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	hs := httptest.NewServer(r.Webhook(ctx))
+	t.Cleanup(hs.Close)
+	require.NoError(t, r.RegisterTypes(ctx, runtime.Dispatch{WebhookURL: hs.URL, SubscriptionID: "chatty"}))
+	a := e.spawn("chatty", "a", nil)
+	const n = 40
+	for i := range n {
+		e.send(a, map[string]any{"payload": i})
+	}
+	close(release)
+	var want []string
+	for i := range n {
+		for j := range 3 {
+			want = append(want, fmt.Sprintf("%d.%d", i, j))
+		}
+	}
+	waitUntil(t, 60*time.Second, func() bool { return len(texts(t, e.events(a))) >= len(want) }, "every message answered")
+	require.Equal(t, want, texts(t, e.events(a)), "once each, in order")
+	require.Greater(t, commits.Load(), int64(3), "the backlog was committed in parts")
 }
