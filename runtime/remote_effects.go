@@ -15,9 +15,9 @@ import (
 
 // Limits of one done's effects (the callback body is bounded too).
 const (
-	maxRemoteRuns    = 1000 // entities in one done
+	maxRemoteRuns    = 1000  // entities in one done
 	maxRemoteEvents  = 10000 // per entity
-	maxRemoteOthers  = 100  // sends, slash-command changes, timers, observations per entity
+	maxRemoteOthers  = 100   // sends, slash-command changes, timers, observations per entity
 	maxTimerIDLength = 128
 )
 
