@@ -46,9 +46,17 @@ func (c *stateCache) get(path string) *remoteEntity {
 	e.reset()
 	e.elem = c.lru.PushFront(e)
 	c.byID[path] = e
-	for c.lru.Len() > c.max {
-		old := c.lru.Remove(c.lru.Back()).(*remoteEntity)
-		delete(c.byID, old.path)
+	// Evict the least recently used entities that no run holds (an entity in use stays,
+	// so that its runs never split over two states).
+	for el := c.lru.Back(); el != nil && c.lru.Len() > c.max; {
+		prev := el.Prev()
+		old := el.Value.(*remoteEntity)
+		if old != e && old.mu.TryLock() {
+			c.lru.Remove(el)
+			delete(c.byID, old.path)
+			old.mu.Unlock()
+		}
+		el = prev
 	}
 	return e
 }
