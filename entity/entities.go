@@ -40,6 +40,7 @@ type Entity struct {
 	WriteToken string
 
 	inbox compiledSchemas
+	state compiledSchemas
 }
 
 // MainStream is the path of the entity's stream.

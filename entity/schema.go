@@ -61,6 +61,19 @@ func (r *Registry) InboxSchema(e *Entity, t *Type, msgType string) (s *schemas.S
 	return s2, declared || declared2, err
 }
 
+// StateSchema is InboxSchema for the state events a handler writes (state_schemas):
+// declared is false when neither the type nor e declares state schemas.
+func (r *Registry) StateSchema(e *Entity, t *Type, eventType string) (s *schemas.Schema, declared bool, err error) {
+	if t != nil {
+		s, declared, err = t.state.schemaFor(r.schemas, t.StateSchemas, eventType)
+		if s != nil || err != nil {
+			return s, declared, err
+		}
+	}
+	s2, declared2, err := e.state.schemaFor(r.schemas, e.StateSchemas, eventType)
+	return s2, declared || declared2, err
+}
+
 // Precompile compiles every schema of t so that no send or spawn pays for compilation;
 // it returns the first compilation error, which registration reports as a 400.
 func (r *Registry) Precompile(t *Type) error {

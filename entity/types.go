@@ -31,6 +31,7 @@ type Type struct {
 	UpdatedAt                     time.Time
 
 	inbox compiledSchemas
+	state compiledSchemas
 }
 
 // MarshalJSON renders the public type JSON. Schemas are embedded verbatim; absent

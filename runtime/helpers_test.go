@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -24,6 +23,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/entityd/entityd/internal/pgtest"
+	"github.com/entityd/entityd/internal/testbin"
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/server"
 	"github.com/entityd/entityd/streamdb"
@@ -474,29 +474,10 @@ func (e *env) queryInt(sql string, args ...any) int64 {
 
 // --- real processes (the wakeprobe) ---
 
-var (
-	probeOnce sync.Once
-	probeBin  string
-	probeErr  error
-)
-
 // probeBinary builds internal/tools/wakeprobe once per test run.
 func probeBinary(t *testing.T) string {
 	t.Helper()
-	probeOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "wakeprobe-bin-")
-		if err != nil {
-			probeErr = err
-			return
-		}
-		probeBin = filepath.Join(dir, "wakeprobe")
-		out, err := exec.Command("go", "build", "-o", probeBin, "github.com/entityd/entityd/internal/tools/wakeprobe").CombinedOutput()
-		if err != nil {
-			probeErr = fmt.Errorf("go build wakeprobe: %v\n%s", err, out)
-		}
-	})
-	require.NoError(t, probeErr)
-	return probeBin
+	return testbin.Build(t, "github.com/entityd/entityd/internal/tools/wakeprobe")
 }
 
 // process is a running wakeprobe.

@@ -276,6 +276,12 @@ func (r *Remote) commitAll(ctx context.Context, w *remoteWake, runs []*streamRun
 
 // heartbeat renews the wake's lease while it is being handled.
 func (r *Remote) heartbeat(ctx context.Context, w *remoteWake) {
+	r.every(ctx, "wake heartbeat", w.Callback, w.ClaimToken, map[string]any{"epoch": w.Epoch})
+}
+
+// every POSTs body to target at each RemoteOptions.Heartbeat until ctx ends (a failure
+// is logged; the next tick tries again).
+func (r *Remote) every(ctx context.Context, what, target, token string, body any) {
 	t := time.NewTicker(r.opts.Heartbeat)
 	defer t.Stop()
 	for {
@@ -283,8 +289,8 @@ func (r *Remote) heartbeat(ctx context.Context, w *remoteWake) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := r.call(ctx, http.MethodPost, w.Callback, w.ClaimToken, map[string]any{"epoch": w.Epoch}, nil); err != nil && ctx.Err() == nil {
-				r.log.Warn("wake heartbeat failed", zap.String("wake", w.WakeID), zap.Error(err))
+			if _, err := r.call(ctx, http.MethodPost, target, token, body, nil); err != nil && ctx.Err() == nil {
+				r.log.Warn(what+" failed", zap.Error(err))
 			}
 		}
 	}

@@ -83,7 +83,7 @@ func (r *Runtime) checkRemoteRun(ctx context.Context, d *effectsDoc) (remoteRun,
 	if !ok {
 		return bad("effects belong to an entity's main stream (/<type>/<id>/main)")
 	}
-	e, err := r.registry.Get(ctx, url)
+	e, err := r.registry.Known(ctx, url) // its type never changes; its status is checked at commit
 	if errors.Is(err, entity.ErrNotFound) {
 		return bad("no such entity")
 	} else if err != nil {
@@ -97,12 +97,12 @@ func (r *Runtime) checkRemoteRun(ctx context.Context, d *effectsDoc) (remoteRun,
 		return bad("more than %d sends, slash-command changes, timers or observations", maxRemoteOthers)
 	}
 	run := remoteRun{stream: d.Stream, eff: &effects{rt: r, url: url, commandOps: d.SlashCommands}}
-	states, err := r.stateSchemas(ctx, e.Type)
-	if err != nil {
+	t, err := r.registry.Type(ctx, e.Type)
+	if err != nil && !errors.Is(err, entity.ErrTypeNotFound) {
 		return remoteRun{}, err
 	}
 	for i, raw := range d.Events {
-		if err := r.checkRemoteEvent(raw, states); err != nil {
+		if err := r.checkRemoteEvent(raw, e, t); err != nil {
 			return bad("events[%d]: %v", i, err)
 		}
 		run.events = append(run.events, raw)
@@ -149,29 +149,11 @@ func (r *Runtime) checkRemoteRun(ctx context.Context, d *effectsDoc) (remoteRun,
 	return run, nil
 }
 
-// stateSchemas are the registered type's state schemas by event type (nil: any).
-func (r *Runtime) stateSchemas(ctx context.Context, typeName string) (map[string]json.RawMessage, error) {
-	t, err := r.registry.Type(ctx, typeName)
-	if errors.Is(err, entity.ErrTypeNotFound) {
-		return nil, nil
-	} else if err != nil {
-		return nil, err
-	}
-	if len(t.StateSchemas) == 0 || string(t.StateSchemas) == "null" {
-		return nil, nil
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(t.StateSchemas, &m); err != nil {
-		return nil, fmt.Errorf("runtime: state schemas of %s: %w", typeName, err)
-	}
-	return m, nil
-}
-
 // builtinEventTypes are written by Context helpers (WriteText, InsertContext,
 // RemoveContext) and are not subject to the type's state schemas.
 var builtinEventTypes = map[string]bool{"text": true, "context_inserted": true, "context_removed": true}
 
-func (r *Runtime) checkRemoteEvent(raw json.RawMessage, states map[string]json.RawMessage) error {
+func (r *Runtime) checkRemoteEvent(raw json.RawMessage, e *entity.Entity, t *entity.Type) error {
 	var ev wake.Event
 	if err := json.Unmarshal(raw, &ev); err != nil {
 		return errors.New("not a State Protocol event")
@@ -193,16 +175,18 @@ func (r *Runtime) checkRemoteEvent(raw json.RawMessage, states map[string]json.R
 	default:
 		return fmt.Errorf("unknown operation %q", ev.Headers.Operation)
 	}
-	if states == nil || builtinEventTypes[ev.Type] || ev.Headers.Operation == streamdb.OpDelete {
+	if builtinEventTypes[ev.Type] || ev.Headers.Operation == streamdb.OpDelete {
 		return nil
 	}
-	schema, ok := states[ev.Type]
-	if !ok {
-		return (&StateValidationError{EventType: ev.Type})
-	}
-	compiled, err := r.registry.Schemas().Get(schema)
+	compiled, declared, err := r.registry.StateSchema(e, t, ev.Type)
 	if err != nil {
 		return fmt.Errorf("state schema %s: %w", ev.Type, err)
+	}
+	if !declared {
+		return nil
+	}
+	if compiled == nil {
+		return &StateValidationError{EventType: ev.Type}
 	}
 	if d := compiled.Validate(ev.Value); d != nil {
 		return &StateValidationError{EventType: ev.Type, Details: d}

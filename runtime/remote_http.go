@@ -115,9 +115,15 @@ type streamChunk struct {
 	upToDate bool
 }
 
-// readStream reads the JSON stream at path from offset (catch-up, not live).
-func (r *Remote) readStream(ctx context.Context, path, offset string) (*streamChunk, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.abs(path)+"?offset="+url.QueryEscape(offset), nil)
+// readStream reads the JSON stream at path from offset: a catch-up read, or with live
+// a long-poll that waits for something after offset (204 when it timed out, with the
+// same offset as next).
+func (r *Remote) readStream(ctx context.Context, path, offset string, live bool) (*streamChunk, error) {
+	target := r.abs(path) + "?offset=" + url.QueryEscape(offset)
+	if live {
+		target += "&live=long-poll"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -131,14 +137,20 @@ func (r *Remote) readStream(ctx context.Context, path, offset string) (*streamCh
 	if err != nil {
 		return nil, err
 	}
-	if res.StatusCode != http.StatusOK {
+	c := &streamChunk{next: res.Header.Get("Stream-Next-Offset"), upToDate: res.Header.Get("Stream-Up-To-Date") == "true"}
+	switch {
+	case live && res.StatusCode == http.StatusNoContent:
+		if c.next == "" {
+			c.next = offset
+		}
+		return c, nil
+	case res.StatusCode != http.StatusOK:
 		return nil, apiError(req.URL.String(), res.StatusCode, data)
 	}
 	var events []json.RawMessage
 	if err := json.Unmarshal(data, &events); err != nil {
 		return nil, fmt.Errorf("%s: not a JSON stream: %w", req.URL, err)
 	}
-	c := &streamChunk{next: res.Header.Get("Stream-Next-Offset"), upToDate: res.Header.Get("Stream-Up-To-Date") == "true"}
 	if c.next == "" {
 		return nil, errors.New(req.URL.String() + ": no Stream-Next-Offset")
 	}

@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"time"
@@ -22,7 +21,7 @@ func (r *Remote) RunRunner(ctx context.Context, id string) error {
 		return err
 	}
 	base := "/_electric/runners/" + url.PathEscape(id)
-	go r.runnerHeartbeat(ctx, base)
+	go r.every(ctx, "runner heartbeat", base+"/heartbeat", "", map[string]any{})
 	tail, err := r.streamTail(ctx, wakeStream)
 	if err != nil {
 		return err
@@ -75,24 +74,9 @@ func (r *Remote) RegisterRunner(ctx context.Context, id string) (wakeStream stri
 	return runner.WakeStream, nil
 }
 
-func (r *Remote) runnerHeartbeat(ctx context.Context, base string) {
-	t := time.NewTicker(r.opts.Heartbeat)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := r.call(ctx, http.MethodPost, base+"/heartbeat", "", map[string]any{}, nil); err != nil && ctx.Err() == nil {
-				r.log.Warn("runner heartbeat failed", zap.Error(err))
-			}
-		}
-	}
-}
-
 // streamTail is the stream's current tail offset.
 func (r *Remote) streamTail(ctx context.Context, path string) (string, error) {
-	c, err := r.readStream(ctx, path, "now")
+	c, err := r.readStream(ctx, path, "now", false)
 	if err != nil {
 		return "", err
 	}
@@ -102,23 +86,9 @@ func (r *Remote) streamTail(ctx context.Context, path string) (string, error) {
 // waitStream long-polls the stream after offset and returns the offset after what came
 // (the same offset when the poll timed out with nothing new).
 func (r *Remote) waitStream(ctx context.Context, path, offset string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-		r.abs(path)+"?offset="+url.QueryEscape(offset)+"&live=long-poll", nil)
+	c, err := r.readStream(ctx, path, offset, true)
 	if err != nil {
 		return "", err
 	}
-	r.decorate(req, "")
-	res, err := r.client.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer res.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(res.Body, maxRemoteResponse))
-	if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusNoContent {
-		return "", apiError(req.URL.String(), res.StatusCode, data)
-	}
-	if next := res.Header.Get("Stream-Next-Offset"); next != "" {
-		return next, nil
-	}
-	return offset, nil
+	return c.next, nil
 }

@@ -75,7 +75,7 @@ func (e *remoteEntity) catchUp(ctx context.Context, r *Remote, ackedSeq int64, f
 		if err != nil {
 			return err
 		}
-		c, err := r.readStream(ctx, e.path, e.next)
+		c, err := r.readStream(ctx, e.path, e.next, false)
 		if err != nil {
 			return err
 		}

@@ -6,56 +6,23 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/entityd/entityd/internal/testbin"
 	"github.com/entityd/entityd/internal/testserver"
 )
-
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// binary builds entityd-remote once per test run.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "entityd-remote-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "entityd-remote")
-		if out, err := exec.Command("go", "build", "-race", "-o", binPath, ".").CombinedOutput(); err != nil {
-			buildErr = &buildError{err, out}
-		}
-	})
-	require.NoError(t, buildErr)
-	return binPath
-}
-
-type buildError struct {
-	err error
-	out []byte
-}
-
-func (e *buildError) Error() string { return "go build: " + e.err.Error() + "\n" + string(e.out) }
 
 // startProcess runs entityd-remote against server with args until it says it serves.
 func startProcess(t *testing.T, server string, args ...string) {
 	t.Helper()
-	cmd := exec.Command(binary(t), append([]string{"-server", server, "-skills-dir", t.TempDir()}, args...)...)
+	cmd := exec.Command(testbin.Build(t, "github.com/entityd/entityd/cmd/entityd-remote", "-race"), append([]string{"-server", server, "-skills-dir", t.TempDir()}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
