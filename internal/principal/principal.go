@@ -1,10 +1,12 @@
-// Package principal parses the Electric-Principal header: who is making a request.
-// entityd has no authentication yet; like the reference server outside production, a
-// request without a (parseable) principal acts as the development principal
-// system:dev-local.
+// Package principal is who makes a request: a kind and an id, parsed from the
+// Electric-Principal header (dev mode) or a verified token's claim (jwt mode, package
+// authn), and carried on the request's context. In dev mode a request that names no
+// (parseable) principal acts as the development principal system:dev-local, like the
+// reference server outside production.
 package principal
 
 import (
+	"context"
 	"net/url"
 	"strings"
 )
@@ -70,3 +72,24 @@ func EncodeURIComponent(s string) string {
 	}
 	return b.String()
 }
+
+type ctxKey struct{}
+
+// WithContext records on ctx who is making the request.
+func WithContext(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, ctxKey{}, p)
+}
+
+// FromContext is the principal WithContext recorded; ok is false for a request that
+// authenticated as nobody (no credentials in jwt mode).
+func FromContext(ctx context.Context) (p Principal, ok bool) {
+	p, ok = ctx.Value(ctxKey{}).(Principal)
+	return p, ok
+}
+
+// IsSystem reports whether p is one of the server's own principals, which every
+// permission check lets through.
+func (p Principal) IsSystem() bool { return p.Kind == "system" }
+
+// String is "kind:id".
+func (p Principal) String() string { return p.Kind + ":" + p.ID }
