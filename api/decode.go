@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"unicode/utf8"
 
+	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/internal/validation"
@@ -46,6 +47,9 @@ type body struct {
 func (s *Server) readJSON(w http.ResponseWriter, r *http.Request) (*body, error) {
 	data, err := readBody(w, r, s.cfg.MaxBodyBytes)
 	if err != nil {
+		return nil, err
+	}
+	if err := httpx.RequireJSON(r, data); err != nil {
 		return nil, err
 	}
 	return parseBody(data)

@@ -6,11 +6,11 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/httpx"
-	"github.com/entityd/entityd/internal/principal"
 	"github.com/entityd/entityd/internal/validation"
 )
 
@@ -48,7 +48,19 @@ func (s *Server) spawn(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.registry.Get(r.Context(), url); err == nil {
 		return duplicateURL(url)
 	}
-	p := principal.FromHeader(r.Header.Get(principal.Header))
+	p := caller(r)
+	if parent != "" {
+		// spawning under a parent needs spawn on the parent too
+		if pe, err := s.registry.Known(r.Context(), parent); err == nil {
+			if err := s.requireEntity(r, p, pe, authz.Spawn); err != nil {
+				return err
+			}
+		}
+	}
+	grants, err := spawnGrants(b.raw("grants"))
+	if err != nil {
+		return err
+	}
 	req := entity.SpawnRequest{Type: typ, InstanceID: id, Args: args, Tags: tags, Parent: parent, CreatedBy: p.URL()}
 	if err := s.registry.CheckArgs(t, args); err != nil {
 		return spawnError(err, url)
@@ -65,7 +77,8 @@ func (s *Server) spawn(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The origin the client reached us at names the callback URLs of a dispatch
 	// subscription the spawn may create (only spawns need it, so only they carry it).
-	res, err := s.registry.Spawn(httpx.WithOrigin(r.Context(), httpx.RequestOrigin(r)), t, req)
+	ctx := authz.WithSpawnGrants(httpx.WithOrigin(r.Context(), httpx.RequestOrigin(r)), grants)
+	res, err := s.registry.Spawn(ctx, t, req)
 	if err != nil {
 		return spawnError(err, url)
 	}
@@ -159,7 +172,17 @@ func (s *Server) listEntities(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, list)
+	mayRead, err := s.checker.EntityFilter(r.Context(), caller(r), authz.Read)
+	if err != nil {
+		return err
+	}
+	visible := list[:0]
+	for _, e := range list {
+		if mayRead(r.Context(), e) {
+			visible = append(visible, e)
+		}
+	}
+	writeJSON(w, http.StatusOK, visible)
 	return nil
 }
 

@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/entity"
-	"github.com/entityd/entityd/internal/outbound"
 	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/internal/validation"
@@ -40,6 +40,9 @@ func (s *Server) registerType(w http.ResponseWriter, r *http.Request) error {
 		if err := checkTypeName(name); err != nil {
 			return err
 		}
+		if _, err := s.mayRegister(r, name); err != nil {
+			return err
+		}
 		if b, err = s.discoverManifest(r.Context(), name, endpoint); err != nil {
 			return err
 		}
@@ -60,8 +63,11 @@ func (s *Server) registerType(w http.ResponseWriter, r *http.Request) error {
 		b.maxLen("serve_endpoint", v, maxURLLength)
 		t.ServeEndpoint = &v
 	}
+	var typeGrants []authz.GrantRequest
 	if raw := b.raw("permission_grants"); raw != nil && kind(raw) != 'a' {
 		b.details.Add("/permission_grants", "must be array")
+	} else if raw != nil && json.Unmarshal(raw, &typeGrants) != nil {
+		b.details.Add("/permission_grants", "must be an array of grants")
 	}
 	if raw := b.raw("slash_commands"); raw != nil && kind(raw) != 'n' {
 		b.details = append(b.details, slashcmd.CheckShape(raw, "/slash_commands")...)
@@ -79,6 +85,13 @@ func (s *Server) registerType(w http.ResponseWriter, r *http.Request) error {
 	if !hasDescription {
 		return newError(http.StatusBadRequest, CodeInvalidRequest, "Missing required field: description")
 	}
+	isNew, err := s.mayRegister(r, name)
+	if err != nil {
+		return err
+	}
+	if err := authz.CheckTypeGrants(typeGrants); err != nil {
+		return grantError(err)
+	}
 	if d := checkSchemaKeywords(t); d != nil {
 		return newError(http.StatusBadRequest, CodeInvalidRequest, "Schema uses disallowed keywords").WithDetails(d)
 	}
@@ -93,7 +106,7 @@ func (s *Server) registerType(w http.ResponseWriter, r *http.Request) error {
 		if tg.RunnerID != "" {
 			continue // a runner pulls its work: nothing is called
 		}
-		if why := outbound.CheckURL(tg.URL, "dispatch target url", s.cfg.AllowPrivateURLs); why != "" {
+		if why := s.cfg.Outbound.CheckURL(tg.URL, "dispatch target url"); why != "" {
 			return newError(http.StatusBadRequest, CodeInvalidRequest, why)
 		}
 	}
@@ -102,6 +115,9 @@ func (s *Server) registerType(w http.ResponseWriter, r *http.Request) error {
 	}
 	out, err := s.registry.RegisterType(r.Context(), t)
 	if err != nil {
+		return err
+	}
+	if err := s.grants.TypeRegistered(r.Context(), name, caller(r), isNew, typeGrants); err != nil {
 		return err
 	}
 	writeType(w, http.StatusCreated, out)
@@ -198,9 +214,16 @@ func (s *Server) listTypes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	maySpawn, err := s.checker.TypeFilter(r.Context(), caller(r), authz.Spawn)
+	if err != nil {
+		return err
+	}
 	body := []byte{'['}
-	for i, t := range types {
-		if i > 0 {
+	for _, t := range types {
+		if !maySpawn(t.Name) {
+			continue
+		}
+		if len(body) > 1 {
 			body = append(body, ',')
 		}
 		b, _ := t.MarshalJSON()
@@ -224,6 +247,27 @@ func writeRawJSON(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
+// typeError answers a type lookup's failure (404 for an unknown type).
+func typeError(err error, name string) error {
+	if errors.Is(err, entity.ErrTypeNotFound) {
+		return newError(http.StatusNotFound, CodeNotFound, "Entity type not found: "+name)
+	}
+	return err
+}
+
+// mayRegister is the register rule: a new name is open to any principal, an existing
+// type needs manage. isNew tells which.
+func (s *Server) mayRegister(r *http.Request, name string) (isNew bool, err error) {
+	_, err = s.registry.Type(r.Context(), name)
+	if errors.Is(err, entity.ErrTypeNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return false, s.requireType(r, caller(r), name, authz.Manage)
+}
+
 func (s *Server) getType(w http.ResponseWriter, r *http.Request) error {
 	t, err := s.registry.Type(r.Context(), param(r, "name"))
 	if errors.Is(err, entity.ErrTypeNotFound) {
@@ -238,10 +282,10 @@ func (s *Server) getType(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) deleteType(w http.ResponseWriter, r *http.Request) error {
 	err := s.registry.DeleteType(r.Context(), param(r, "name"))
-	if errors.Is(err, entity.ErrTypeNotFound) {
-		return newError(http.StatusNotFound, CodeNotFound, "Entity type not found: "+param(r, "name"))
-	}
 	if err != nil {
+		return typeError(err, param(r, "name"))
+	}
+	if err := s.grants.TypeDeleted(r.Context(), param(r, "name")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

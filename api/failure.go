@@ -27,7 +27,17 @@ const statusClientClosed = 499
 // as a logged 500 that reveals nothing.
 func (s *Server) writeFailure(w http.ResponseWriter, r *http.Request, err error) {
 	var apiErr *Error
+	var ch *challenged
+	var rt *retryable
 	switch {
+	case errors.As(err, &ch):
+		if ch.challenge != "" {
+			w.Header().Set("WWW-Authenticate", ch.challenge)
+		}
+		writeError(w, ch.e)
+	case errors.As(err, &rt):
+		w.Header().Set("Retry-After", retryAfterSeconds)
+		writeError(w, rt.e)
 	case errors.As(err, &apiErr):
 		writeError(w, apiErr)
 	case r.Context().Err() != nil && errors.Is(err, r.Context().Err()):

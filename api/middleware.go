@@ -135,21 +135,3 @@ const (
 		"Producer-Epoch, Producer-Seq, Producer-Expected-Seq, Producer-Received-Seq, Stream-SSE-Data-Encoding, " +
 		"X-Request-Id, X-Write-Token, electric-handle, electric-offset, electric-schema, electric-cursor, electric-up-to-date"
 )
-
-func commonHeaders(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Access-Control-Allow-Origin", "*")
-		h.Set("Access-Control-Allow-Methods", corsAllowMethods)
-		h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
-		h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Cross-Origin-Resource-Policy", "cross-origin")
-		if r.Method == http.MethodOptions {
-			h.Set("Access-Control-Max-Age", "86400")
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}

@@ -9,7 +9,6 @@ import (
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/httpx"
-	"github.com/entityd/entityd/internal/principal"
 )
 
 // Send limits beyond the body size.
@@ -49,8 +48,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
 	if b.has("key") && (req.Key == "" || len(req.Key) > maxSendKeyLength) {
 		return schemaMismatch(validationDetails("/key", "must be a non-empty string of at most 256 characters"))
 	}
-	p := principal.FromHeader(r.Header.Get(principal.Header))
-	req.Sender = p.URL()
+	req.Sender = caller(r).URL()
 	if req.From != "" && req.From != req.Sender {
 		return newError(http.StatusBadRequest, CodeInvalidRequest, "Request from must match Electric-Principal")
 	}

@@ -207,6 +207,11 @@ func TestSendModesAndPrincipals(t *testing.T) {
 		require.Equal(t, devPrincipal, str(t, h.lastInbox(url).Value["from"]))
 	})
 	t.Run("Electric-Principal header", func(t *testing.T) {
+		// alice may send once the creator (the dev principal) grants her write
+		requireError(t, h.send(url, `{"payload":"a"}`, "Electric-Principal", "user:alice"),
+			http.StatusUnauthorized, "UNAUTHORIZED", "Principal is not allowed to write "+url)
+		requireStatus(t, h.do(http.MethodPost, entitiesPath+url+"/grants",
+			`{"subject_kind":"principal","subject_value":"user:alice","permission":"write"}`), http.StatusCreated)
 		for _, header := range []string{"user:alice", "/principal/user%3Aalice"} {
 			h.mustSend(url, `{"payload":"a"}`, "Electric-Principal", header)
 			require.Equal(t, "/principal/user%3Aalice", str(t, h.lastInbox(url).Value["from"]))

@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"time"
-
-	"github.com/entityd/entityd/internal/outbound"
 )
 
 // Codes of serve-endpoint discovery (the reference's).
@@ -38,7 +36,7 @@ func wantsDiscovery(b *body) bool {
 // name the type being registered. Only URLs the outbound rules allow are called
 // (http to this machine, https to public hosts, unless private addresses are allowed).
 func (s *Server) discoverManifest(ctx context.Context, name, endpoint string) (*body, error) {
-	if why := outbound.CheckURL(endpoint, serveEndpointURLField, s.cfg.AllowPrivateURLs); why != "" {
+	if why := s.cfg.Outbound.CheckURL(endpoint, serveEndpointURLField); why != "" {
 		return nil, badRequest(why)
 	}
 	u, _ := url.Parse(endpoint)

@@ -13,8 +13,10 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
 
+	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/internal/authn"
 	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/internal/outbound"
@@ -42,9 +44,21 @@ type Config struct {
 	// ClaimTokens, when set, also admits direct appends to an entity's main stream that
 	// carry a write token claimed for a webhook wake (Electric's wake callbacks).
 	ClaimTokens func(ctx context.Context, streamPath, token string) (bool, error)
-	// AllowPrivateURLs lets serve-endpoint discovery call any host (private networks
-	// included); off, it calls https public hosts and http on this machine only.
-	AllowPrivateURLs bool
+	// Outbound is which addresses serve-endpoint discovery and dispatch targets may
+	// reach (the zero policy: https public hosts and http on this machine).
+	Outbound outbound.Policy
+	// Auth authenticates requests (nil: dev mode, the Electric-Principal header).
+	Auth authn.Authenticator
+	// CORSOrigins are the browser origins ("scheme://host[:port]") allowed to call the
+	// API; "*" allows any (for public read-mostly deployments behind their own auth).
+	CORSOrigins []string
+	// LoopbackOnly is dev mode on a loopback address: loopback origins are allowed too,
+	// and a Host header that is not a loopback name is refused (DNS rebinding).
+	LoopbackOnly bool
+	// Grants and Checker are the permission grants and their checks (nil: made over the
+	// store's database, with no admin principals).
+	Grants  *authz.Store
+	Checker *authz.Checker
 }
 
 func (c *Config) setDefaults() {
@@ -87,6 +101,10 @@ type Server struct {
 	bg     sync.WaitGroup
 	hubs   *sseHubs
 	outage *outage
+
+	auth    authn.Authenticator
+	checker *authz.Checker
+	grants  *authz.Store
 }
 
 // Routes registers a package's routes on r; wrap turns its handlers into http handlers
@@ -111,8 +129,16 @@ func New(cfg Config, log *zap.Logger, streams *streamdb.Store, registry *entity.
 	cfg.setDefaults()
 	live, stopLive := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, log: log.Named("api"), streams: streams, registry: registry, sender: sender,
-		outbound: outbound.NewClients(cfg.AllowPrivateURLs), live: live, stopLive: stopLive}
+		outbound: outbound.NewPolicyClients(cfg.Outbound), live: live, stopLive: stopLive}
 	s.hubs = &sseHubs{s: s, hubs: map[int64]*streamHub{}}
+	s.auth = cfg.Auth
+	if s.auth == nil {
+		s.auth = authn.Dev{}
+	}
+	s.grants, s.checker = cfg.Grants, cfg.Checker
+	if s.grants == nil || s.checker == nil {
+		s.grants, s.checker = authz.New(streams.DB(), registry, nil)
+	}
 	s.outage = newOutage(s.log, live, streams.DB().Ping, s.bg.Go)
 	return s
 }
@@ -120,23 +146,29 @@ func New(cfg Config, log *zap.Logger, streams *streamdb.Store, registry *entity.
 // Handler returns the router.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(requestID, commonHeaders, accessLog(s.log), recoverer(s.log), checkRequestText, s.bodyDeadline)
-	r.NotFound(s.handle(func(w http.ResponseWriter, r *http.Request) error {
+	r.Use(requestID, s.commonHeaders, accessLog(s.log), recoverer(s.log), checkRequestText, s.bodyDeadline)
+	r.NotFound(s.answer(func(w http.ResponseWriter, r *http.Request) error {
 		return newError(http.StatusNotFound, CodeNotFound, "No route for "+r.Method+" "+r.URL.Path)
 	}))
-	r.MethodNotAllowed(s.handle(func(w http.ResponseWriter, r *http.Request) error {
+	r.MethodNotAllowed(s.answer(func(w http.ResponseWriter, r *http.Request) error {
 		return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "Method "+r.Method+" is not allowed on "+r.URL.Path)
 	}))
 
 	r.Route("/_electric", func(r chi.Router) {
 		r.Get("/health", s.handle(s.health))
-		r.Method(http.MethodGet, "/metrics", metrics.Handler())
+		r.Method(http.MethodGet, "/metrics", s.handle(func(w http.ResponseWriter, r *http.Request) error {
+			metrics.Handler().ServeHTTP(w, r)
+			return nil
+		}))
 		r.Route("/entity-types", func(r chi.Router) {
 			r.Get("/", s.handle(s.listTypes))
 			r.Post("/", s.handle(s.registerType))
 			r.Get("/{name}", s.handle(s.getType))
 			r.Delete("/{name}", s.handle(s.deleteType))
 			r.Patch("/{name}/schemas", s.handle(s.amendSchemas))
+			r.Get("/{name}/grants", s.handle(s.listTypeGrants))
+			r.Post("/{name}/grants", s.handle(s.addTypeGrant))
+			r.Delete("/{name}/grants/{grantId}", s.handle(s.revokeTypeGrant))
 		})
 		r.Route("/entities", func(r chi.Router) {
 			r.Get("/", s.handle(s.listEntities))
@@ -154,6 +186,9 @@ func (s *Server) Handler() http.Handler {
 			r.Get("/{type}/{id}/slash-commands", s.handle(s.listSlashCommands))
 			r.Put("/{type}/{id}/slash-commands/{name}", s.handle(s.putSlashCommand))
 			r.Delete("/{type}/{id}/slash-commands/{name}", s.handle(s.deleteSlashCommand))
+			r.Get("/{type}/{id}/grants", s.handle(s.listEntityGrants))
+			r.Post("/{type}/{id}/grants", s.handle(s.addEntityGrant))
+			r.Delete("/{type}/{id}/grants/{grantId}", s.handle(s.revokeEntityGrant))
 		})
 	})
 
@@ -170,9 +205,21 @@ func (s *Server) Handler() http.Handler {
 // written as the envelope; anything else is answered by writeFailure.
 type handlerFunc = httpx.HandlerFunc
 
+// answer is handle for what is not a route (404, 405): nothing to admit.
+func (s *Server) answer(h handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeFailure(w, r, err)
+		}
+	}
+}
+
 func (s *Server) handle(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		err := h(w, r)
+		r, err := s.admit(r)
+		if err == nil {
+			err = h(w, r)
+		}
 		if err == nil {
 			return
 		}

@@ -57,6 +57,10 @@ func (s *Server) streamRoutes() http.Handler {
 		if len(path) > s.cfg.MaxStreamPathBytes {
 			return badRequest(fmt.Sprintf("Stream paths must be at most %d bytes", s.cfg.MaxStreamPathBytes))
 		}
+		r, err := s.streamAccess(r, path)
+		if err != nil {
+			return err
+		}
 		switch r.Method {
 		case http.MethodGet:
 			return s.readStream(w, r, path)

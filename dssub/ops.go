@@ -11,7 +11,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/entityd/entityd/internal/outbound"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -34,7 +33,7 @@ func (s *Service) create(ctx context.Context, id string, in *createInput, baseUR
 		}
 		if existing == nil {
 			if in.Type == typeWebhook {
-				if why := outbound.CheckURL(in.WebhookURL, "webhook.url", s.opts.AllowPrivateWebhooks); why != "" {
+				if why := s.opts.Outbound.CheckURL(in.WebhookURL, "webhook.url"); why != "" {
 					return fail(http.StatusBadRequest, codeURLRejected, why)
 				}
 			}

@@ -28,10 +28,12 @@ type Options struct {
 	// callback and JWKS URLs are built from it. Empty: from the request that created the
 	// subscription (its Host header and scheme).
 	PublicURL string
-	// AllowPrivateWebhooks accepts webhook URLs on any host and scheme http/https,
-	// private networks included (for receivers on an internal network). Off: https to
-	// public hosts, or http to the local machine.
-	AllowPrivateWebhooks bool
+	// Outbound is which addresses webhook URLs may reach (the zero policy: https to
+	// public hosts, or http to the local machine).
+	Outbound outbound.Policy
+	// OpaqueErrors keeps the reason a webhook delivery failed out of the subscription's
+	// visible status (it is logged): a caller must not learn which local ports listen.
+	OpaqueErrors bool
 	// PollInterval is how often a process looks for subscriptions whose retry, attempt or
 	// lease is due and for subscription changes made by other processes (default 500ms).
 	PollInterval time.Duration
@@ -138,7 +140,7 @@ func New(store *streamdb.Store, opts Options) *Service {
 		deliveries: make(chan struct{}, opts.MaxDeliveries),
 	}
 	s.matcher.Store(emptyMatcher())
-	s.clients = outbound.NewClients(opts.AllowPrivateWebhooks)
+	s.clients = outbound.NewPolicyClients(opts.Outbound)
 	store.OnCommit(s.observe)
 	return s
 }

@@ -376,6 +376,11 @@ func (s *Service) applyResult(ctx context.Context, job *delivery, res result) (*
 			at := sb.now.Add(delay)
 			// the receiver's words: bounded, and storable whatever bytes it sent
 			msg := textpolicy.Sanitize(res.err.Error(), 500)
+			if s.opts.OpaqueErrors {
+				// the reason is logged below; shown, it would tell a refused port from a
+				// closed one or a failing handler
+				msg = "webhook delivery failed"
+			}
 			sb.Status, sb.LastError = statusFailed, msg
 			sb.AttemptOwner, sb.AttemptUntil = "", nil
 			sb.NextAttemptAt, sb.DueAt = &at, &at

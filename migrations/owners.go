@@ -29,6 +29,8 @@ var Owners = map[string]string{
 	"shape_log":               "shapes",
 	"shape_state":             "shapes",
 	"runners":                 "remote",
+	"entity_grants":           "authz",
+	"type_grants":             "authz",
 }
 
 // Published are read-only views an owner offers to other packages for joins (see

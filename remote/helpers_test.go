@@ -40,7 +40,9 @@ type hook struct {
 func start(t *testing.T) *env {
 	t.Helper()
 	e := startBare(t)
-	e.registerType(`{"name":"chat","description":"remote handler"}`)
+	// every user may spawn chats (a grant that comes with the registration)
+	e.registerType(`{"name":"chat","description":"remote handler",` +
+		`"permission_grants":[{"subject_kind":"principal_kind","subject_value":"user","permission":"spawn"}]}`)
 	r := e.do("PUT", "/__ds/subscriptions/chat-handler",
 		`{"type":"webhook","pattern":"/chat/**","webhook":{"url":"`+e.hookURL(t)+`"}}`)
 	require.Equal(t, http.StatusCreated, r.status, r.text())

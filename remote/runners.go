@@ -36,18 +36,52 @@ type Runners struct {
 	Subs     *dssub.Service
 	Registry *entity.Registry
 	Origin   func(r *http.Request) string // where callbacks point (the request's origin)
+	// Privileged reports principals that may act on any runner (nil: system ones).
+	Privileged func(principal.Principal) bool
 }
 
 // Routes registers the routes under RunnersPrefix.
 func (rs *Runners) Routes(r chi.Router, wrap func(httpx.HandlerFunc) http.HandlerFunc) {
 	r.Method(http.MethodPost, "/", wrap(rs.register))
 	r.Method(http.MethodGet, "/", wrap(rs.list))
-	r.Method(http.MethodGet, "/{id}", wrap(rs.get))
-	r.Method(http.MethodGet, "/{id}/health", wrap(rs.health))
-	r.Method(http.MethodPost, "/{id}/heartbeat", wrap(rs.heartbeat))
-	r.Method(http.MethodPost, "/{id}/enable", wrap(rs.setAdmin("enabled")))
-	r.Method(http.MethodPost, "/{id}/disable", wrap(rs.setAdmin("disabled")))
-	r.Method(http.MethodPost, "/{id}/claim", wrap(rs.claim))
+	r.Method(http.MethodGet, "/{id}", wrap(rs.owned(rs.get)))
+	r.Method(http.MethodGet, "/{id}/health", wrap(rs.owned(rs.health)))
+	r.Method(http.MethodPost, "/{id}/heartbeat", wrap(rs.owned(rs.heartbeat)))
+	r.Method(http.MethodPost, "/{id}/enable", wrap(rs.owned(rs.setAdmin("enabled"))))
+	r.Method(http.MethodPost, "/{id}/disable", wrap(rs.owned(rs.setAdmin("disabled"))))
+	r.Method(http.MethodPost, "/{id}/claim", wrap(rs.owned(rs.claim)))
+}
+
+// caller is the principal the api authenticated for the request.
+func caller(r *http.Request) principal.Principal {
+	p, _ := principal.FromContext(r.Context())
+	return p
+}
+
+func (rs *Runners) privileged(p principal.Principal) bool {
+	if rs.Privileged != nil {
+		return rs.Privileged(p)
+	}
+	return p.IsSystem()
+}
+
+// owned lets only the runner's owner (or a privileged principal) use a runner route:
+// its claims hand out the wakes, and with them write tokens. A stranger gets 403, as
+// the reference answers for a runner it does not own.
+func (rs *Runners) owned(h httpx.HandlerFunc) httpx.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		run, err := scanRunner(rs.Store.DB().QueryRow(r.Context(), sqlSelectRunner, chi.URLParam(r, "id")))
+		if err != nil {
+			return err
+		}
+		if run == nil {
+			return h(w, r) // the handler checks its body, then answers 404
+		}
+		if who := caller(r); run.OwnerPrincipal != who.String() && !rs.privileged(who) {
+			return httpx.New(http.StatusForbidden, "FORBIDDEN", "Runner "+jsonQuote(run.ID)+" belongs to another principal")
+		}
+		return h(w, r)
+	}
 }
 
 // Runner is a registered runner.
@@ -133,8 +167,8 @@ func (rs *Runners) register(w http.ResponseWriter, r *http.Request) error {
 	if len(body.Label) > 256 || !textpolicy.Valid(body.Label, textpolicy.Name) {
 		return bad("label must be at most 256 bytes without control characters")
 	}
-	who := principal.FromHeader(r.Header.Get(principal.Header))
-	owner := who.Kind + ":" + who.ID // a runner belongs to the principal registering it
+	who := caller(r)
+	owner := who.String() // a runner belongs to the principal registering it
 	if body.OwnerPrincipal != nil && *body.OwnerPrincipal != owner {
 		return httpx.New(http.StatusForbidden, "FORBIDDEN", "A runner's owner_principal must be the caller ("+owner+")")
 	}
@@ -203,7 +237,11 @@ func (rs *Runners) register(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (rs *Runners) list(w http.ResponseWriter, r *http.Request) error {
-	rows, err := rs.Store.DB().Query(r.Context(), sqlListRunners, r.URL.Query().Get("owner_principal"))
+	owner := r.URL.Query().Get("owner_principal")
+	if who := caller(r); !rs.privileged(who) {
+		owner = who.String() // others' runners are not listed
+	}
+	rows, err := rs.Store.DB().Query(r.Context(), sqlListRunners, owner)
 	if err != nil {
 		return err
 	}

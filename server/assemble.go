@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/entityd/entityd/api"
+	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/dssub"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
@@ -75,7 +76,14 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 		}
 		return dispatch.OnEnd(ctx, tx, url, status)
 	})
-	a.Registry.SetSpawnHook(dispatch.OnSpawn)
+	grants, checker := authz.New(a.Store.DB(), a.Registry, s.cfg.Admins)
+	a.Registry.SetSpawnHook(func(ctx context.Context, tx *streamdb.Tx, e *entity.Entity, t *entity.Type) (func(), error) {
+		// the parent's copy_to_children grants and the spawn's own, in the spawn's transaction
+		if err := grants.OnSpawn(ctx, tx, e.URL, deref(e.Parent), deref(e.CreatedBy)); err != nil {
+			return nil, err
+		}
+		return dispatch.OnSpawn(ctx, tx, e, t)
+	})
 	if err := a.Runtime.Register(ctx); err != nil {
 		return nil, fmt.Errorf("register entity types: %w", err)
 	}
@@ -87,6 +95,7 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	a.Sender.OnUnpause(a.Wake.Poke)
 	apiCfg := s.cfg.API
 	apiCfg.ClaimTokens = a.Subs.CheckWriteToken // write tokens claimed through wake callbacks
+	apiCfg.Grants, apiCfg.Checker = grants, checker
 	a.API = api.New(apiCfg, s.log, a.Store, a.Registry, a.Sender)
 	a.API.SetDispatcher(a.Wake)
 	a.API.MountRoutes(strings.TrimSuffix(dssub.ControlPrefix, "/"), a.Subs.Routes)
@@ -96,13 +105,15 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 			return a.Runtime.DecodeRemoteEffects(ctx, raw)
 		}}).Routes)
 	a.API.MountRoutes(remote.RunnersPrefix, (&remote.Runners{Store: a.Store, Subs: a.Subs, Registry: a.Registry,
+		Privileged: checker.Privileged,
 		Origin: func(r *http.Request) string {
 			if subOpts.PublicURL != "" {
 				return subOpts.PublicURL
 			}
 			return httpx.RequestOrigin(r)
 		}}).Routes)
-	a.Shapes = shapes.New(a.Store.DB(), shapes.Options{Live: a.API.Live(), Logger: s.log})
+	a.Shapes = shapes.New(a.Store.DB(), shapes.Options{Live: a.API.Live(), Logger: s.log,
+		Scope: shapeScope(checker, a.Registry)})
 	a.API.MountRoutes(shapes.Prefix, a.Shapes.Routes)
 
 	untrackPool, untrackParked := metrics.TrackPool(pool), metrics.TrackParked(a.API.ParkedSubscribers)
@@ -123,4 +134,11 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 		}
 	}
 	return a, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

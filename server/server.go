@@ -61,6 +61,9 @@ type Config struct {
 	// (MaxOwnerBytes, MaxOwners; zero takes slashcmd.DefaultLimits' value). The
 	// definition limits are always slashcmd.DefaultLimits'.
 	SlashCommands slashcmd.Limits
+	// Admins are principals ("kind:id") that pass every permission check, like the
+	// server's own system principals (operators in jwt mode).
+	Admins []string
 	// Logger defaults to a production zap logger.
 	Logger *zap.Logger
 	// Ready, if set, is called with the listening address once the server serves.

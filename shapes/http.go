@@ -184,12 +184,34 @@ func (s *Service) shape(w http.ResponseWriter, r *http.Request) error {
 			h.Set("electric-up-to-date", "")
 		}
 	}
+	if out, err = s.scope(r.Context(), req.v.t.name, out); err != nil {
+		return err
+	}
 	h.Set("electric-offset", at.String())
 	if req.live {
 		h.Set("electric-cursor", strconv.FormatInt(time.Now().Unix()/20, 10))
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// scope drops the rows the caller may not see (their changes as well: a shape shows a
+// row only while it is visible when the change is served). Control messages stay.
+func (s *Service) scope(ctx context.Context, table string, out []message) ([]message, error) {
+	if s.opts.Scope == nil {
+		return out, nil
+	}
+	visible, err := s.opts.Scope(ctx, table)
+	if err != nil {
+		return nil, err
+	}
+	kept := out[:0]
+	for _, m := range out {
+		if m.pk == "" || visible(ctx, m.pk) {
+			kept = append(kept, m)
+		}
+	}
+	return kept, nil
 }
 
 // read answers an offset: the changes after it, or for a live request that is up to

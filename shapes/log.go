@@ -40,6 +40,7 @@ func parsePosition(s string) (position, bool) {
 
 // message is one entry of a shape response.
 type message struct {
+	pk      string          // the row's primary key (scoping); not sent
 	Key     string          `json:"key,omitempty"`
 	Value   json.RawMessage `json:"value,omitempty"`
 	Headers map[string]any  `json:"headers"`
@@ -115,7 +116,7 @@ func snapshot(ctx context.Context, db streamdb.DB, v *view) ([]message, position
 			return nil, at, err
 		}
 		if in {
-			out = append(out, message{Key: v.t.keyOf(key), Value: val,
+			out = append(out, message{pk: key, Key: v.t.keyOf(key), Value: val,
 				Headers: map[string]any{"operation": "insert", "relation": []string{"public", v.t.name}}})
 		}
 	}
@@ -167,7 +168,7 @@ func changes(ctx context.Context, db streamdb.DB, v *view, from position, limit 
 				return nil, from, false, err
 			}
 		}
-		out = append(out, message{Key: v.t.keyOf(key), Value: val,
+		out = append(out, message{pk: key, Key: v.t.keyOf(key), Value: val,
 			Headers: map[string]any{"operation": op, "relation": []string{"public", v.t.name}}})
 	}
 	if err := rows.Err(); err != nil {

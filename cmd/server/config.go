@@ -44,6 +44,15 @@ type config struct {
 	ShapeLogRetention  time.Duration
 	SlashMaxOwnerBytes int
 	SlashMaxOwners     int
+	Auth               string
+	AllowInsecureDev   bool
+	JWTKeys            string
+	JWTIssuer          string
+	JWTAudience        string
+	JWTPrincipalClaim  string
+	Admins             string
+	CORSOrigins        string
+	OutboundAllow      string
 }
 
 func loadConfig(args []string) (*config, error) {
@@ -91,7 +100,15 @@ func loadConfig(args []string) (*config, error) {
 		fs.DurationVar(p, name, *p, usage+" ($"+env+")")
 	}
 
-	str(&c.Addr, "addr", "ENTITYD_ADDR", ":4437", "listen address")
+	str(&c.Addr, "addr", "ENTITYD_ADDR", "127.0.0.1:4437", "listen address (dev mode refuses a non-loopback one unless ENTITYD_ALLOW_INSECURE_DEV=true)")
+	str(&c.Auth, "auth", "ENTITYD_AUTH", "dev", "authentication: dev (the Electric-Principal header, loopback only) or jwt (Authorization: Bearer <JWT>)")
+	str(&c.JWTKeys, "jwt-keys", "ENTITYD_JWT_KEYS", "", "jwt mode: a PEM public key file, a JWKS file, or an https JWKS URL")
+	str(&c.JWTIssuer, "jwt-issuer", "ENTITYD_JWT_ISSUER", "", "jwt mode: the iss every token must carry (unchecked when empty)")
+	str(&c.JWTAudience, "jwt-audience", "ENTITYD_JWT_AUDIENCE", "", "jwt mode: an aud every token must carry (unchecked when empty)")
+	str(&c.JWTPrincipalClaim, "jwt-principal-claim", "ENTITYD_JWT_PRINCIPAL_CLAIM", "sub", "jwt mode: the claim that names the principal")
+	str(&c.Admins, "admin-principals", "ENTITYD_ADMIN_PRINCIPALS", "", "comma-separated principals (kind:id) that pass every permission check")
+	str(&c.CORSOrigins, "cors-origins", "ENTITYD_CORS_ORIGINS", "", "comma-separated browser origins allowed to call the API (dev mode adds loopback origins)")
+	str(&c.OutboundAllow, "outbound-allow", "ENTITYD_OUTBOUND_ALLOW", "", "comma-separated IPs and CIDR ranges that webhooks, serve endpoints and JWKS may reach whatever the other rules say")
 	str(&c.DatabaseURL, "database-url", "DATABASE_URL", "", "Postgres URL; empty starts a private cluster under --data-dir")
 	str(&c.DataDir, "data-dir", "ENTITYD_DATA_DIR", "./.entityd", "directory of the embedded Postgres cluster (used without DATABASE_URL)")
 	str(&c.LogLevel, "log-level", "ENTITYD_LOG_LEVEL", "info", "log level: debug, info, warn, error")
@@ -129,6 +146,15 @@ func loadConfig(args []string) (*config, error) {
 		}
 		c.Demo = b
 	}
+	if v, ok := os.LookupEnv("ENTITYD_ALLOW_INSECURE_DEV"); ok {
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			envErrs = append(envErrs, "ENTITYD_ALLOW_INSECURE_DEV must be true or false")
+		}
+		c.AllowInsecureDev = b
+	}
+	fs.BoolVar(&c.AllowInsecureDev, "allow-insecure-dev", c.AllowInsecureDev,
+		"let dev mode listen on a non-loopback address, where anyone who can reach it acts as any principal ($ENTITYD_ALLOW_INSECURE_DEV)")
 	noDemo := fs.Bool("no-demo", false, "do not load the demo entity types ($ENTITYD_DEMO=false)")
 	if v, ok := os.LookupEnv("ENTITYD_ALLOW_PRIVATE_URLS"); ok {
 		b, err := strconv.ParseBool(strings.TrimSpace(v))

@@ -20,6 +20,7 @@ import (
 	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/dssub"
 	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/internal/authn"
 	"github.com/entityd/entityd/internal/pgcluster"
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/server"
@@ -56,6 +57,11 @@ func run(args []string) int {
 		return 2
 	}
 	defer func() { _ = log.Sync() }()
+	sec, err := buildSecurity(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "entityd:", err)
+		return 2
+	}
 	serveDebug(cfg.DebugAddr, log)
 
 	var defs []runtime.EntityDefinition
@@ -72,8 +78,9 @@ func run(args []string) int {
 		API: api.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxAppendBytes: cfg.MaxAppendBytes,
 			LongPollTimeout: cfg.LongPollTimeout, SSELifetime: cfg.SSELifetime,
 			MaxStreamPathBytes: cfg.MaxStreamPath, BodyReadTimeout: cfg.BodyReadTimeout,
-			AllowPrivateURLs: cfg.AllowPrivateURLs},
-		Subscriptions: dssub.Options{AllowPrivateWebhooks: cfg.AllowPrivateURLs},
+			Outbound: sec.outbound, Auth: sec.auth, CORSOrigins: sec.cors, LoopbackOnly: sec.loopbackOnly},
+		Subscriptions: dssub.Options{Outbound: sec.outbound, OpaqueErrors: sec.auth.Mode() == authn.ModeJWT},
+		Admins:        sec.admins,
 		HTTP: server.HTTPLimits{ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
 			MaxConns: cfg.MaxConns},
 		Retention: server.Retention{DedupeWindow: cfg.DedupeWindow, History: cfg.HistoryRetention,

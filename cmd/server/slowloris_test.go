@@ -67,8 +67,8 @@ func TestTrickledRequestsAreCutAtTheReadTimeouts(t *testing.T) {
 	}
 	for range each {
 		wg.Add(2)
-		go trickle("header", "POST /v1/stream/trickle HTTP/1.1\r\nHost: x\r\nX-Slow: ")
-		go trickle("body", "POST /v1/stream/trickle HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n"+
+		go trickle("header", "POST /v1/stream/trickle HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+		go trickle("body", "POST /v1/stream/trickle HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\n"+
 			"Content-Length: 100000\r\n\r\n")
 	}
 

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/entityd/entityd/internal/textpolicy"
@@ -28,6 +30,9 @@ func ReadControlJSON(w http.ResponseWriter, r *http.Request, v any, maxBytes int
 		}
 		return err
 	}
+	if err := RequireJSON(r, data); err != nil {
+		return err
+	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		data = []byte("{}")
 	}
@@ -46,4 +51,23 @@ func ReadControlJSON(w http.ResponseWriter, r *http.Request, v any, maxBytes int
 		return New(http.StatusBadRequest, CodeInvalidRequest, "Invalid text at "+d[0].Path+": "+d[0].Message)
 	}
 	return nil
+}
+
+// CodeUnsupportedMediaType answers a JSON endpoint's body of another content type.
+const CodeUnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE"
+
+// RequireJSON refuses a non-empty body that is not declared as JSON (application/json
+// or a +json type). Browsers send text/plain, form and untyped bodies across origins
+// without asking first (no CORS preflight); JSON they only send after the server
+// agreed, so this closes the JSON API to other sites' pages.
+func RequireJSON(r *http.Request, data []byte) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+		return nil
+	}
+	return New(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
+		"The request body must be JSON, sent with Content-Type: application/json")
 }

@@ -5,6 +5,7 @@ package outbound
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -19,9 +20,71 @@ import (
 // ::1) for development, unless private addresses are allowed. The check is made when the
 // URL is given and again on every connection (the address a name resolves to can change).
 
+// Policy is which addresses outbound requests may reach.
+type Policy struct {
+	// AllowPrivate lets URLs reach any address, private networks included
+	// (--allow-private-urls).
+	AllowPrivate bool
+	// NoLoopback refuses this machine's addresses too (jwt mode): a server that strangers
+	// can reach must not call its own or its neighbours' local services for them.
+	NoLoopback bool
+	// Allow lists address ranges reachable whatever the other rules say
+	// (ENTITYD_OUTBOUND_ALLOW).
+	Allow []netip.Prefix
+}
+
+// ParseAllow reads a comma-separated list of IP addresses and CIDR ranges ("localhost"
+// stands for 127.0.0.0/8 and ::1).
+func ParseAllow(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		switch {
+		case item == "":
+		case item == "localhost":
+			out = append(out, netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128"))
+		case strings.Contains(item, "/"):
+			p, err := netip.ParsePrefix(item)
+			if err != nil {
+				return nil, fmt.Errorf("outbound allow list: %q is not an address range", item)
+			}
+			out = append(out, p.Masked())
+		default:
+			a, err := netip.ParseAddr(item)
+			if err != nil {
+				return nil, fmt.Errorf("outbound allow list: %q is not an IP address or CIDR range", item)
+			}
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+		}
+	}
+	return out, nil
+}
+
+func (p Policy) listed(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	for _, pr := range p.Allow {
+		if pr.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// local is whether plain http may reach ip.
+func (p Policy) local(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	return p.AllowPrivate || p.listed(ip) || (!p.NoLoopback && ip.IsLoopback())
+}
+
+// remote is whether https may reach ip.
+func (p Policy) remote(ip netip.Addr) bool {
+	return p.AllowPrivate || p.listed(ip) || publicAddr(ip)
+}
+
 // CheckURL returns why raw is not an acceptable outbound URL, or "". field names the
-// URL in the message (e.g. "webhook.url").
-func CheckURL(raw, field string, allowPrivate bool) string {
+// URL in the message (e.g. "webhook.url"). The words never say whether anything
+// listens at the address.
+func (p Policy) CheckURL(raw, field string) string {
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
 		return field + " must be an absolute http(s) URL"
@@ -33,25 +96,46 @@ func CheckURL(raw, field string, allowPrivate bool) string {
 	if host == "" {
 		return field + " must name a host"
 	}
+	ip, notIP := netip.ParseAddr(host)
+	isLocalName := host == "localhost" || strings.HasSuffix(host, ".localhost")
 	switch u.Scheme {
 	case "http":
-		if allowPrivate || isLoopbackHost(host) {
+		switch {
+		case p.AllowPrivate:
 			return ""
+		case notIP == nil && p.local(ip):
+			return ""
+		case isLocalName && !p.NoLoopback:
+			return ""
+		case isLocalName && p.listed(netip.MustParseAddr("127.0.0.1")):
+			return ""
+		}
+		if p.NoLoopback {
+			return field + ": http is only allowed for addresses in ENTITYD_OUTBOUND_ALLOW; use https"
 		}
 		return field + ": http is only allowed for localhost, 127.0.0.0/8 and ::1; use https"
 	case "https":
-		if allowPrivate {
+		if p.AllowPrivate {
 			return ""
 		}
-		if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		if isLocalName {
+			if p.NoLoopback {
+				return field + " must not target this machine"
+			}
 			return field + ": localhost must use http"
 		}
-		if ip, err := netip.ParseAddr(host); err == nil && !publicAddr(ip) {
+		if notIP == nil && !p.remote(ip) {
 			return field + " must not target a private, loopback or link-local address"
 		}
 		return ""
 	}
 	return field + " must use https"
+}
+
+// CheckURL applies the default (dev) policy: https to public hosts, http to this
+// machine, or any address when allowPrivate.
+func CheckURL(raw, field string, allowPrivate bool) string {
+	return Policy{AllowPrivate: allowPrivate}.CheckURL(raw, field)
 }
 
 func isLoopbackHost(host string) bool {
@@ -89,16 +173,18 @@ func publicAddr(ip netip.Addr) bool {
 var errBlockedAddress = errors.New("outbound: the host resolves to an address entityd may not reach")
 
 // Clients are the two clients outbound requests use: http URLs (only the local machine,
-// unless private addresses are allowed) and https URLs (public addresses, or any).
+// unless the policy says more) and https URLs (public addresses, unless it says more).
 type Clients struct{ public, local *http.Client }
 
-// NewClients returns the clients for the rule allowPrivate selects.
+// NewClients returns the clients for the default (dev) policy; allowPrivate reaches any
+// address.
 func NewClients(allowPrivate bool) *Clients {
-	if allowPrivate {
-		c := newClient(func(netip.Addr) bool { return true })
-		return &Clients{public: c, local: c}
-	}
-	return &Clients{public: newClient(publicAddr), local: newClient(func(ip netip.Addr) bool { return ip.IsLoopback() })}
+	return NewPolicyClients(Policy{AllowPrivate: allowPrivate})
+}
+
+// NewPolicyClients returns the clients for p.
+func NewPolicyClients(p Policy) *Clients {
+	return &Clients{public: newClient(p.remote), local: newClient(p.local)}
 }
 
 // For is the client for a request to u.

@@ -33,6 +33,8 @@ type Options struct {
 	Subs      dssub.Options
 	DBURL     string // an existing database (e.g. to share one between two servers)
 	QuietLogs bool
+	// Admins are principals that pass every permission check.
+	Admins []string
 }
 
 // Server is a running test server.
@@ -69,7 +71,7 @@ func Start(t testing.TB, opts Options) *Server {
 	}
 	var services lifecycle.Group
 	srv := server.New(server.Config{DatabaseURL: dbURL, API: cfg, Limits: opts.Limits, Store: opts.Streams,
-		Subscriptions: opts.Subs, Logger: log})
+		Subscriptions: opts.Subs, Logger: log, Admins: opts.Admins})
 	a, err := srv.Assemble(ctx, pool, &services)
 	if err != nil {
 		services.Stop(ctx)

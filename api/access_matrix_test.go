@@ -1,0 +1,369 @@
+package api_test
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/entityd/entityd/api"
+	"github.com/entityd/entityd/internal/authn"
+	"github.com/entityd/entityd/internal/testserver"
+)
+
+// jwtServer is a test server in jwt mode with a key the test signs tokens with.
+type jwtServer struct {
+	*testserver.Server
+	key ed25519.PrivateKey
+}
+
+func startJWT(t *testing.T, admins ...string) *jwtServer {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	require.NoError(t, err)
+	keyFile := filepath.Join(t.TempDir(), "key.pem")
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600))
+	auth, err := authn.NewJWT(authn.JWTConfig{Keys: keyFile, Issuer: "https://idp.test", Audience: "entityd"})
+	require.NoError(t, err)
+	srv := testserver.Start(t, testserver.Options{API: api.Config{Auth: auth}, Admins: admins})
+	return &jwtServer{Server: srv, key: priv}
+}
+
+// token is a valid token for principal sub ("" for none).
+func (s *jwtServer) token(t *testing.T, sub string) string {
+	if sub == "" {
+		return ""
+	}
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.MapClaims{"sub": sub, "iss": "https://idp.test",
+		"aud": "entityd", "exp": time.Now().Add(time.Hour).Unix()}).SignedString(s.key)
+	require.NoError(t, err)
+	return tok
+}
+
+// call makes a request as sub with a JSON body, and returns the status and body.
+func (s *jwtServer) call(t *testing.T, sub, method, path, body string) (int, string) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, s.URL+path, rd)
+	require.NoError(t, err)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if tok := s.token(t, sub); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+	return res.StatusCode, string(data)
+}
+
+func (s *jwtServer) must(t *testing.T, sub, method, path, body string, want int) string {
+	t.Helper()
+	status, out := s.call(t, sub, method, path, body)
+	require.Equal(t, want, status, "%s %s as %q: %s", method, path, sub, out)
+	return out
+}
+
+var matrixPermissions = []string{"read", "write", "delete", "signal", "fork", "schedule", "spawn", "manage"}
+
+// otherPermission is a permission that is not p (for "grantee with another permission").
+func otherPermission(p string) string {
+	if p == "read" {
+		return "write"
+	}
+	return "read"
+}
+
+// TestAuthorisationMatrix walks every route the server serves and checks each against
+// every kind of caller: anonymous, the creator, a grantee with the route's permission,
+// a grantee with another permission, a stranger, a grantee whose grant expired, and an
+// admin. The expectations come from the route's rule; a route without a rule fails.
+func TestAuthorisationMatrix(t *testing.T) {
+	s := startJWT(t, "service:ops")
+	const creator = "user:carol"
+
+	// carol registers a type (she gets spawn and manage on it), spawns an entity, and
+	// registers a runner; grants go to one grantee per permission, and expiring ones to
+	// another set.
+	s.must(t, creator, "POST", "/_electric/entity-types", `{"name":"doc","description":"d"}`, http.StatusCreated)
+	s.must(t, creator, "PUT", "/_electric/entities/doc/d1", `{}`, http.StatusCreated)
+	s.must(t, creator, "POST", "/_electric/runners", `{"id":"r1"}`, http.StatusCreated)
+	expires := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
+	for _, p := range matrixPermissions {
+		s.must(t, creator, "POST", "/_electric/entities/doc/d1/grants",
+			`{"subject_kind":"principal","subject_value":"user:g-`+p+`","permission":"`+p+`"}`, http.StatusCreated)
+		s.must(t, creator, "POST", "/_electric/entities/doc/d1/grants",
+			`{"subject_kind":"principal","subject_value":"user:x-`+p+`","permission":"`+p+`","expires_at":"`+expires+`"}`, http.StatusCreated)
+		if p == "spawn" || p == "manage" {
+			s.must(t, creator, "POST", "/_electric/entity-types/doc/grants",
+				`{"subject_kind":"principal","subject_value":"user:g-`+p+`","permission":"`+p+`"}`, http.StatusCreated)
+			s.must(t, creator, "POST", "/_electric/entity-types/doc/grants",
+				`{"subject_kind":"principal","subject_value":"user:x-`+p+`","permission":"`+p+`","expires_at":"`+expires+`"}`, http.StatusCreated)
+		}
+	}
+
+	routes, err := s.API.AccessRules()
+	require.NoError(t, err)
+	var cases []matrixCase
+	for _, ra := range routes {
+		require.NotEmpty(t, ra.Kind, "route %s %s has no access rule", ra.Method, ra.Pattern)
+		if ra.Method == http.MethodOptions || ra.Method == http.MethodConnect || ra.Method == http.MethodTrace {
+			continue
+		}
+		// the rule must be the one the specification gives the route (written down
+		// here, independently of the server's table)
+		want, ok := specAccess[ra.Method+" "+strings.TrimSuffix(ra.Pattern, "/")]
+		if !ok && ra.Kind == "stream" {
+			want, ok = "stream", true
+		}
+		require.True(t, ok, "route %s %s is not in the test's specification table", ra.Method, ra.Pattern)
+		got := ra.Kind
+		if ra.Permission != "" {
+			got += ":" + ra.Permission
+		}
+		require.Equal(t, want, got, "rule of %s %s", ra.Method, ra.Pattern)
+		if ra.Kind == "stream" {
+			continue // by path: TestStreamAccess
+		}
+		cases = append(cases, matrixCase{RouteAccess: ra, path: concretePath(ra.Pattern)})
+	}
+	// destructive routes last, so that they do not change what the others see
+	slices.SortStableFunc(cases, func(a, b matrixCase) int {
+		return boolInt(a.Method == http.MethodDelete) - boolInt(b.Method == http.MethodDelete)
+	})
+	require.Greater(t, len(cases), 40)
+
+	denied := func(c matrixCase, who string) {
+		t.Helper()
+		status, body := s.call(t, who, c.Method, c.path, "{}")
+		want := http.StatusUnauthorized
+		if c.Kind == "admin" && who != "" {
+			want = http.StatusForbidden
+		}
+		require.Equal(t, want, status, "%s %s (%s %s) as %q must be refused: %s", c.Method, c.path, c.Kind, c.Permission, who, body)
+	}
+	allowed := func(c matrixCase, who string) {
+		t.Helper()
+		status, body := s.call(t, who, c.Method, c.path, "{}")
+		require.NotContains(t, []int{http.StatusUnauthorized, http.StatusForbidden}, status,
+			"%s %s (%s %s) as %q must be let through: %s", c.Method, c.path, c.Kind, c.Permission, who, body)
+		require.Less(t, status, 500, "%s %s as %q: %s", c.Method, c.path, who, body)
+	}
+	checked := 0
+	// refusals first (they change nothing), then the callers who may
+	for _, c := range cases {
+		switch c.Kind {
+		case "public", "token":
+			continue
+		}
+		denied(c, "")
+		checked++
+		switch c.Kind {
+		case "admin":
+			for _, who := range []string{creator, "user:sam", "user:g-manage"} {
+				denied(c, who)
+				checked++
+			}
+		case "entity", "type", "spawn":
+			for _, who := range []string{"user:sam", "user:g-" + otherPermission(c.Permission)} {
+				denied(c, who)
+				checked++
+			}
+		}
+	}
+	// expired grants: wait for the clock to pass them (the grants are real rows; the
+	// check compares with now())
+	require.Eventually(t, func() bool {
+		status, _ := s.call(t, "user:x-read", "GET", "/_electric/entities/doc/d1", "")
+		return status == http.StatusUnauthorized
+	}, 15*time.Second, 100*time.Millisecond)
+	for _, c := range cases {
+		if c.Kind == "entity" || c.Kind == "type" || c.Kind == "spawn" {
+			denied(c, "user:x-"+c.Permission)
+			checked++
+		}
+	}
+	for _, c := range cases {
+		switch c.Kind {
+		case "public":
+			allowed(c, "")
+			checked++
+		case "principal":
+			// authenticated is enough to reach the handler, which may check more (a
+			// runner's owner: 403 to others)
+			status, body := s.call(t, "user:sam", c.Method, c.path, "{}")
+			require.NotEqual(t, http.StatusUnauthorized, status, "%s %s as user:sam: %s", c.Method, c.path, body)
+			require.Less(t, status, 500, "%s %s as user:sam: %s", c.Method, c.path, body)
+			checked++
+		case "entity", "type", "spawn":
+			allowed(c, "user:g-"+c.Permission)
+			checked++
+		case "register":
+			allowed(c, "user:sam")
+			checked++
+		case "admin":
+			allowed(c, "service:ops")
+			checked++
+		}
+	}
+	for _, c := range cases {
+		switch c.Kind {
+		case "entity", "type", "spawn", "principal":
+			allowed(c, creator)
+			checked++
+		}
+	}
+	t.Logf("authorisation matrix: %d routes, %d checks", len(cases), checked)
+}
+
+// specAccess is what each route needs, from the specification (§1.3, §1.4, §3, §6):
+// "entity:<perm>" on the entity in the path, "type:<perm>" on the type, "spawn:spawn"
+// (type spawn), "register" (new type: anyone; existing: manage), "principal" (any
+// authenticated caller; the handler may check more), "admin" (privileged principals),
+// "token" (a claim, callback or write token), "public".
+var specAccess = func() map[string]string {
+	m := map[string]string{
+		"GET /_electric/health":                                        "public",
+		"GET /_electric/metrics":                                       "admin",
+		"GET /_electric/entity-types":                                  "principal",
+		"POST /_electric/entity-types":                                 "register",
+		"GET /_electric/entity-types/{name}":                           "type:spawn",
+		"DELETE /_electric/entity-types/{name}":                        "type:manage",
+		"PATCH /_electric/entity-types/{name}/schemas":                 "type:manage",
+		"GET /_electric/entity-types/{name}/grants":                    "type:manage",
+		"POST /_electric/entity-types/{name}/grants":                   "type:manage",
+		"DELETE /_electric/entity-types/{name}/grants/{grantId}":       "type:manage",
+		"GET /_electric/entities":                                      "principal",
+		"PUT /_electric/entities/{type}/{id}":                          "spawn:spawn",
+		"GET /_electric/entities/{type}/{id}":                          "entity:read",
+		"HEAD /_electric/entities/{type}/{id}":                         "entity:read",
+		"DELETE /_electric/entities/{type}/{id}":                       "entity:delete",
+		"POST /_electric/entities/{type}/{id}/send":                    "entity:write",
+		"POST /_electric/entities/{type}/{id}/signal":                  "entity:signal",
+		"PATCH /_electric/entities/{type}/{id}/inbox/{messageKey}":     "entity:write",
+		"DELETE /_electric/entities/{type}/{id}/inbox/{messageKey}":    "entity:write",
+		"POST /_electric/entities/{type}/{id}/tags/{tagKey}":           "entity:write",
+		"DELETE /_electric/entities/{type}/{id}/tags/{tagKey}":         "entity:write",
+		"GET /_electric/entities/{type}/{id}/wake":                     "entity:read",
+		"GET /_electric/entities/{type}/{id}/slash-commands":           "entity:read",
+		"PUT /_electric/entities/{type}/{id}/slash-commands/{name}":    "entity:write",
+		"DELETE /_electric/entities/{type}/{id}/slash-commands/{name}": "entity:write",
+		"GET /_electric/entities/{type}/{id}/grants":                   "entity:manage",
+		"POST /_electric/entities/{type}/{id}/grants":                  "entity:manage",
+		"DELETE /_electric/entities/{type}/{id}/grants/{grantId}":      "entity:manage",
+		"POST /_electric/wake-callbacks/{consumerId}":                  "token",
+		"POST /_electric/runners":                                      "principal",
+		"GET /_electric/runners":                                       "principal",
+		"GET /_electric/runners/{id}":                                  "principal",
+		"GET /_electric/runners/{id}/health":                           "principal",
+		"POST /_electric/runners/{id}/heartbeat":                       "principal",
+		"POST /_electric/runners/{id}/enable":                          "principal",
+		"POST /_electric/runners/{id}/disable":                         "principal",
+		"POST /_electric/runners/{id}/claim":                           "principal",
+		"GET /_electric/electric/v1/shape":                             "principal",
+	}
+	for _, prefix := range []string{"/__ds", "/v1/stream/__ds"} {
+		for k, v := range map[string]string{
+			"GET /jwks.json": "public", "HEAD /jwks.json": "public",
+			"PUT /subscriptions/{id}": "admin", "GET /subscriptions/{id}": "admin",
+			"DELETE /subscriptions/{id}": "admin", "POST /subscriptions/{id}/streams": "admin",
+			"DELETE /subscriptions/{id}/streams/*": "admin", "POST /subscriptions/{id}/claim": "admin",
+			"POST /subscriptions/{id}/callback": "token", "POST /subscriptions/{id}/ack": "token",
+			"POST /subscriptions/{id}/release": "token",
+		} {
+			method, path, _ := strings.Cut(k, " ")
+			m[method+" "+prefix+path] = v
+		}
+	}
+	return m
+}()
+
+type matrixCase struct {
+	api.RouteAccess
+	path string
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// concretePath fills a route pattern's parameters with the fixtures of the matrix.
+func concretePath(pattern string) string {
+	p := strings.TrimSuffix(pattern, "/*")
+	byParam := map[string]string{"{type}": "doc", "{name}": "doc", "{messageKey}": "m1", "{tagKey}": "k1",
+		"{grantId}": "g_missing", "{consumerId}": "c1"}
+	switch {
+	case strings.HasPrefix(p, "/_electric/entities/"):
+		byParam["{id}"] = "d1"
+		byParam["{name}"] = "cmd"
+	case strings.HasPrefix(p, "/_electric/runners/"):
+		byParam["{id}"] = "r1"
+	default:
+		byParam["{id}"] = "sub1"
+	}
+	for k, v := range byParam {
+		p = strings.ReplaceAll(p, k, v)
+	}
+	if strings.HasSuffix(pattern, "/*") {
+		p += "/doc/d1/main"
+	}
+	if strings.Contains(p, "/v1/shape") {
+		p += "?table=entities&offset=-1"
+	}
+	return p
+}
+
+// TestStreamAccess: an entity's streams are read with read permission and written with
+// its write token; other streams need an authenticated principal.
+func TestStreamAccess(t *testing.T) {
+	s := startJWT(t)
+	s.must(t, "user:carol", "POST", "/_electric/entity-types", `{"name":"doc","description":"d"}`, http.StatusCreated)
+	s.must(t, "user:carol", "PUT", "/_electric/entities/doc/d1", `{}`, http.StatusCreated)
+	s.must(t, "user:carol", "POST", "/_electric/entities/doc/d1/grants",
+		`{"subject_kind":"principal","subject_value":"user:rita","permission":"read"}`, http.StatusCreated)
+	s.must(t, "user:carol", "POST", "/_electric/entities/doc/d1/grants",
+		`{"subject_kind":"principal","subject_value":"user:will","permission":"write"}`, http.StatusCreated)
+	for _, path := range []string{"/doc/d1/main", "/doc/d1/main?offset=-1", "/v1/stream/doc/d1/main", "/doc/d1/slash-commands"} {
+		for who, want := range map[string]int{"": 401, "user:sam": 401, "user:will": 401, "user:rita": 200, "user:carol": 200} {
+			status, body := s.call(t, who, "GET", path, "")
+			require.Equal(t, want, status, "GET %s as %q: %s", path, who, body)
+		}
+	}
+	// a stream nobody owns: any authenticated principal
+	s.must(t, "", "PUT", "/notes/a", "", http.StatusUnauthorized)
+	s.must(t, "user:sam", "PUT", "/notes/a", "", http.StatusCreated)
+	s.must(t, "", "GET", "/notes/a", "", http.StatusUnauthorized)
+	s.must(t, "user:rita", "GET", "/notes/a?offset=-1", "", http.StatusOK)
+	// an entity stream's appends take its write token, never a principal's token
+	status, body := s.call(t, "user:carol", "POST", "/doc/d1/main", `{"type":"x","key":"k","value":1,"headers":{"operation":"insert"}}`)
+	require.Equal(t, http.StatusUnauthorized, status, body)
+	require.Contains(t, body, "write token")
+	// lists show only what the caller may see
+	out := s.must(t, "user:sam", "GET", "/_electric/entities", "", http.StatusOK)
+	require.Equal(t, "[]", strings.TrimSpace(out))
+	out = s.must(t, "user:rita", "GET", "/_electric/entities", "", http.StatusOK)
+	require.Contains(t, out, `"/doc/d1"`)
+	require.Equal(t, "[]", strings.TrimSpace(s.must(t, "user:sam", "GET", "/_electric/entity-types", "", http.StatusOK)))
+	require.Contains(t, s.must(t, "user:carol", "GET", "/_electric/entity-types", "", http.StatusOK), `"doc"`)
+}

@@ -1,0 +1,132 @@
+package api
+
+import (
+	"strings"
+
+	"github.com/entityd/entityd/authz"
+)
+
+// ruleKind is what a route asks of its caller before its handler runs.
+type ruleKind int
+
+const (
+	// rulePublic: anyone (health, the webhook signing keys).
+	rulePublic ruleKind = iota
+	// ruleToken: the credential is a capability the handler checks itself (a claim,
+	// callback or write token); no principal is asked for, so the bearer token is
+	// never mistaken for a JWT.
+	ruleToken
+	// rulePrincipal: any authenticated principal; the handler filters or checks more
+	// (lists, runners, which check their owner).
+	rulePrincipal
+	// ruleAdmin: a privileged principal (system, or one of --admin-principals).
+	ruleAdmin
+	// ruleEntity: perm on the entity the {type}/{id} parameters name.
+	ruleEntity
+	// ruleType: perm on the type the {name} parameter names.
+	ruleType
+	// ruleSpawn: spawn on the type {type} (the parent's spawn is checked by the handler,
+	// which reads the body).
+	ruleSpawn
+	// ruleRegister: registering a new type is open to any principal, updating one needs
+	// manage (the handler reads the name from the body).
+	ruleRegister
+	// ruleStream: by stream path and method (streamAccess).
+	ruleStream
+)
+
+type accessRule struct {
+	kind ruleKind
+	perm authz.Permission
+}
+
+var (
+	public    = accessRule{kind: rulePublic}
+	token     = accessRule{kind: ruleToken}
+	anyone    = accessRule{kind: rulePrincipal}
+	admin     = accessRule{kind: ruleAdmin}
+	stream    = accessRule{kind: ruleStream}
+	register  = accessRule{kind: ruleRegister}
+	spawnRule = accessRule{kind: ruleSpawn, perm: authz.Spawn}
+)
+
+func onEntity(p authz.Permission) accessRule { return accessRule{kind: ruleEntity, perm: p} }
+func onType(p authz.Permission) accessRule   { return accessRule{kind: ruleType, perm: p} }
+
+// routeRules is every route's rule, by "METHOD pattern" (chi's route pattern; "*" for a
+// route that takes every method). A route missing here is refused with a 500 and fails
+// TestEveryRouteHasAnAccessRule: access is never granted by omission.
+var routeRules = withDSPrefixes(map[string]accessRule{
+	"GET /_electric/health": public,
+	// Prometheus metrics: privileged principals (dev mode's default principal is one);
+	// --debug-addr serves them too, off the public port.
+	"GET /_electric/metrics":                                 admin,
+	"GET /_electric/entity-types/":                           anyone, // filtered to the types the caller may spawn
+	"POST /_electric/entity-types/":                          register,
+	"GET /_electric/entity-types/{name}":                     onType(authz.Spawn),
+	"DELETE /_electric/entity-types/{name}":                  onType(authz.Manage),
+	"PATCH /_electric/entity-types/{name}/schemas":           onType(authz.Manage),
+	"GET /_electric/entity-types/{name}/grants":              onType(authz.Manage),
+	"POST /_electric/entity-types/{name}/grants":             onType(authz.Manage),
+	"DELETE /_electric/entity-types/{name}/grants/{grantId}": onType(authz.Manage),
+
+	"GET /_electric/entities/":                                     anyone, // filtered to what the caller may read
+	"PUT /_electric/entities/{type}/{id}":                          spawnRule,
+	"GET /_electric/entities/{type}/{id}":                          onEntity(authz.Read),
+	"HEAD /_electric/entities/{type}/{id}":                         onEntity(authz.Read),
+	"DELETE /_electric/entities/{type}/{id}":                       onEntity(authz.Delete),
+	"POST /_electric/entities/{type}/{id}/send":                    onEntity(authz.Write),
+	"POST /_electric/entities/{type}/{id}/signal":                  onEntity(authz.Signal),
+	"PATCH /_electric/entities/{type}/{id}/inbox/{messageKey}":     onEntity(authz.Write),
+	"DELETE /_electric/entities/{type}/{id}/inbox/{messageKey}":    onEntity(authz.Write),
+	"POST /_electric/entities/{type}/{id}/tags/{tagKey}":           onEntity(authz.Write),
+	"DELETE /_electric/entities/{type}/{id}/tags/{tagKey}":         onEntity(authz.Write),
+	"GET /_electric/entities/{type}/{id}/wake":                     onEntity(authz.Read),
+	"GET /_electric/entities/{type}/{id}/slash-commands":           onEntity(authz.Read),
+	"PUT /_electric/entities/{type}/{id}/slash-commands/{name}":    onEntity(authz.Write),
+	"DELETE /_electric/entities/{type}/{id}/slash-commands/{name}": onEntity(authz.Write),
+	"GET /_electric/entities/{type}/{id}/grants":                   onEntity(authz.Manage),
+	"POST /_electric/entities/{type}/{id}/grants":                  onEntity(authz.Manage),
+	"DELETE /_electric/entities/{type}/{id}/grants/{grantId}":      onEntity(authz.Manage),
+
+	// Electric's wake callbacks: the claim token is the credential.
+	"POST /_electric/wake-callbacks/{consumerId}": token,
+	// Runners: any principal registers its own; the handlers check the owner.
+	"POST /_electric/runners/":               anyone,
+	"GET /_electric/runners/":                anyone,
+	"GET /_electric/runners/{id}":            anyone,
+	"GET /_electric/runners/{id}/health":     anyone,
+	"POST /_electric/runners/{id}/heartbeat": anyone,
+	"POST /_electric/runners/{id}/enable":    anyone,
+	"POST /_electric/runners/{id}/disable":   anyone,
+	"POST /_electric/runners/{id}/claim":     anyone,
+	// Shapes: rows are scoped to what the caller may read.
+	"GET /_electric/electric/v1/shape": anyone,
+
+	"* /*":           stream,
+	"* /v1/stream/*": stream,
+}, map[string]accessRule{
+	"GET /jwks.json":  public,
+	"HEAD /jwks.json": public,
+	// A subscription can link any stream, and a wake's claim hands out a write token:
+	// only privileged principals manage them (dispatch policies make them for types).
+	"PUT /subscriptions/{id}/":             admin,
+	"GET /subscriptions/{id}/":             admin,
+	"DELETE /subscriptions/{id}/":          admin,
+	"POST /subscriptions/{id}/streams":     admin,
+	"DELETE /subscriptions/{id}/streams/*": admin,
+	"POST /subscriptions/{id}/claim":       admin,
+	"POST /subscriptions/{id}/callback":    token,
+	"POST /subscriptions/{id}/ack":         token,
+	"POST /subscriptions/{id}/release":     token,
+})
+
+// withDSPrefixes adds the subscription routes under both of their mounts.
+func withDSPrefixes(rules, ds map[string]accessRule) map[string]accessRule {
+	for k, v := range ds {
+		method, pattern, _ := strings.Cut(k, " ")
+		rules[method+" /__ds"+pattern] = v
+		rules[method+" /v1/stream/__ds"+pattern] = v
+	}
+	return rules
+}

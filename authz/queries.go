@@ -1,0 +1,29 @@
+package authz
+
+import (
+	"embed"
+
+	"github.com/entityd/entityd/internal/sqlfile"
+)
+
+// queryFiles are this package's SQL: it owns entity_grants and type_grants.
+//
+//go:embed queries/*.sql
+var queryFiles embed.FS
+
+var queries = sqlfile.MustLoad("authz", queryFiles)
+
+var (
+	sqlInsertEntityGrant = queries.Get("InsertEntityGrant")
+	sqlListEntityGrants  = queries.Get("ListEntityGrants")
+	sqlDeleteEntityGrant = queries.Get("DeleteEntityGrant")
+	sqlCopyGrantsToChild = queries.Get("CopyGrantsToChild")
+	sqlInsertTypeGrant   = queries.Get("InsertTypeGrant")
+	sqlListTypeGrants    = queries.Get("ListTypeGrants")
+	sqlDeleteTypeGrant   = queries.Get("DeleteTypeGrant")
+	sqlDropTypeGrants    = queries.Get("DropTypeGrants")
+	sqlEntityGranted     = queries.Get("EntityGranted")
+	sqlTypeGranted       = queries.Get("TypeGranted")
+	sqlGrantsOf          = queries.Get("GrantsOf")
+	sqlTypesGrantedTo    = queries.Get("TypesGrantedTo")
+)
