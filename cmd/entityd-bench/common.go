@@ -28,6 +28,7 @@ type commonFlags struct {
 	out     string
 	label   string
 	gzip    bool
+	token   string
 }
 
 func (c *commonFlags) register(fs *flag.FlagSet, defaultURL string) {
@@ -35,6 +36,7 @@ func (c *commonFlags) register(fs *flag.FlagSet, defaultURL string) {
 	fs.BoolVar(&c.jsonOut, "json", false, "print the result as one JSON object instead of a table")
 	fs.StringVar(&c.out, "out", "", "also write the JSON result to this file")
 	fs.StringVar(&c.label, "label", "", "free-form label stored in the result (e.g. entityd, reference)")
+	fs.StringVar(&c.token, "token", "", "send Authorization: Bearer <token> on every request (a jwt-mode server; see the jwt command)")
 	fs.BoolVar(&c.gzip, "gzip", false, "send Accept-Encoding: gzip (off by default: servers that compress would measure zlib, not streaming)")
 }
 

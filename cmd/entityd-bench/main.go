@@ -32,6 +32,8 @@ func main() {
 	var err error
 	args := os.Args[2:]
 	switch os.Args[1] {
+	case "jwt":
+		err = runJWT(args)
 	case "send":
 		err = runSend(args)
 	case "append":
@@ -88,6 +90,7 @@ commands:
             entity): send → wake latency at -rate (-mode latency), or send → wake → claim →
             write → done cycles per second (-mode throughput)
   summary   read the JSON results of bench/run.sh and print the markdown summary
+  jwt       make a key pair for a jwt-mode server: write the PEM public key (-pub), print a token (-sub)
   payload   print one composer_input payload (what send posts), e.g. for pgbench
   wake-server  entityd with a recording no-op Go handler (type bench) + a control port
   wake-load    drive a wake-server: send→handler latency (-mode latency) or

@@ -48,7 +48,7 @@ func runSend(args []string) error {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	client := newClient(*conc, c.gzip)
+	client := withToken(newClient(*conc, c.gzip), c.token)
 	base := c.base()
 	started := time.Now().UTC()
 
