@@ -345,7 +345,7 @@ func TestStreamAccess(t *testing.T) {
 	s.must(t, "user:carol", "POST", "/_electric/entities/doc/d1/grants",
 		`{"subject_kind":"principal","subject_value":"user:will","permission":"write"}`, http.StatusCreated)
 	for _, path := range []string{"/doc/d1/main", "/doc/d1/main?offset=-1", "/v1/stream/doc/d1/main", "/doc/d1/slash-commands"} {
-		for who, want := range map[string]int{"": 401, "user:sam": 401, "user:will": 401, "user:rita": 200, "user:carol": 200} {
+		for who, want := range map[string]int{"": 401, "user:sam": 403, "user:will": 403, "user:rita": 200, "user:carol": 200} {
 			status, body := s.call(t, who, "GET", path, "")
 			require.Equal(t, want, status, "GET %s as %q: %s", path, who, body)
 		}

@@ -12,7 +12,8 @@ import (
 
 // streamAccess is the stream rule. An entity's streams (main and slash-command
 // collection) are read with read permission on the entity and appended to with its
-// write token (authorizeEntityWrite), never with a principal. Every other stream needs
+// write token (authorizeEntityWrite), never with a principal; a caller who may not read
+// gets 403. Every other stream needs
 // an authenticated principal (anyone in dev mode; root streams have no owner).
 func (s *Server) streamAccess(r *http.Request, path string) (*http.Request, error) {
 	typ, url, _, isEntity := entitypath.Parse(path)
@@ -41,5 +42,14 @@ func (s *Server) streamAccess(r *http.Request, path string) (*http.Request, erro
 	if err != nil {
 		return r, err
 	}
-	return r, s.requireEntity(r, p, e, authz.Read)
+	ok, err := s.checker.Entity(r.Context(), p, e, authz.Read)
+	if err != nil {
+		return r, err
+	}
+	if !ok {
+		// a known caller who may not read: 403, which Durable Streams clients do not
+		// take for a credential to refresh (401 is for missing or bad credentials)
+		return r, newError(http.StatusForbidden, CodeForbidden, "Principal is not allowed to read "+e.URL)
+	}
+	return r, nil
 }

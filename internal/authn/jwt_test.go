@@ -299,3 +299,53 @@ func TestJWTCacheHonoursExpiry(t *testing.T) {
 	require.ErrorAs(t, err, &ae)
 	require.Contains(t, ae.Reason, "expired")
 }
+
+// BenchmarkVerifyCached is the per-request cost of jwt mode once a client's token was
+// seen: hash, cache lookup, expiry check.
+func BenchmarkVerifyCached(b *testing.B) {
+	t := &testing.T{}
+	ed := newEd(t, "")
+	j, err := NewJWT(JWTConfig{Keys: writeFileB(b, "k.pem", pemOf(t, ed))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tok := ed.sign(t, claims("alice", time.Hour))
+	ctx := context.Background()
+	if _, err := j.Verify(ctx, tok); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := j.Verify(ctx, tok); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkVerifyUncached is the cost of a token seen for the first time (an Ed25519
+// signature check).
+func BenchmarkVerifyUncached(b *testing.B) {
+	t := &testing.T{}
+	ed := newEd(t, "")
+	j, err := NewJWT(JWTConfig{Keys: writeFileB(b, "k.pem", pemOf(t, ed))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tok := ed.sign(t, claims("alice", time.Hour))
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		clear(j.cache)
+		if _, err := j.Verify(ctx, tok); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func writeFileB(b *testing.B, name string, data []byte) string {
+	p := filepath.Join(b.TempDir(), name)
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
