@@ -99,6 +99,17 @@ func loadConfig(args []string) (*config, error) {
 		}
 		fs.DurationVar(p, name, *p, usage+" ($"+env+")")
 	}
+	// envBool reads a boolean setting whose flag is declared separately (a bool flag
+	// takes no value, so the flag only ever turns it on).
+	envBool := func(p *bool, env string) {
+		if v, ok := os.LookupEnv(env); ok {
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				envErrs = append(envErrs, env+" must be true or false")
+			}
+			*p = b
+		}
+	}
 
 	str(&c.Addr, "addr", "ENTITYD_ADDR", "127.0.0.1:4437", "listen address (dev mode refuses a non-loopback one unless ENTITYD_ALLOW_INSECURE_DEV=true)")
 	str(&c.Auth, "auth", "ENTITYD_AUTH", "dev", "authentication: dev (the Electric-Principal header, loopback only) or jwt (Authorization: Bearer <JWT>)")
@@ -139,30 +150,12 @@ func loadConfig(args []string) (*config, error) {
 	str(&c.DebugAddr, "debug-addr", "ENTITYD_DEBUG_ADDR", "", "serve Go's profiler (pprof) on this address, e.g. 127.0.0.1:6060 (off when empty)")
 	str(&c.SkillsDir, "skills-dir", "ENTITYD_SKILLS_DIR", "./skills", "SKILL.md files of the demo assistant")
 	c.Demo = true
-	if v, ok := os.LookupEnv("ENTITYD_DEMO"); ok {
-		b, err := strconv.ParseBool(strings.TrimSpace(v))
-		if err != nil {
-			envErrs = append(envErrs, "ENTITYD_DEMO must be true or false")
-		}
-		c.Demo = b
-	}
-	if v, ok := os.LookupEnv("ENTITYD_ALLOW_INSECURE_DEV"); ok {
-		b, err := strconv.ParseBool(strings.TrimSpace(v))
-		if err != nil {
-			envErrs = append(envErrs, "ENTITYD_ALLOW_INSECURE_DEV must be true or false")
-		}
-		c.AllowInsecureDev = b
-	}
+	envBool(&c.Demo, "ENTITYD_DEMO")
+	envBool(&c.AllowInsecureDev, "ENTITYD_ALLOW_INSECURE_DEV")
 	fs.BoolVar(&c.AllowInsecureDev, "allow-insecure-dev", c.AllowInsecureDev,
 		"let dev mode listen on a non-loopback address, where anyone who can reach it acts as any principal ($ENTITYD_ALLOW_INSECURE_DEV)")
 	noDemo := fs.Bool("no-demo", false, "do not load the demo entity types ($ENTITYD_DEMO=false)")
-	if v, ok := os.LookupEnv("ENTITYD_ALLOW_PRIVATE_URLS"); ok {
-		b, err := strconv.ParseBool(strings.TrimSpace(v))
-		if err != nil {
-			envErrs = append(envErrs, "ENTITYD_ALLOW_PRIVATE_URLS must be true or false")
-		}
-		c.AllowPrivateURLs = b
-	}
+	envBool(&c.AllowPrivateURLs, "ENTITYD_ALLOW_PRIVATE_URLS")
 	fs.BoolVar(&c.AllowPrivateURLs, "allow-private-urls", c.AllowPrivateURLs,
 		"let webhooks and serve-endpoint discovery call private-network hosts ($ENTITYD_ALLOW_PRIVATE_URLS); off: https public hosts and http on this machine")
 	fs.Usage = func() {
