@@ -198,8 +198,9 @@ func (h *harness) mustSend(url string, body any, headers ...string) string {
 	requireStatus(h.t, r, http.StatusOK)
 	var out map[string]string
 	r.decode(h.t, &out)
-	require.Len(h.t, out, 1, "body: %s", r.Body)
+	require.Len(h.t, out, 2, "body: %s", r.Body)
 	require.Regexp(h.t, uuidRe, out["txid"])
+	require.Regexp(h.t, offsetRe, out["offset"])
 	return out["txid"]
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/httpx"
+	"github.com/entityd/entityd/internal/rawjson"
 )
 
 // Send limits beyond the body size.
@@ -67,7 +68,19 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return sendError(err)
 	}
-	return writeTxid(w, res.Txid)
+	return writeSent(w, res)
+}
+
+// writeSent answers a send: Electric's {txid}, plus (an entityd extension) the offset
+// of the entity's stream just after the message, from which a client follows what the
+// handler writes in reply; for a retried send it is the stream's tail.
+func writeSent(w http.ResponseWriter, res *inbox.SendResult) error {
+	var o rawjson.Object
+	o.String("txid", res.Txid).String("offset", res.Offset.String())
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(o.Bytes())
+	return err
 }
 
 // sendLater is a send with afterMs > 0: validated now, appended when due; 204 empty (as

@@ -516,3 +516,31 @@ func TestSendsRacingAKill(t *testing.T) {
 	}
 	require.Equal(t, len(msgs)+2, len(events))
 }
+
+// The send's offset is the stream's tail just after the message: a reader following
+// from it sees the next event and not the message itself.
+func TestSendAnswersTheOffsetAfterTheMessage(t *testing.T) {
+	h := setup(t)
+	h.registerType(`{"name":"chat","description":"d"}`)
+	h.mustSpawn("chat", "one", nil)
+	r := h.send("/chat/one", `{"type":"note","payload":{"n":1}}`)
+	requireStatus(t, r, http.StatusOK)
+	var first map[string]string
+	r.decode(t, &first)
+	head := h.do(http.MethodHead, "/chat/one/main", nil)
+	require.Equal(t, first["offset"], head.Header.Get("Stream-Next-Offset"))
+
+	h.mustSend("/chat/one", `{"type":"note","payload":{"n":2}}`)
+	after := h.do(http.MethodGet, "/chat/one/main?offset="+first["offset"], nil)
+	requireStatus(t, after, http.StatusOK)
+	var events []struct {
+		Type  string `json:"type"`
+		Value struct {
+			Payload json.RawMessage `json:"payload"`
+		} `json:"value"`
+	}
+	require.NoError(t, json.Unmarshal(after.Body, &events))
+	require.Len(t, events, 1)
+	require.Equal(t, "inbox", events[0].Type)
+	require.JSONEq(t, `{"n":2}`, string(events[0].Value.Payload))
+}
