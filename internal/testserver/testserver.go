@@ -20,6 +20,7 @@ import (
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/lifecycle"
 	"github.com/entityd/entityd/internal/pgtest"
+	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/server"
 	"github.com/entityd/entityd/streamdb"
 )
@@ -35,6 +36,9 @@ type Options struct {
 	QuietLogs bool
 	// Admins are principals that pass every permission check.
 	Admins []string
+	// Definitions are Go entity types the server hosts (their handlers run in it), as
+	// `make run` hosts the demo assistant.
+	Definitions []runtime.EntityDefinition
 }
 
 // Server is a running test server.
@@ -71,7 +75,7 @@ func Start(t testing.TB, opts Options) *Server {
 	}
 	var services lifecycle.Group
 	srv := server.New(server.Config{DatabaseURL: dbURL, API: cfg, Limits: opts.Limits, Store: opts.Streams,
-		Subscriptions: opts.Subs, Logger: log, Admins: opts.Admins})
+		Subscriptions: opts.Subs, Logger: log, Admins: opts.Admins}, opts.Definitions...)
 	a, err := srv.Assemble(ctx, pool, &services)
 	if err != nil {
 		services.Stop(ctx)
