@@ -85,9 +85,14 @@ var routeRules = withDSPrefixes(map[string]accessRule{
 	"GET /_electric/entities/{type}/{id}/slash-commands":           onEntity(authz.Read),
 	"PUT /_electric/entities/{type}/{id}/slash-commands/{name}":    onEntity(authz.Write),
 	"DELETE /_electric/entities/{type}/{id}/slash-commands/{name}": onEntity(authz.Write),
-	"GET /_electric/entities/{type}/{id}/grants":                   onEntity(authz.Manage),
-	"POST /_electric/entities/{type}/{id}/grants":                  onEntity(authz.Manage),
-	"DELETE /_electric/entities/{type}/{id}/grants/{grantId}":      onEntity(authz.Manage),
+	// MCP (package mcpserve): reading the entity's prompts needs read; its send tool
+	// checks write itself, per call.
+	"GET /_electric/entities/{type}/{id}/mcp":                 onEntity(authz.Read),
+	"POST /_electric/entities/{type}/{id}/mcp":                onEntity(authz.Read),
+	"DELETE /_electric/entities/{type}/{id}/mcp":              onEntity(authz.Read),
+	"GET /_electric/entities/{type}/{id}/grants":              onEntity(authz.Manage),
+	"POST /_electric/entities/{type}/{id}/grants":             onEntity(authz.Manage),
+	"DELETE /_electric/entities/{type}/{id}/grants/{grantId}": onEntity(authz.Manage),
 
 	// Electric's wake callbacks: the claim token is the credential.
 	"POST /_electric/wake-callbacks/{consumerId}": token,

@@ -20,6 +20,7 @@ import (
 	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/remote"
 	"github.com/entityd/entityd/runtime"
+	"github.com/entityd/entityd/mcpserve"
 	"github.com/entityd/entityd/shapes"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
@@ -35,6 +36,7 @@ type Assembly struct {
 	Subs     *dssub.Service
 	API      *api.Server
 	Shapes   *shapes.Service
+	MCP      *mcpserve.Service
 }
 
 // Assemble builds every part of the server over a migrated pool, in dependency order,
@@ -115,6 +117,9 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	a.Shapes = shapes.New(a.Store.DB(), shapes.Options{Live: a.API.Live(), Logger: s.log,
 		Scope: shapeScope(checker, a.Registry)})
 	a.API.MountRoutes(shapes.Prefix, a.Shapes.Routes)
+	a.MCP = mcpserve.New(mcpserve.Deps{Entities: a.Registry, Streams: a.Store, Sender: a.Sender, Checker: checker},
+		mcpserve.Options{MaxBodyBytes: s.cfg.API.MaxBodyBytes, Logger: s.log})
+	a.API.MountRoutes(mcpserve.Prefix, a.MCP.Routes)
 
 	untrackPool, untrackParked := metrics.TrackPool(pool), metrics.TrackParked(a.API.ParkedSubscribers)
 	jan := &janitor{cfg: s.cfg.Retention, pool: pool, store: a.Store, sender: a.Sender, shapes: a.Shapes, log: s.log.Named("retention")}
@@ -125,6 +130,7 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 		{"metrics", lifecycle.Funcs{OnStop: func(context.Context) { untrackParked(); untrackPool() }}},
 		{"subscriptions", a.Subs},
 		{"shapes", a.Shapes},
+		{"mcp", a.MCP},
 		{"wake delivery", a.Wake},
 		{"delayed sends", &lifecycle.Loop{Run: func(ctx context.Context) { a.Sender.RunDelayed(ctx, s.log.Named("delayed")) }}},
 		{"retention", &lifecycle.Loop{Run: jan.run}},

@@ -1,0 +1,136 @@
+package mcpserve
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/entityd/entityd/slashcmd"
+)
+
+// inputArgument is the one optional argument of a command that declares none: ACP
+// commands take free text after the name (their input.hint), and MCP prompts have only
+// named arguments, so the free text travels as "input".
+const inputArgument = "input"
+
+// promptOf is the MCP prompt of an effective command row.
+func promptOf(row slashcmd.Row) *mcp.Prompt {
+	p := &mcp.Prompt{Name: row.Name, Title: "/" + row.Name, Arguments: []*mcp.PromptArgument{}}
+	if row.Description != nil {
+		p.Description = *row.Description
+	}
+	if len(row.Arguments) == 0 {
+		p.Arguments = append(p.Arguments, &mcp.PromptArgument{Name: inputArgument,
+			Description: "Free text after the command"})
+		return p
+	}
+	for _, a := range row.Arguments {
+		arg := &mcp.PromptArgument{Name: a.Name, Required: a.Required != nil && *a.Required}
+		desc := a.Type
+		if a.Description != nil {
+			desc = *a.Description + " (" + a.Type + ")"
+		}
+		arg.Description = desc
+		p.Arguments = append(p.Arguments, arg)
+	}
+	return p
+}
+
+// invalidParams is the JSON-RPC error MCP asks for a bad prompt invocation (-32602).
+func invalidParams(format string, args ...any) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
+}
+
+// checkArguments applies the command's argument declarations to an invocation: no
+// unknown names, every required one present, numbers and booleans well formed (MCP
+// sends every value as a string, so the types are checked here).
+func checkArguments(row slashcmd.Row, args map[string]string) error {
+	declared := map[string]slashcmd.Argument{}
+	for _, a := range row.Arguments {
+		declared[a.Name] = a
+	}
+	for name, v := range args {
+		a, ok := declared[name]
+		if !ok {
+			if len(row.Arguments) == 0 && name == inputArgument {
+				continue
+			}
+			return invalidParams("prompt %q has no argument %q", row.Name, name)
+		}
+		switch a.Type {
+		case slashcmd.ArgNumber:
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+				return invalidParams("argument %q of prompt %q must be a number", name, row.Name)
+			}
+		case slashcmd.ArgBoolean:
+			if v != "true" && v != "false" {
+				return invalidParams("argument %q of prompt %q must be true or false", name, row.Name)
+			}
+		}
+	}
+	for _, a := range row.Arguments {
+		if a.Required != nil && *a.Required {
+			if _, ok := args[a.Name]; !ok {
+				return invalidParams("prompt %q needs argument %q", row.Name, a.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// invocation is the composer text that runs the command with args: "/name" and the
+// values in declaration order. A value after a skipped optional argument is written
+// name=value (its position no longer says which it is); a value with whitespace or
+// quotes is quoted.
+func invocation(row slashcmd.Row, args map[string]string) string {
+	var b strings.Builder
+	b.WriteString("/" + row.Name)
+	if len(row.Arguments) == 0 {
+		if in := strings.TrimSpace(args[inputArgument]); in != "" {
+			b.WriteString(" " + in)
+		}
+		return b.String()
+	}
+	skipped := false
+	for _, a := range row.Arguments {
+		v, ok := args[a.Name]
+		if !ok {
+			skipped = true
+			continue
+		}
+		b.WriteByte(' ')
+		if skipped {
+			b.WriteString(a.Name + "=")
+		}
+		b.WriteString(quoteIfNeeded(v))
+	}
+	return b.String()
+}
+
+func quoteIfNeeded(v string) string {
+	if v == "" || strings.ContainsAny(v, " \t\n\r\"'\u00a0\u3000") {
+		return strconv.Quote(v)
+	}
+	return v
+}
+
+// promptHandler answers prompts/get for one row: the user message that invokes it.
+func promptHandler(row slashcmd.Row) mcp.PromptHandler {
+	return func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		if err := checkArguments(row, req.Params.Arguments); err != nil {
+			return nil, err
+		}
+		res := &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user",
+			Content: &mcp.TextContent{Text: invocation(row, req.Params.Arguments)}}}}
+		if row.Description != nil {
+			res.Description = *row.Description
+		}
+		return res, nil
+	}
+}

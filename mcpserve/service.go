@@ -1,0 +1,255 @@
+// Package mcpserve serves every entity as an MCP server (Streamable HTTP) at
+// /_electric/entities/<type>/<id>/mcp: its effective slash commands are MCP prompts,
+// kept in step with the entity's slash-command collection stream, so a change reaches
+// connected sessions as notifications/prompts/list_changed; a send tool delivers a
+// composer_input built from a prompt invocation.
+//
+// One MCP server (the official Go SDK's) runs per entity that has sessions, with one
+// goroutine that waits on the collection stream; entities without sessions cost nothing.
+package mcpserve
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"go.uber.org/zap"
+
+	"github.com/entityd/entityd/authz"
+	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/internal/entitypath"
+	"github.com/entityd/entityd/internal/httpx"
+	"github.com/entityd/entityd/internal/principal"
+	"github.com/entityd/entityd/slashcmd"
+	"github.com/entityd/entityd/streamdb"
+)
+
+// Prefix is the route of an entity's MCP endpoint.
+const Prefix = "/_electric/entities/{type}/{id}/mcp"
+
+// Options configure the service. Zero values take the defaults in parentheses.
+type Options struct {
+	// MaxSessions bounds open MCP sessions over all entities (10,000) and per entity
+	// (MaxSessionsPerEntity, 2,000): each holds an SSE stream and some memory.
+	MaxSessions          int
+	MaxSessionsPerEntity int
+	// SessionTimeout closes a session that made no request for this long (30 min).
+	SessionTimeout time.Duration
+	// IdleEntity drops an entity's MCP server this long after its last session (1 min).
+	IdleEntity time.Duration
+	// MaxBodyBytes bounds one JSON-RPC request body (1 MiB).
+	MaxBodyBytes int64
+	Logger       *zap.Logger
+}
+
+func (o *Options) setDefaults() {
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = 10_000
+	}
+	if o.MaxSessionsPerEntity <= 0 {
+		o.MaxSessionsPerEntity = 2_000
+	}
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = 30 * time.Minute
+	}
+	if o.IdleEntity <= 0 {
+		o.IdleEntity = time.Minute
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 1 << 20
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+}
+
+// Deps are the parts of entityd the service uses.
+type Deps struct {
+	Entities *entity.Registry
+	Streams  *streamdb.Store
+	Sender   *inbox.Sender
+	// Checker decides the send tool's write permission (nil: everyone may write).
+	Checker *authz.Checker
+}
+
+// Service holds the per-entity MCP servers.
+type Service struct {
+	deps Deps
+	opts Options
+	log  *zap.Logger
+
+	mu      sync.Mutex
+	entries map[string]*entry // by entity URL
+	ctx     context.Context   // ends at Stop: followers and sessions stop with it
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// New returns a service; Start begins its janitor.
+func New(deps Deps, opts Options) *Service {
+	opts.setDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Service{deps: deps, opts: opts, log: opts.Logger.Named("mcp"), entries: map[string]*entry{},
+		ctx: ctx, cancel: cancel}
+}
+
+// Start runs the janitor that drops idle entities' servers.
+func (s *Service) Start(context.Context) error {
+	s.wg.Go(s.janitor)
+	return nil
+}
+
+// Stop ends every follower and closes every session.
+func (s *Service) Stop(context.Context) {
+	s.cancel()
+	s.mu.Lock()
+	entries := s.entries
+	s.entries = map[string]*entry{}
+	s.mu.Unlock()
+	for _, en := range entries {
+		en.close()
+	}
+	s.wg.Wait()
+}
+
+// Routes mounts the endpoint (GET opens a session's notification stream, POST carries
+// JSON-RPC, DELETE ends a session).
+func (s *Service) Routes(r chi.Router, wrap func(httpx.HandlerFunc) http.HandlerFunc) {
+	h := wrap(s.serve)
+	r.Get("/", h)
+	r.Post("/", h)
+	r.Delete("/", h)
+}
+
+// serve hands the request to the entity's MCP server. The api checked the caller's
+// read permission before this runs; an unknown entity is a 404.
+func (s *Service) serve(w http.ResponseWriter, r *http.Request) error {
+	url := entitypath.URL(chi.URLParam(r, "type"), chi.URLParam(r, "id"))
+	e, err := s.deps.Entities.Known(r.Context(), url)
+	if errors.Is(err, entity.ErrNotFound) {
+		return httpx.New(http.StatusNotFound, "NOT_FOUND", "Entity "+url+" not found")
+	}
+	if err != nil {
+		return err
+	}
+	en, err := s.entryFor(r.Context(), e)
+	if err != nil {
+		return err
+	}
+	defer en.release()
+	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+		if err := s.admitSession(en); err != nil {
+			w.Header().Set("Retry-After", "5")
+			return err
+		}
+	}
+	p, _ := principal.FromContext(r.Context())
+	en.http.ServeHTTP(w, withSessionOwner(r, p))
+	return nil
+}
+
+// admitSession refuses a new session beyond the caps (503: another entity's, or a
+// later, session may fit).
+func (s *Service) admitSession(en *entry) error {
+	s.mu.Lock()
+	total := 0
+	for _, other := range s.entries {
+		total += other.sessions()
+	}
+	s.mu.Unlock()
+	if en.sessions() >= s.opts.MaxSessionsPerEntity || total >= s.opts.MaxSessions {
+		return httpx.New(http.StatusServiceUnavailable, "TOO_MANY_SESSIONS",
+			"Too many MCP sessions are open; close one or retry later")
+	}
+	return nil
+}
+
+// entryFor returns the entity's MCP server, creating it (and loading its prompts) on
+// first use. The caller must release it.
+func (s *Service) entryFor(ctx context.Context, e *entity.Entity) (*entry, error) {
+	s.mu.Lock()
+	en, ok := s.entries[e.URL]
+	if !ok {
+		if s.ctx.Err() != nil {
+			s.mu.Unlock()
+			return nil, httpx.New(http.StatusServiceUnavailable, "SHUTTING_DOWN", "The server is shutting down")
+		}
+		en = s.newEntry(e)
+		s.entries[e.URL] = en
+	}
+	en.users++
+	s.mu.Unlock()
+	select {
+	case <-en.ready:
+	case <-ctx.Done():
+		en.release()
+		return nil, ctx.Err()
+	}
+	if en.err != nil {
+		en.release()
+		s.drop(en)
+		return nil, en.err
+	}
+	return en, nil
+}
+
+// drop removes en (if it is still the entity's entry) and stops it.
+func (s *Service) drop(en *entry) {
+	s.mu.Lock()
+	if s.entries[en.url] == en {
+		delete(s.entries, en.url)
+	}
+	s.mu.Unlock()
+	en.close()
+}
+
+// janitor drops the servers of entities nobody has used for IdleEntity.
+func (s *Service) janitor() {
+	t := time.NewTicker(s.opts.IdleEntity / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case now := <-t.C:
+			var idle []*entry
+			s.mu.Lock()
+			for url, en := range s.entries {
+				if en.idleSince(now) > s.opts.IdleEntity {
+					delete(s.entries, url)
+					idle = append(idle, en)
+				}
+			}
+			s.mu.Unlock()
+			for _, en := range idle {
+				en.close()
+			}
+		}
+	}
+}
+
+// Sessions is how many MCP sessions are open (for tests and metrics).
+func (s *Service) Sessions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, en := range s.entries {
+		n += en.sessions()
+	}
+	return n
+}
+
+// sdkLogger sends the SDK's own log lines to zap at warn level and above.
+func sdkLogger(log *zap.Logger) *slog.Logger {
+	return slog.New(zapHandler{log: log})
+}
+
+// commandsOf lists the entity's effective commands.
+func (s *Service) commandsOf(ctx context.Context, url string) ([]slashcmd.Row, error) {
+	return s.deps.Entities.Commands().List(ctx, url)
+}
