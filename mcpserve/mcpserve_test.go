@@ -333,3 +333,37 @@ func TestMCPPermissions(t *testing.T) {
 	// an entity that does not exist
 	e.http("POST", "/_electric/entities/chat/none/mcp", `{}`, "", http.StatusNotFound)
 }
+
+// Bad JSON-RPC on an open session gets protocol errors and changes nothing.
+func TestMCPBadInput(t *testing.T) {
+	e := setup(t)
+	c := e.mustConnect("", "2025-11-25")
+	post := func(body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest("POST", e.srv.URL+"/_electric/entities/chat/one/mcp", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", c.ID())
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(out)
+	}
+	status, _ := post(`{"jsonrpc":"2.0","id":1,"method":`)
+	require.Equal(t, http.StatusBadRequest, status)
+	status, body := post(`{"jsonrpc":"2.0","id":2,"method":"prompts/nope"}`)
+	require.Equal(t, http.StatusBadRequest, status, body) // the SDK refuses unknown methods at the door
+	require.Contains(t, body, "unsupported")
+	status, body = post(`{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":"nope"}}`)
+	require.Equal(t, http.StatusOK, status, body)
+	require.Contains(t, body, `"code":-32602`)
+	status, _ = post(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"send","arguments":{"text":"` +
+		strings.Repeat("x", 2<<20) + `"}}}`)
+	require.Equal(t, http.StatusRequestEntityTooLarge, status)
+	require.Empty(t, e.inbox())
+	// the session still works
+	require.Equal(t, []string{"pr-review", "quickstart"}, c.promptNames(t))
+}
