@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -366,4 +368,37 @@ func TestMCPBadInput(t *testing.T) {
 	require.Empty(t, e.inbox())
 	// the session still works
 	require.Equal(t, []string{"pr-review", "quickstart"}, c.promptNames(t))
+}
+
+// prompts/list pages through many commands: every command once, in name order, and
+// the last page has no cursor.
+func TestPromptsArePaginated(t *testing.T) {
+	e := &env{t: t, srv: testserver.Start(t, testserver.Options{QuietLogs: true})}
+	var defs []string
+	for i := range 450 {
+		defs = append(defs, `{"name":"c`+strconv.Itoa(1000+i)+`"}`)
+	}
+	e.http("POST", "/_electric/entity-types", `{"name":"chat","description":"d","slash_commands":[`+strings.Join(defs, ",")+`]}`, "", http.StatusCreated)
+	e.http("PUT", "/_electric/entities/chat/one", `{}`, "", http.StatusCreated)
+	c := e.mustConnect("", "2025-11-25")
+	var names []string
+	pages := 0
+	cursor := ""
+	for {
+		res, err := c.ListPrompts(context.Background(), &mcp.ListPromptsParams{Cursor: cursor})
+		require.NoError(t, err)
+		pages++
+		require.LessOrEqual(t, len(res.Prompts), 200)
+		for _, p := range res.Prompts {
+			names = append(names, p.Name)
+		}
+		if res.NextCursor == "" {
+			break
+		}
+		cursor = res.NextCursor
+	}
+	require.Equal(t, 3, pages)
+	require.Len(t, names, 450)
+	require.True(t, slices.IsSorted(names))
+	require.Equal(t, "c1000", names[0])
 }
