@@ -222,6 +222,14 @@ func TestListChangedFollowsTheCollection(t *testing.T) {
 		return err == nil && r.Description == "Show how to get started" && len(names) == 2
 	}, 5*time.Second, 20*time.Millisecond)
 	a.waitChanged(t)
+
+	// re-registering the type reconciles its static commands into the entity
+	e.http("POST", "/_electric/entity-types", strings.Replace(chatType, `"slash_commands":[`,
+		`"slash_commands":[{"name":"release","description":"Cut a release"},`, 1), "", http.StatusCreated)
+	require.Eventually(t, func() bool {
+		return slices.Equal([]string{"pr-review", "quickstart", "release"}, a.promptNames(t))
+	}, 5*time.Second, 20*time.Millisecond)
+	a.waitChanged(t)
 }
 
 type storedInbox struct {
