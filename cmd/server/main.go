@@ -3,6 +3,8 @@
 //
 //	entityd [flags]          serve (see -h for flags and their ENTITYD_* variables)
 //	entityd migrate [flags]  apply database migrations and exit
+//	entityd acp [flags]      an ACP (Agent Client Protocol) agent over stdio for one entity,
+//	                         talking HTTP to a server (see entityd acp -h; no database)
 package main
 
 import (
@@ -38,6 +40,9 @@ const defaultGCPercent = 400
 func run(args []string) int {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(defaultGCPercent)
+	}
+	if len(args) > 0 && args[0] == "acp" {
+		return runACP(args[1:])
 	}
 	command := "serve"
 	if len(args) > 0 && args[0] == "migrate" {

@@ -1,0 +1,253 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+	"go.uber.org/zap"
+)
+
+// The fallback status check: a run that writes nothing appends nothing to the stream, so
+// no long-poll wakes for it; the wake status is then read at these intervals (doubling),
+// and after every stream batch.
+const (
+	statusFirstCheck = 100 * time.Millisecond
+	statusMaxCheck   = 2 * time.Second
+)
+
+// runOutcome is how the handler's run for a message ended.
+type runOutcome int
+
+const (
+	runDone   runOutcome = iota // the run acknowledged the message
+	runFailed                   // the run was given up on (or the entity ended first)
+)
+
+// replyFollower streams the entity's reply to one message to the editor: it follows the
+// entity's main stream from the offset just after the message with long-polls, turns
+// every text event into an agent_message_chunk (one chunk per event, sent as it arrives,
+// so nothing is buffered), and stops when the handler's run for the message has ended.
+//
+// The run has ended when the wake status's scanned_seq reaches the message's sequence
+// number (a run's writes commit together with that acknowledgement). The status is read
+// after every stream batch and, for runs that write nothing, on a timer (statusFirstCheck
+// doubling to statusMaxCheck). Once it says done, a last catch-up read from the position
+// reached takes what the run wrote and the long-poll had not delivered yet. The run
+// failed when an error event for the message says will_retry false, the message's inbox
+// row is updated to status "failed", or the status lists it among its failures.
+//
+// Events are not labelled with the run that wrote them: while prompts from several
+// sessions (or other senders) overlap on one entity, a reply can include text of the run
+// of a neighbouring message.
+type replyFollower struct {
+	api    *entityAPI
+	log    *zap.Logger
+	emit   func(ctx context.Context, text string) // one agent_message_chunk
+	key    string                                 // the inbox message key
+	seq    int64                                  // its sequence number in the main stream
+	offset string                                 // where reading continues
+	failed bool
+	chunks int
+}
+
+// longPollResult is what the long-poll goroutine hands to follow.
+type longPollResult struct {
+	b   *batch
+	err error
+}
+
+// follow runs until the run ends (its outcome) or ctx ends (ctx's error).
+func (r *replyFollower) follow(ctx context.Context) (runOutcome, error) {
+	lpCtx, stopLP := context.WithCancel(ctx)
+	results := make(chan longPollResult)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.longPoll(lpCtx, r.offset, results)
+	}()
+	stop := func() {
+		stopLP()
+		<-done
+	}
+	defer stop()
+
+	interval := statusFirstCheck
+	timer := time.NewTimer(interval)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case res := <-results:
+			if res.err != nil {
+				return 0, res.err
+			}
+			r.handle(ctx, res.b.events)
+			r.offset = res.b.next
+			if ended, err := r.ended(ctx); err != nil || ended {
+				stop()
+				return r.finish(ctx, err)
+			}
+			if res.b.closed {
+				// The entity ended (stopped or killed) before its run for the message.
+				stop()
+				r.failed = true
+				return r.finish(ctx, nil)
+			}
+			interval = statusFirstCheck
+			resetTimer(timer, interval)
+		case <-timer.C:
+			if ended, err := r.ended(ctx); err != nil || ended {
+				stop()
+				return r.finish(ctx, err)
+			}
+			interval = min(2*interval, statusMaxCheck)
+			timer.Reset(interval)
+		}
+	}
+}
+
+func resetTimer(t *time.Timer, d time.Duration) {
+	t.Stop()
+	select {
+	case <-t.C:
+	default:
+	}
+	t.Reset(d)
+}
+
+// finish reads what the stream holds after the position reached (the run's writes the
+// long-poll had not delivered) and reports the outcome.
+func (r *replyFollower) finish(ctx context.Context, statusErr error) (runOutcome, error) {
+	if statusErr != nil {
+		return 0, statusErr
+	}
+	for range 64 { // the run's writes are a few chunks at most; bound the loop anyway
+		b, err := r.api.readStream(ctx, "/main", r.offset, "", false)
+		if err != nil {
+			return 0, err
+		}
+		r.handle(ctx, b.events)
+		progressed := b.next != r.offset
+		r.offset = b.next
+		if len(b.events) == 0 || !progressed {
+			break
+		}
+	}
+	if r.failed {
+		return runFailed, nil
+	}
+	return runDone, nil
+}
+
+// ended reads the wake status: has the run for the message ended?
+func (r *replyFollower) ended(ctx context.Context) (bool, error) {
+	st, err := r.api.wake(ctx)
+	if err != nil {
+		if ctx.Err() != nil || !retryable(err) {
+			return false, err
+		}
+		// A transient failure: the next batch or timer tick asks again.
+		r.log.Warn("reading the entity's wake status", zap.Error(err))
+		return false, nil
+	}
+	for _, f := range st.Failures {
+		if f.Seq == r.seq || f.Key == r.key {
+			r.failed = true
+		}
+	}
+	return st.ScannedSeq >= r.seq, nil
+}
+
+// handle forwards text and notes failures of the message's run.
+func (r *replyFollower) handle(ctx context.Context, events []event) {
+	for _, e := range events {
+		switch e.Type {
+		case "text", "text_delta":
+			if e.Headers.Operation != "" && e.Headers.Operation != "insert" && e.Headers.Operation != "upsert" {
+				continue
+			}
+			var v struct {
+				Text  *string `json:"text"`
+				Delta *string `json:"delta"`
+			}
+			if json.Unmarshal(e.Value, &v) != nil {
+				continue
+			}
+			text := v.Text
+			if e.Type == "text_delta" && v.Delta != nil {
+				text = v.Delta
+			}
+			if text != nil && *text != "" {
+				r.emit(ctx, *text)
+				r.chunks++
+			}
+		case "error":
+			var v struct {
+				Key       string `json:"key"`
+				WillRetry *bool  `json:"will_retry"`
+			}
+			if json.Unmarshal(e.Value, &v) == nil && v.Key == r.key && v.WillRetry != nil && !*v.WillRetry {
+				r.failed = true
+			}
+		case "inbox":
+			if e.Key != r.key || e.Headers.Operation != "update" {
+				continue
+			}
+			var v struct {
+				Status string `json:"status"`
+			}
+			if json.Unmarshal(e.Value, &v) == nil && v.Status == "failed" {
+				r.failed = true
+			}
+		}
+	}
+}
+
+// longPoll reads the main stream live from offset and hands every batch with events (or
+// a closed stream) to results; transient errors are retried with backoff, others are
+// handed over and end it.
+func (r *replyFollower) longPoll(ctx context.Context, offset string, results chan<- longPollResult) {
+	var cursor string
+	b := newBackoff()
+	for ctx.Err() == nil {
+		res, err := r.api.readStream(ctx, "/main", offset, cursor, true)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if retryable(err) {
+				r.log.Warn("following the entity's reply", zap.Error(err), zap.Duration("retry_in", b.peek()))
+				if !b.wait(ctx) {
+					return
+				}
+				continue
+			}
+			select {
+			case results <- longPollResult{err: err}:
+			case <-ctx.Done():
+			}
+			return
+		}
+		b.reset()
+		offset, cursor = res.next, res.cursor
+		if len(res.events) == 0 && !res.closed {
+			continue // 204: the long-poll timed out with nothing new
+		}
+		select {
+		case results <- longPollResult{b: res}:
+		case <-ctx.Done():
+			return
+		}
+		if res.closed {
+			return
+		}
+	}
+}
+
+// agentChunk is the session/update of one reply chunk.
+func agentChunk(session sdk.SessionId, text string) sdk.SessionNotification {
+	return sdk.SessionNotification{SessionId: session, Update: sdk.UpdateAgentMessageText(text)}
+}
