@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -17,6 +18,7 @@ type LongPollResult struct {
 	Bench        string  `json:"bench"`
 	Label        string  `json:"label,omitempty"`
 	URL          string  `json:"url"`
+	ReadURL      string  `json:"read_url,omitempty"` // the replica the long-polls read from, when not URL
 	Rounds       int     `json:"rounds"`
 	WaitMs       float64 `json:"wait_ms"`
 	MessageBytes int     `json:"message_bytes"`
@@ -97,6 +99,7 @@ func runLongPoll(args []string) error {
 	wait := fs.Duration("wait", 20*time.Millisecond, "delay between issuing the long-poll and appending, so the reader is parked in the server's wait")
 	size := fs.Int("size", 100, "bytes per message")
 	ping := fs.String("ping", "auto", "baseline request: health (GET /_electric/health), head (HEAD on the stream), or auto (health if the server has it)")
+	readURL := fs.String("read-url", "", "base URL of another replica on the same database: the long-polls read there while the appends go to -url (a cross-replica wake)")
 	_ = fs.Parse(args)
 	if *rounds < 1 || *size < 40 {
 		return fmt.Errorf("-n must be at least 1 and -size at least 40")
@@ -111,8 +114,12 @@ func runLongPoll(args []string) error {
 		return err
 	}
 	defer deleteStream(context.Background(), client, streamURL)
+	readStreamURL := streamURL
+	if *readURL != "" {
+		readStreamURL = strings.TrimRight(*readURL, "/") + strings.TrimPrefix(streamURL, base)
+	}
 
-	out := LongPollResult{Bench: "longpoll", Label: c.label, URL: base, Rounds: *rounds,
+	out := LongPollResult{Bench: "longpoll", Label: c.label, URL: base, ReadURL: *readURL, Rounds: *rounds,
 		WaitMs: ms(*wait), MessageBytes: *size, Started: started.Format(time.RFC3339)}
 	pingKind := *ping
 	if pingKind == "auto" {
@@ -151,7 +158,7 @@ func runLongPoll(args []string) error {
 	const warmRounds = 10
 	for i := -warmRounds; i < *rounds && ctx.Err() == nil; {
 		polled := make(chan pollResult, 1)
-		go func(offset, cur string) { polled <- longPoll(ctx, client, streamURL, offset, cur) }(tail, cursor)
+		go func(offset, cur string) { polled <- longPoll(ctx, client, readStreamURL, offset, cur) }(tail, cursor)
 		time.Sleep(*wait)
 		msg := jsonMessage(0, i+warmRounds, *size)
 		t0 := time.Now()
