@@ -242,6 +242,7 @@ func TestAuthorisationMatrix(t *testing.T) {
 var specAccess = func() map[string]string {
 	m := map[string]string{
 		"GET /_electric/health":                                        "public",
+		"GET /_electric/ready":                                         "public",
 		"GET /_electric/metrics":                                       "admin",
 		"GET /_electric/entity-types":                                  "principal",
 		"POST /_electric/entity-types":                                 "register",

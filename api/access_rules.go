@@ -58,6 +58,7 @@ func onType(p authz.Permission) accessRule   { return accessRule{kind: ruleType,
 // TestEveryRouteHasAnAccessRule: access is never granted by omission.
 var routeRules = withDSPrefixes(map[string]accessRule{
 	"GET /_electric/health": public,
+	"GET /_electric/ready":  public,
 	// Prometheus metrics: privileged principals (dev mode's default principal is one);
 	// --debug-addr serves them too, off the public port.
 	"GET /_electric/metrics":                                 admin,

@@ -156,6 +156,7 @@ func (s *Server) Handler() http.Handler {
 
 	r.Route("/_electric", func(r chi.Router) {
 		r.Get("/health", s.handle(s.health))
+		r.Get("/ready", s.handle(s.ready))
 		r.Method(http.MethodGet, "/metrics", s.handle(func(w http.ResponseWriter, r *http.Request) error {
 			metrics.Handler().ServeHTTP(w, r)
 			return nil
@@ -229,6 +230,24 @@ func (s *Server) handle(h handlerFunc) http.HandlerFunc {
 
 // health answers {"status":"ok"} when the server can reach Postgres, and 503 otherwise,
 // so that load balancers take a server without its database out of rotation.
+// ready is GET /_electric/ready, for load balancers: 200 only while this process can
+// commit (its database is a writable primary whose commits complete, a synchronous
+// standby included) and is not shutting down; 503 otherwise. /_electric/health says only
+// that the process runs and reaches Postgres.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
+	if s.live.Err() != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "shutting down"})
+		return nil
+	}
+	if err := s.streams.CanCommit(r.Context()); err != nil {
+		s.log.Warn("readiness check: cannot commit", zap.Error(err))
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "cannot commit"})
+		return nil
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return nil
+}
+
 func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()

@@ -31,6 +31,9 @@ var (
 	sqlOffsetAt     = queries.Get("OffsetAt")
 	sqlMessageAt    = queries.Get("MessageAt")
 
+	// ready.go
+	sqlAssignXid = queries.Get("AssignXid")
+
 	// delete.go
 	sqlSoftDelete      = queries.Get("SoftDelete")
 	sqlDeleteMessages  = queries.Get("DeleteMessages")
