@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -46,6 +47,7 @@ type config struct {
 	SlashMaxOwners     int
 	Auth               string
 	AllowInsecureDev   bool
+	RequireDatabaseURL bool
 	JWTKeys            string
 	JWTIssuer          string
 	JWTAudience        string
@@ -152,6 +154,7 @@ func loadConfig(args []string) (*config, error) {
 	c.Demo = true
 	envBool(&c.Demo, "ENTITYD_DEMO")
 	envBool(&c.AllowInsecureDev, "ENTITYD_ALLOW_INSECURE_DEV")
+	envBool(&c.RequireDatabaseURL, "ENTITYD_REQUIRE_DATABASE_URL")
 	fs.BoolVar(&c.AllowInsecureDev, "allow-insecure-dev", c.AllowInsecureDev,
 		"let dev mode listen on a non-loopback address, where anyone who can reach it acts as any principal ($ENTITYD_ALLOW_INSECURE_DEV)")
 	noDemo := fs.Bool("no-demo", false, "do not load the demo entity types ($ENTITYD_DEMO=false)")
@@ -184,6 +187,12 @@ func loadConfig(args []string) (*config, error) {
 	}
 	if *noDemo {
 		c.Demo = false
+	}
+	if c.RequireDatabaseURL && strings.TrimSpace(c.DatabaseURL) == "" {
+		// The container image sets this: it has no PostgreSQL to start a private cluster
+		// from, and "install postgresql" would be the wrong advice there.
+		return nil, errors.New("DATABASE_URL is required here (a postgres:// URL of your database); " +
+			"the private cluster that make run starts needs PostgreSQL installed on this machine")
 	}
 	return c, nil
 }

@@ -36,6 +36,8 @@ func TestUnsafeAuthConfigurationsAreRefused(t *testing.T) {
 	refuse("ENTITYD_JWT_KEYS is set but the auth mode is dev", []string{"ENTITYD_JWT_KEYS=" + bad})
 	refuse("ENTITYD_CORS_ORIGINS", []string{"ENTITYD_CORS_ORIGINS=evil.com"})
 	refuse("outbound allow list", []string{"ENTITYD_OUTBOUND_ALLOW=10.0.0.0/99"})
+	// the container image: no PostgreSQL to start, so no DATABASE_URL is an error
+	refuse("DATABASE_URL is required here", []string{"ENTITYD_REQUIRE_DATABASE_URL=true", "DATABASE_URL="})
 }
 
 func TestLoopbackAddresses(t *testing.T) {
