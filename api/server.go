@@ -240,7 +240,9 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	if err := s.streams.CanCommit(r.Context()); err != nil {
-		s.log.Warn("readiness check: cannot commit", zap.Error(err))
+		// debug: a probe every few seconds during an outage would repeat what the outage
+		// logger says once
+		s.log.Debug("readiness check: cannot commit", zap.Error(err))
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "cannot commit"})
 		return nil
 	}

@@ -6,6 +6,8 @@
 //	entityd-bench append   -url http://127.0.0.1:4438 -streams 64 -writers 64
 //	entityd-bench longpoll -url http://127.0.0.1:4437 -n 500
 //	entityd-bench catchup  -url http://127.0.0.1:4437 -messages 100000
+//	entityd-bench fill     -url http://127.0.0.1:4437 -database-url postgres://… -entities 1000000
+//	entityd-bench pages    -url http://127.0.0.1:4437 -path /fill-big -n 200
 //	entityd-bench fanout   -url http://127.0.0.1:4437 -n 10000 -server-pid <pid>
 //	entityd-bench commands -url http://127.0.0.1:4437 -c 64 -d 10s
 //	entityd-bench summary  -dir bench/results/<run>
@@ -40,6 +42,12 @@ func main() {
 		err = runAppend(args)
 	case "longpoll":
 		err = runLongPoll(args)
+	case "fill":
+		err = runFill(args)
+	case "pages":
+		err = runPages(args)
+	case "touch":
+		err = runTouch(args)
 	case "catchup":
 		err = runCatchup(args)
 	case "fanout":
@@ -82,6 +90,10 @@ commands:
   append    closed-loop Durable Streams appends of 100-byte JSON messages
   longpoll  long-poll round trip: append while a reader waits, time until the reader has it
   catchup   fill a stream, then time reading it from the start
+  fill      fill a database fast: clones of a real spawned entity (-entities) and a plain
+            stream of -big-stream messages, for the flat-cost benchmarks
+  pages     catch-up reads from the middle of a long stream: time per page
+  touch     read every filled entity once, then print the server's resident memory
   fanout    N SSE subscribers to one entity's slash-command collection: memory per idle
             subscriber, and the delivery latency of registrations to all of them
   commands  closed-loop GET of an entity's slash-command list (200 commands), revalidating
