@@ -5,7 +5,7 @@
 # at the defaults, on a throwaway PostgreSQL with fsync ON:
 #   - sends/s and latency at 64 clients (entityd-bench send, REPS runs each);
 #   - start-up: process start to GET /_electric/ready = 200, on the filled database;
-#   - catch-up from the middle of the BIG stream: time per page (entityd-bench pages);
+#   - catch-up from 1 %, 50 % and 99 % into the BIG stream: time per page (entityd-bench pages);
 #   - resident memory after reading every filled entity once (entityd-bench touch).
 #
 #   bench/scale.sh
@@ -77,7 +77,9 @@ stop
 log "filled database: restart"
 start filled >"$OUT/startup-filled.txt"
 sends filled
-bin/entityd-bench pages -url "$url" -path /fill-big -n 200 -json -out "$OUT/pages.json" >/dev/null
+for at in 0.01 0.5 0.99; do
+  bin/entityd-bench pages -url "$url" -path /fill-big -from "$at" -n 50 -json -out "$OUT/pages-$at.json" >/dev/null
+done
 bin/entityd-bench touch -url "$url" -entities "$ENTITIES" -server-pid "$pid" >"$OUT/touch.txt"
 "$PGBIN/psql" -qAtX -d entityd_scale -c "SELECT pg_size_pretty(pg_database_size('entityd_scale'))" >"$OUT/dbsize.txt"
 
@@ -92,7 +94,9 @@ field() { for f in "$OUT"/send-"$1"-*.json; do python3 -c "import json,sys; d=js
     echo "| $name (median of $REPS, 64 clients) | $a | $b | $(awk -v a="$a" -v b="$b" 'BEGIN{printf "%.3f", b/a}') |"
   done
   echo "| start-up to ready, ms | $(cat "$OUT/startup-empty.txt") | $(cat "$OUT/startup-filled.txt") | |"
-  python3 -c "import json; d=json.load(open('$OUT/pages.json')); print('| catch-up page from seq %d of %d (%.0f messages), p50 / p99 ms | | %.2f / %.2f | |' % (d['from_seq'], d['tail_seq'], d['messages_per_page'], d['latency']['p50_ms'], d['latency']['p99_ms']))"
+  for at in 0.01 0.5 0.99; do
+    python3 -c "import json; d=json.load(open('$OUT/pages-$at.json')); print('| catch-up pages from seq %d of %d (%.0f messages each), p50 / p99 ms | | %.2f / %.2f | |' % (d['from_seq'], d['tail_seq'], d['messages_per_page'], d['latency']['p50_ms'], d['latency']['p99_ms']))"
+  done
   echo "| after reading all $ENTITIES entities: $(grep VmRSS "$OUT/touch.txt" | tr -s ' ') (peak $(grep VmHWM "$OUT/touch.txt" | awk '{print $2, $3}')) | | | |"
   echo "| database size | | $(cat "$OUT/dbsize.txt") | |"
   echo

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -116,7 +117,13 @@ func (s *Store) readRange(ctx context.Context, m *Meta, from Offset, toSeq, budg
 		return out, nil
 	}
 	// end_pos is cumulative, so a byte budget is a bound on end_pos; the first message
-	// is always returned, however large.
+	// is always returned, however large. That bound is a filter, not an index bound: past
+	// the budget the index scan would read and discard every message up to toSeq, so a
+	// page from the start of a long stream would cost as much as the stream. The seq
+	// range is bounded as well, by how many messages the budget holds at the stream's
+	// mean size (with room to spare): a page then costs the same wherever it starts, and
+	// where messages are smaller than the mean it is merely shorter.
+	toSeq = min(toSeq, from.Seq+pageSpan(m, budget))
 	rows, err := s.pool.Query(ctx, sqlReadRange, m.ID, from.Seq, toSeq, from.Pos+budget)
 	if err != nil {
 		return nil, fmt.Errorf("streamdb: read messages: %w", err)
@@ -135,6 +142,16 @@ func (s *Store) readRange(ctx context.Context, m *Meta, from Offset, toSeq, budg
 		out = append(out, msg)
 	}
 	return out, rows.Err()
+}
+
+// pageSpan is how many messages a read of budget bytes may need to look at: the budget
+// over the stream's mean message size, a quarter more, and 64 more for small pages.
+func pageSpan(m *Meta, budget int64) int64 {
+	if m.Tail.Seq <= 0 || m.Tail.Pos <= 0 {
+		return math.MaxInt64 / 2
+	}
+	n := budget / max(1, m.Tail.Pos/m.Tail.Seq)
+	return n + n/4 + 64
 }
 
 // fromRecent serves (from, tail] from the messages of the stream's latest commit in this

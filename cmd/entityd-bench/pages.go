@@ -23,15 +23,17 @@ type PagesResult struct {
 	Latency      Latency `json:"latency"`
 }
 
-// runPages times catch-up reads that start in the middle of a long stream: the first
-// page from the middle offset, then each following page (Stream-Next-Offset). The cost
-// of a page must not depend on how much of the stream lies before it.
+// runPages times catch-up reads that start inside a long stream (-from, the middle by
+// default): the first page from that offset, then each following page
+// (Stream-Next-Offset). The cost of a page must not depend on how much of the stream
+// lies before it: compare -from 0.01 with -from 0.99.
 func runPages(args []string) error {
 	fs := flag.NewFlagSet("pages", flag.ExitOnError)
 	var c commonFlags
 	c.register(fs, "http://127.0.0.1:4437")
 	path := fs.String("path", "/fill-big", "the stream (uniform message sizes: the middle offset is computed)")
 	n := fs.Int("n", 200, "pages to read")
+	at := fs.Float64("from", 0.5, "where to start, as a fraction of the stream (0.5: the middle)")
 	_ = fs.Parse(args)
 	ctx, stop := signalContext()
 	defer stop()
@@ -47,7 +49,10 @@ func runPages(args []string) error {
 	if !ok || err1 != nil || err2 != nil || tailSeq < 2 {
 		return fmt.Errorf("%s: unexpected tail %q", url, hdr.Get("Stream-Next-Offset"))
 	}
-	mid := tailSeq / 2
+	if *at < 0 || *at >= 1 {
+		return fmt.Errorf("-from must be in [0, 1)")
+	}
+	mid := max(1, int64(float64(tailSeq)**at))
 	offset := fmt.Sprintf("%016d_%016d", mid, tailPos/tailSeq*mid)
 	var lat []time.Duration
 	msgs := 0
