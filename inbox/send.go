@@ -151,6 +151,7 @@ func (s *Sender) Prepare(req *SendRequest) *Prepared {
 		p.Dedupe = &streamdb.Dedupe{Key: req.Key, Hash: requestHash(req), Ref: txid}
 	}
 	var v rawjson.Object
+	v.Grow(len(req.Payload) + len(req.Sender) + len(req.FromPrincipal) + len(req.FromAgent) + len(req.Position) + 256)
 	from := req.Sender
 	if req.FromPrincipal != "" {
 		from = req.FromPrincipal

@@ -30,6 +30,9 @@ type Event struct {
 // {"type","key","value"?,"old_value"?,"headers":{"operation","txid"?,"timestamp"?}}.
 func (e Event) Marshal() []byte {
 	var o rawjson.Object
+	// the members' sizes plus room for names, quotes, escapes and the headers: one
+	// allocation for an event that embeds a payload
+	o.Grow(len(e.Type) + len(e.Key) + len(e.Value) + len(e.OldValue) + len(e.Txid) + 160)
 	o.String("type", e.Type).String("key", e.Key)
 	if e.Value != nil {
 		o.Raw("value", e.Value)

@@ -5,6 +5,7 @@ package rawjson
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -13,6 +14,13 @@ import (
 // Object accumulates one JSON object. The zero value is ready to use.
 type Object struct {
 	buf []byte
+}
+
+// Grow makes room for n more bytes, so that an object whose size is known roughly
+// (one embedding a payload) is built in one allocation instead of several.
+func (o *Object) Grow(n int) *Object {
+	o.buf = slices.Grow(o.buf, n)
+	return o
 }
 
 func (o *Object) key(k string) {
