@@ -87,7 +87,7 @@ func sessionOwner(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo
 
 // withSessionOwner gives the request the bearer header the SDK's middleware looks for
 // when the caller authenticated without one (dev mode); sessionOwner ignores its text.
-func withSessionOwner(r *http.Request, _ principal.Principal) *http.Request {
+func withSessionOwner(r *http.Request) *http.Request {
 	if httpx.Bearer(r) != "" {
 		return r
 	}

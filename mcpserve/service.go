@@ -24,7 +24,6 @@ import (
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/httpx"
-	"github.com/entityd/entityd/internal/principal"
 	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/streamdb"
 )
@@ -148,8 +147,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	p, _ := principal.FromContext(r.Context())
-	en.http.ServeHTTP(w, withSessionOwner(r, p))
+	en.http.ServeHTTP(w, withSessionOwner(r))
 	return nil
 }
 

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -76,19 +76,8 @@ func runPages(args []string) error {
 	}
 	out := PagesResult{Bench: "pages", URL: c.base(), Path: *path, TailSeq: tailSeq, FromSeq: mid, Pages: len(lat),
 		MessagesPage: float64(msgs) / float64(len(lat)), Latency: summarize(lat)}
-	if c.jsonOut || c.out != "" {
-		data, _ := json.Marshal(out)
-		if c.out != "" {
-			if err := os.WriteFile(c.out, data, 0o644); err != nil {
-				return err
-			}
-		}
-		if c.jsonOut {
-			fmt.Println(string(data))
-			return nil
-		}
-	}
-	fmt.Printf("%s: %d pages from seq %d of %d, %.0f messages per page: p50 %.2f ms, p99 %.2f ms\n",
-		*path, out.Pages, mid, tailSeq, out.MessagesPage, out.Latency.P50Ms, out.Latency.P99Ms)
-	return nil
+	return emit(&c, out, func(w io.Writer) {
+		fmt.Fprintf(w, "%s: %d pages from seq %d of %d, %.0f messages per page: p50 %.2f ms, p99 %.2f ms\n",
+			*path, out.Pages, mid, tailSeq, out.MessagesPage, out.Latency.P50Ms, out.Latency.P99Ms)
+	})
 }
