@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/entityd
 NPM     ?= npm
 
-.PHONY: all build run test test-go test-conformance conformance-deps migrate bench fuzz vet fmt clean
+.PHONY: all build run test test-go test-conformance conformance-deps web web-deps web-check migrate bench fuzz vet fmt clean
 
 all: build
 
@@ -15,8 +15,8 @@ build:
 run: build
 	./$(BIN)
 
-## test: start a throwaway Postgres, run every Go test (with -race) and the conformance suites
-test: build conformance-deps
+## test: check the console bundle, start a throwaway Postgres, run every Go test (with -race) and the conformance suites
+test: web-check build conformance-deps
 	$(GO) run ./internal/tools/withpg -- $(MAKE) --no-print-directory test-go test-conformance
 
 test-go:
@@ -28,6 +28,17 @@ test-conformance: build
 
 conformance-deps:
 	cd conformance && $(NPM) ci --no-audit --no-fund --loglevel=error
+
+## web: rebuild the console bundle (console/dist, embedded in the binary) from the TypeScript in web/
+web: web-deps
+	cd web && $(NPM) run --silent typecheck && $(NPM) run --silent build
+
+## web-check: fail when the committed console bundle is not what web/ builds to
+web-check: web-deps
+	cd web && $(NPM) run --silent typecheck && $(NPM) run --silent check
+
+web-deps:
+	cd web && $(NPM) ci --no-audit --no-fund --loglevel=error
 
 ## migrate: apply database migrations to DATABASE_URL (or the embedded cluster) and exit
 migrate: build

@@ -283,6 +283,10 @@ var specAccess = func() map[string]string {
 		"POST /_electric/runners/{id}/disable":                         "principal",
 		"POST /_electric/runners/{id}/claim":                           "principal",
 		"GET /_electric/electric/v1/shape":                             "principal",
+		"GET /_electric/console":                                       "public",
+		"HEAD /_electric/console":                                      "public",
+		"GET /_electric/console/*":                                     "public",
+		"HEAD /_electric/console/*":                                    "public",
 	}
 	for _, prefix := range []string{"/__ds", "/v1/stream/__ds"} {
 		for k, v := range map[string]string{

@@ -109,6 +109,13 @@ var routeRules = withDSPrefixes(map[string]accessRule{
 	// Shapes: rows are scoped to what the caller may read.
 	"GET /_electric/electric/v1/shape": anyone,
 
+	// The console's files: the page reads and writes through the API with the tab's
+	// credentials, so serving it asks for none.
+	"GET /_electric/console/":   public,
+	"HEAD /_electric/console/":  public,
+	"GET /_electric/console/*":  public,
+	"HEAD /_electric/console/*": public,
+
 	"* /*":           stream,
 	"* /v1/stream/*": stream,
 }, map[string]accessRule{

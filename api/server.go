@@ -96,6 +96,7 @@ type Server struct {
 
 	dispatcher  *wake.Dispatcher
 	routeMounts []routeMount
+	home        string // where a browser opening "/" is sent (SetHome)
 	// bg tracks the goroutines requests start (SSE hubs, the outage probe): they end
 	// with live, and Wait waits for them.
 	bg     sync.WaitGroup

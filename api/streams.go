@@ -52,6 +52,11 @@ func (s *Server) streamRoutes() http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		path := streamPath(r.URL.Path)
 		if path == "/" {
+			if s.home != "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) && wantsHTML(r) {
+				// A browser opening the server's address lands on the console.
+				http.Redirect(w, r, s.home, http.StatusFound)
+				return nil
+			}
 			return newError(http.StatusNotFound, CodeStreamNotFound, "A stream path needs a name")
 		}
 		if len(path) > s.cfg.MaxStreamPathBytes {

@@ -3,31 +3,16 @@
 // a DNS name rebound to 127.0.0.1 is refused (Host check), and in jwt mode a page whose
 // origin is allowed reads and writes with a token.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { spawn } from "node:child_process"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import http from "node:http"
-import net from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { chromium } from "playwright-core"
 import * as jose from "jose"
-import { base, waitFor } from "./lib.mjs"
+import { base, launchChromium, startEntityd } from "./lib.mjs"
 
-const chromiumPath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
 const port = new URL(base).port
 
 let browser, pages, pagePort
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer()
-    s.listen(0, "127.0.0.1", () => {
-      const p = s.address().port
-      s.close(() => resolve(p))
-    })
-    s.on("error", reject)
-  })
-}
 
 // open loads a blank page at origin and returns it (the page's scripts run there).
 async function open(origin) {
@@ -60,13 +45,9 @@ beforeAll(async () => {
   })
   await new Promise((r) => pages.listen(0, "127.0.0.1", r))
   pagePort = pages.address().port
-  browser = await chromium.launch({
-    executablePath: chromiumPath,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync",
-      // names that are not this machine's, pointing at it: another site, and a rebound name
-      "--host-resolver-rules=MAP evil.test 127.0.0.1, MAP app.test 127.0.0.1, MAP rebind.test 127.0.0.1"],
-  })
+  // names that are not this machine's, pointing at it: another site, and a rebound name
+  browser = await launchChromium(["--host-resolver-rules=MAP evil.test 127.0.0.1, MAP app.test 127.0.0.1, MAP rebind.test 127.0.0.1"])
+
 })
 
 afterAll(async () => {
@@ -127,26 +108,13 @@ describe("browser access in jwt mode", () => {
     writeFileSync(join(dir, "jwks.json"), JSON.stringify({ keys: [jwk] }))
     token = await new jose.SignJWT({}).setProtectedHeader({ alg: "EdDSA", kid: "k1" }).setSubject("user:ada")
       .setIssuedAt().setExpirationTime("1h").sign(privateKey)
-    const p = await freePort()
-    jwtBase = `http://127.0.0.1:${p}`
-    server = spawn("../bin/entityd", ["--addr", `127.0.0.1:${p}`, "--auth", "jwt", "--jwt-keys", join(dir, "jwks.json"),
-      "--cors-origins", `http://app.test:${pagePort}`, "--no-demo", "--log-level", "warn"],
-    { env: { ...process.env, DATABASE_URL: process.env.ENTITYD_DATABASE_URL }, stdio: ["ignore", "inherit", "inherit"] })
-    await waitFor(async () => {
-      try {
-        return (await fetch(`${jwtBase}/_electric/health`)).ok
-      } catch {
-        return false
-      }
-    }, "the jwt-mode server", 20000)
+    server = await startEntityd(["--auth", "jwt", "--jwt-keys", join(dir, "jwks.json"),
+      "--cors-origins", `http://app.test:${pagePort}`, "--no-demo"])
+    jwtBase = server.url
   })
 
   afterAll(async () => {
-    if (server && server.exitCode === null) {
-      const exited = new Promise((r) => server.once("exit", r))
-      server.kill("SIGTERM")
-      await exited
-    }
+    await server?.stop()
   })
 
   it("a page whose origin is allowed reads and writes with a token", async () => {

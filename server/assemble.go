@@ -11,6 +11,7 @@ import (
 
 	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/authz"
+	"github.com/entityd/entityd/console"
 	"github.com/entityd/entityd/dssub"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
@@ -120,6 +121,12 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	a.MCP = mcpserve.New(mcpserve.Deps{Entities: a.Registry, Streams: a.Store, Sender: a.Sender, Checker: checker},
 		mcpserve.Options{MaxBodyBytes: s.cfg.API.MaxBodyBytes, Logger: s.log})
 	a.API.MountRoutes(mcpserve.Prefix, a.MCP.Routes)
+	web, err := console.New()
+	if err != nil {
+		return nil, fmt.Errorf("console: the binary carries no console bundle: %w", err)
+	}
+	a.API.MountRoutes(console.Prefix, web.Routes)
+	a.API.SetHome(console.Prefix + "/")
 
 	untrackPool, untrackParked := metrics.TrackPool(pool), metrics.TrackParked(a.API.ParkedSubscribers)
 	jan := &janitor{cfg: s.cfg.Retention, pool: pool, store: a.Store, sender: a.Sender, shapes: a.Shapes, log: s.log.Named("retention")}

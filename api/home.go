@@ -1,0 +1,22 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+)
+
+// SetHome makes a browser's GET / (Accept names text/html) redirect to url, the
+// console. Other clients of "/" still get the 404 that no stream lives there.
+func (s *Server) SetHome(url string) { s.home = url }
+
+// wantsHTML reports whether the request's Accept names text/html: a browser navigating,
+// not a stream client.
+func wantsHTML(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, _, _ := strings.Cut(part, ";")
+		if strings.EqualFold(strings.TrimSpace(mt), "text/html") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,358 @@
+// The console (served by entityd at /_electric/console/) in Debian's Chromium, driven by
+// playwright-core, against an entityd that runs the demo assistant: registering a type,
+// spawning from the generated form, composing with the live slash-command picker by
+// keyboard after an emoji, CJK and a combining mark, the exact composer_input on the
+// stream, the assistant's reply in the timeline, commands registered and removed while
+// the page is open, a 422 shown at its span, a kill, jwt mode's token, and axe-core.
+//
+// CONSOLE_SCREENSHOTS=<dir> saves a screenshot of each view there (docs/console is
+// where the README's come from: `make console-screenshots`).
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { mkdtempSync, readFileSync, writeFileSync, mkdirSync } from "node:fs"
+import { createRequire } from "node:module"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as jose from "jose"
+import { launchChromium, startEntityd, waitFor } from "./lib.mjs"
+
+const require = createRequire(import.meta.url)
+const axeSource = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8")
+const shots = process.env.CONSOLE_SCREENSHOTS
+
+let server, url, browser
+const run = Date.now().toString(36)
+
+async function call(method, path, body, headers = {}) {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: { "content-type": "application/json", ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
+  const text = await res.text()
+  return { status: res.status, body: text ? JSON.parse(text) : null }
+}
+
+async function events(path) {
+  const r = await call("GET", `${path}/main?offset=-1`)
+  expect(r.status).toBe(200)
+  return r.body
+}
+
+// newPage opens a page that fails the test on any script error or failed request.
+async function newPage(options = {}) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, ...options })
+  const page = await context.newPage()
+  page.errors = []
+  page.on("pageerror", (e) => page.errors.push(e.message))
+  page.on("dialog", (d) => d.accept())
+  return page
+}
+
+async function openEntity(page, type, id) {
+  await page.goto(`${url}/_electric/console/entities/${type}/${id}`)
+  await page.locator("#view[data-ready=true]").waitFor({ timeout: 10000 })
+}
+
+const listbox = (page) => page.getByRole("listbox", { name: "Slash commands" })
+const options = (page) => listbox(page).getByRole("option")
+
+async function optionNames(page) {
+  if (!(await listbox(page).isVisible())) return []
+  return (await options(page).locator(".opt-name").allTextContents())
+}
+
+// openPicker types "/" in an empty composer so that the picker lists every command.
+async function openPicker(page) {
+  const box = page.getByRole("combobox", { name: "Message" })
+  await box.click()
+  await page.keyboard.press("Control+A")
+  await page.keyboard.press("Backspace")
+  await page.keyboard.type("/")
+  await expect.poll(() => listbox(page).isVisible()).toBe(true)
+}
+
+async function screenshot(page, name) {
+  if (!shots) return
+  mkdirSync(shots, { recursive: true })
+  await page.screenshot({ path: join(shots, `${name}.png`) })
+}
+
+// axe runs axe-core on the page and returns the serious and critical violations.
+async function axe(page) {
+  // evaluated through the DevTools protocol: the page's CSP rightly refuses inline scripts
+  await page.evaluate(`${axeSource};0`)
+  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }))
+  return result.violations.filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join("; ")})`)
+}
+
+beforeAll(async () => {
+  server = await startEntityd([]) // with the demo assistant
+  url = server.url
+  browser = await launchChromium()
+}, 30000)
+
+afterAll(async () => {
+  await browser?.close()
+  await server?.stop()
+})
+
+describe("the console", () => {
+  const type = `notebook-${run}`
+  const id = "n1"
+
+  it("a browser opening the server's address lands on the console", async () => {
+    const page = await newPage()
+    await page.goto(`${url}/`)
+    expect(new URL(page.url()).pathname).toBe("/_electric/console/")
+    await expect.poll(() => page.getByRole("heading", { level: 1 }).textContent()).toMatch(/^Entities/)
+    // a stream client asking for / still gets JSON
+    const res = await fetch(`${url}/`)
+    expect(res.status).toBe(404)
+    expect(res.headers.get("content-type")).toMatch(/json/)
+    expect(page.errors).toEqual([])
+    await page.context().close()
+  })
+
+  it("registers a type from JSON, with the server's details inline", async () => {
+    const page = await newPage()
+    await page.goto(`${url}/_electric/console/types`)
+    const editor = page.getByLabel("Type definition (JSON)")
+    await editor.fill(JSON.stringify({ name: type, description: "Keeps notes", slash_commands: [{ name: "Bad_Name" }] }))
+    await page.getByRole("button", { name: "Register" }).click()
+    const errors = page.locator(".register .errors")
+    await expect.poll(() => errors.textContent()).toMatch(/422/)
+    expect(await errors.locator(".error-path").allTextContents()).toContain("/slash_commands/0/name")
+
+    await editor.fill(JSON.stringify({
+      name: type,
+      description: "Keeps notes",
+      creation_schema: { type: "object", properties: { owner: { type: "string" }, pages: { type: "integer" } }, required: ["owner"] },
+      slash_commands: [{ name: "summarize", description: "Summarize the notes" },
+        { name: "search", description: "Find notes", arguments: [{ name: "query", type: "string", required: true }] }],
+    }))
+    await page.getByRole("button", { name: "Register" }).click()
+    await expect.poll(() => page.getByRole("status").textContent()).toBe(`Registered ${type}, revision 1.`)
+    // the list is a live shape: the new type appears without a reload
+    const card = page.locator(`.type-card[data-type="${type}"]`)
+    await card.waitFor()
+    await card.locator("summary").click()
+    expect(await card.locator(".static-commands li").allTextContents()).toEqual(["/summarize — Summarize the notes", "/search <query> — Find notes"])
+    expect(await axe(page)).toEqual([])
+    await screenshot(page, "types")
+    expect(page.errors).toEqual([])
+    await page.context().close()
+  })
+
+  it("spawns from the form generated from the creation schema", async () => {
+    const page = await newPage()
+    await page.goto(`${url}/_electric/console/entities?spawn=${type}`)
+    await page.getByLabel("Type", { exact: true }).last().selectOption(type)
+    await page.getByLabel("Id").fill(id)
+    await page.getByLabel("owner (required)").fill("ada")
+    await page.getByLabel("pages").fill("3")
+    await page.getByLabel("Tags").fill("team=core")
+    await page.getByRole("button", { name: "Spawn" }).click()
+    await page.waitForURL(`**/_electric/console/entities/${type}/${id}`)
+    await expect.poll(() => page.locator("#entity-status").textContent()).toBe("idle")
+    const e = await call("GET", `/_electric/entities/${type}/${id}`)
+    expect(e.body).toMatchObject({ status: "idle", tags: { team: "core" } })
+    const created = (await events(`/${type}/${id}`)).find((ev) => ev.type === "entity_created")
+    expect(created.value.args).toEqual({ owner: "ada", pages: 3 })
+    expect(page.errors).toEqual([])
+    await page.context().close()
+  })
+
+  it("composes after an emoji, CJK and a combining mark, picks a command by keyboard, and shows the reply", async () => {
+    const aid = `a-${run}`
+    expect((await call("PUT", `/_electric/entities/assistant/${aid}`, {})).status).toBe(201)
+    const page = await newPage()
+    await openEntity(page, "assistant", aid)
+    const box = page.getByRole("combobox", { name: "Message" })
+    await box.click()
+    const prefix = "😀 日本 e\u0301 "
+    await page.keyboard.type(prefix)
+    await page.keyboard.type("/")
+    await expect.poll(() => optionNames(page)).toEqual(["/pr-review", "/quickstart", "/search"])
+    expect(await box.getAttribute("aria-expanded")).toBe("true")
+    await page.keyboard.press("ArrowDown")
+    await page.keyboard.press("ArrowDown")
+    const active = await box.getAttribute("aria-activedescendant")
+    expect(await page.locator(`#${active} .opt-name`).textContent()).toBe("/search")
+    await screenshot(page, "composer")
+    await page.keyboard.press("Enter")
+    expect(await box.getAttribute("aria-expanded")).toBe("false")
+    expect(await box.locator(".chip").textContent()).toBe("/search")
+    await page.keyboard.type("release notes")
+    await page.keyboard.press("Control+Enter")
+
+    const source = `${prefix}/search release notes`
+    const start = source.indexOf("/search") // UTF-16 code units, as the server counts
+    expect(start).toBe(9) // 😀 is two units, 日, 本, e and U+0301 one each
+    const sent = await waitFor(async () => (await events(`/assistant/${aid}`)).find((ev) => ev.type === "inbox"), "the message")
+    expect(sent.value.message_type).toBe("composer_input")
+    expect(sent.value.mode).toBe("immediate")
+    expect(sent.value.payload).toEqual({ source, nodes: [{ kind: "slash_command", start, end: start + 7, raw: "/search", name: "search" }] })
+    // the message and the reply come from the stream
+    const message = page.locator(".ev-inbox .composed")
+    await expect.poll(() => message.textContent()).toBe(source)
+    expect(await message.locator(".chip").textContent()).toBe("/search")
+    await expect.poll(() => page.locator(".ev-text .reply").last().textContent(), { timeout: 10000 })
+      .toMatch(/^Command \/search with input "release notes"/)
+    expect(await box.textContent()).toBe("")
+    await screenshot(page, "entity")
+    expect(await axe(page)).toEqual([])
+    expect(page.errors).toEqual([])
+    await page.context().close()
+  })
+
+  it("follows the live collection: a command registered or removed while the page is open", async () => {
+    const page = await newPage()
+    await openEntity(page, type, id)
+    await openPicker(page)
+    expect(await optionNames(page)).toEqual(["/search", "/summarize"])
+    expect(await axe(page)).toEqual([]) // with the listbox open
+
+    expect((await call("PUT", `/_electric/entities/${type}/${id}/slash-commands/deploy?owner=ops`,
+      { description: "Deploy it", arguments: [{ name: "env", type: "string", required: true }] })).status).toBe(200)
+    await expect.poll(() => optionNames(page), { timeout: 1000 }).toEqual(["/deploy", "/search", "/summarize"])
+    expect(await options(page).first().locator(".opt-hint").textContent()).toBe(" <env>")
+    expect(await options(page).first().locator(".opt-source").textContent()).toBe("dynamic · ops")
+
+    expect((await call("PUT", `/_electric/entities/${type}/${id}/slash-commands/search?owner=ops`,
+      { description: "Search (dynamic)" })).status).toBe(200)
+    const search = options(page).filter({ hasText: "/search" })
+    await expect.poll(() => search.locator(".opt-desc").textContent(), { timeout: 1000 }).toBe("Search (dynamic)")
+
+    expect((await call("DELETE", `/_electric/entities/${type}/${id}/slash-commands/deploy?owner=ops`)).status).toBe(200)
+    await expect.poll(() => optionNames(page), { timeout: 1000 }).toEqual(["/search", "/summarize"])
+    expect((await call("DELETE", `/_electric/entities/${type}/${id}/slash-commands/search?owner=ops`)).status).toBe(200)
+    await expect.poll(() => search.locator(".opt-desc").textContent(), { timeout: 1000 }).toBe("Find notes")
+    expect(await search.locator(".opt-source").textContent()).toBe("static")
+
+    // filtering as the user types, Escape closing
+    await page.keyboard.type("su")
+    await expect.poll(() => optionNames(page)).toEqual(["/summarize"])
+    await page.keyboard.press("Escape")
+    expect(await listbox(page).isVisible()).toBe(false)
+    expect(page.errors).toEqual([])
+    await page.context().close()
+  })
+
+  it("sends a command the entity does not know, flagged unknown", async () => {
+    const page = await newPage()
+    await openEntity(page, type, id)
+    const box = page.getByRole("combobox", { name: "Message" })
+    await box.click()
+    await page.keyboard.type("/nope then /summarize")
+    await page.keyboard.press("Escape")
+    await page.getByRole("button", { name: "Send", exact: true }).click()
+    const sent = await waitFor(async () => (await events(`/${type}/${id}`)).find((ev) => ev.type === "inbox" && ev.value.payload.source.startsWith("/nope")), "the message")
+    expect(sent.value.payload.nodes).toEqual([
+      { kind: "slash_command", start: 0, end: 5, raw: "/nope", name: "nope", unknown: true },
+      { kind: "slash_command", start: 11, end: 21, raw: "/summarize", name: "summarize" },
+    ])
+    await expect.poll(() => page.locator(".ev-inbox .chip.unknown").textContent()).toBe("/nope")
+    expect(page.errors).toEqual([])
+    await page.context().close()
+  })
+
+  it("shows a 422 at the span it is about", async () => {
+    const page = await newPage()
+    await openEntity(page, type, id)
+    await page.getByText("Payload as JSON").click()
+    await page.getByLabel("Payload (JSON)").fill(JSON.stringify({
+      source: "see /summarize", nodes: [{ kind: "slash_command", start: 4, end: 9, raw: "/sum", name: "summarize" }],
+    }))
+    await page.getByRole("button", { name: "Send JSON" }).click()
+    const errors = page.locator("#composer-errors")
+    await expect.poll(() => errors.locator(".error-summary").textContent()).toMatch(/^422 SCHEMA_VALIDATION_FAILED/)
+    expect(await errors.locator(".error-path").allTextContents()).toEqual(["/nodes/0/raw"])
+    expect(await errors.locator("mark.error-span").textContent()).toBe("/summ")
+    expect(await errors.locator(".error-source").textContent()).toBe("see /summarize")
+    expect(await page.getByRole("combobox", { name: "Message" }).getAttribute("aria-invalid")).toBe("true")
+    await screenshot(page, "error")
+    expect(page.errors).toEqual([])
+    await page.context().close()
+  })
+
+  it("shows a kill in the list and disables the composer", async () => {
+    const list = await newPage()
+    await list.goto(`${url}/_electric/console/entities?type=${type}`)
+    const row = list.locator(`tr[data-url="/${type}/${id}"]`)
+    await expect.poll(() => row.locator(".badge").textContent()).toBe("idle")
+    expect(await axe(list)).toEqual([])
+    await screenshot(list, "entities")
+
+    const page = await newPage()
+    await openEntity(page, type, id)
+    await page.getByRole("button", { name: "Kill" }).click() // the confirm is accepted
+    await expect.poll(() => page.locator("#entity-status").textContent()).toBe("killed")
+    const box = page.getByRole("combobox", { name: "Message" })
+    await expect.poll(() => box.getAttribute("aria-disabled")).toBe("true")
+    expect(await page.getByRole("button", { name: "Send", exact: true }).isDisabled()).toBe(true)
+    await expect.poll(() => page.locator(".ev-signal").count()).toBeGreaterThan(0)
+    // the list page, opened before the kill, follows it without a reload
+    await expect.poll(() => row.locator(".badge").textContent()).toBe("killed")
+    expect(list.errors).toEqual([])
+    expect(page.errors).toEqual([])
+    await list.context().close()
+    await page.context().close()
+  })
+})
+
+describe("the console in jwt mode", () => {
+  let jwt, token
+
+  beforeAll(async () => {
+    const { publicKey, privateKey } = await jose.generateKeyPair("EdDSA", { crv: "Ed25519" })
+    const jwk = { ...(await jose.exportJWK(publicKey)), kid: "k1", alg: "EdDSA", use: "sig" }
+    const dir = mkdtempSync(join(tmpdir(), "entityd-console-jwt-"))
+    writeFileSync(join(dir, "jwks.json"), JSON.stringify({ keys: [jwk] }))
+    token = await new jose.SignJWT({}).setProtectedHeader({ alg: "EdDSA", kid: "k1" }).setSubject("user:ada")
+      .setIssuedAt().setExpirationTime("1h").sign(privateKey)
+    jwt = await startEntityd(["--auth", "jwt", "--jwt-keys", join(dir, "jwks.json"), "--no-demo"])
+  }, 30000)
+
+  afterAll(async () => {
+    await jwt?.stop()
+  })
+
+  it("asks for a token once per tab and then works", async () => {
+    const type = `jwt-${run}`
+    const auth = { authorization: `Bearer ${token}`, "content-type": "application/json" }
+    expect((await fetch(`${jwt.url}/_electric/entity-types`, { method: "POST", headers: auth,
+      body: JSON.stringify({ name: type, description: "jwt", slash_commands: [{ name: "hello" }] }) })).status).toBe(201)
+    expect((await fetch(`${jwt.url}/_electric/entities/${type}/e1`, { method: "PUT", headers: auth, body: "{}" })).status).toBe(201)
+
+    const page = await newPage()
+    await page.goto(`${jwt.url}/_electric/console/entities/${type}/e1`)
+    const dialog = page.getByRole("dialog", { name: "Bearer token" })
+    await dialog.waitFor()
+    await dialog.getByLabel("Token").fill(token)
+    await dialog.getByRole("button", { name: "Use this token" }).click()
+    await page.locator("#view[data-ready=true]").waitFor({ timeout: 10000 })
+    await expect.poll(() => page.locator("#entity-status").textContent()).toBe("idle")
+    await openPicker(page)
+    expect(await optionNames(page)).toEqual(["/hello"])
+    await page.keyboard.press("Enter")
+    await page.keyboard.press("Control+Enter")
+    const read = async () => (await (await fetch(`${jwt.url}/${type}/e1/main?offset=-1`, { headers: auth })).json())
+      .find((ev) => ev.type === "inbox")
+    const sent = await waitFor(read, "the message")
+    expect(sent.value.from).toBe("/principal/user%3Aada")
+    expect(sent.value.payload).toEqual({ source: "/hello ", nodes: [{ kind: "slash_command", start: 0, end: 6, raw: "/hello", name: "hello" }] })
+
+    // the token is the tab's: the entity list loads without asking again
+    await page.getByRole("link", { name: "Entities" }).click()
+    await expect.poll(() => page.locator(`tr[data-url="/${type}/e1"]`).count()).toBe(1)
+    expect(await dialog.isVisible()).toBe(false)
+    // a new tab (another context) asks again
+    const other = await newPage()
+    await other.goto(`${jwt.url}/_electric/console/`)
+    await other.getByRole("dialog", { name: "Bearer token" }).waitFor()
+    expect(page.errors).toEqual([])
+    await page.context().close()
+    await other.context().close()
+  })
+})

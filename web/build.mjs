@@ -1,0 +1,48 @@
+// Builds the console into ../console/dist (embedded by the Go binary). With --check it
+// builds into a temporary directory and fails when the committed bundle differs from
+// what the sources build to: the bundle in git must be the sources' bundle.
+import { build } from "esbuild"
+import { mkdtempSync, readFileSync, readdirSync, copyFileSync, mkdirSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, dirname } from "node:path"
+import { fileURLToPath } from "node:url"
+import { gzipSync } from "node:zlib"
+
+const here = dirname(fileURLToPath(import.meta.url))
+const committed = join(here, "..", "console", "dist")
+const check = process.argv.includes("--check")
+const out = check ? mkdtempSync(join(tmpdir(), "entityd-console-")) : committed
+
+if (!check) rmSync(out, { recursive: true, force: true })
+mkdirSync(out, { recursive: true })
+await build({
+  entryPoints: [join(here, "src", "main.ts")],
+  outfile: join(out, "app.js"),
+  bundle: true,
+  minify: true,
+  format: "esm",
+  target: "es2022",
+  platform: "browser",
+  legalComments: "none",
+  logLevel: "warning",
+})
+copyFileSync(join(here, "index.html"), join(out, "index.html"))
+copyFileSync(join(here, "style.css"), join(out, "app.css"))
+
+let bytes = 0
+for (const f of readdirSync(out)) bytes += gzipSync(readFileSync(join(out, f)), { level: 9 }).length
+console.log(`console bundle: ${readdirSync(out).join(", ")} — ${(bytes / 1024).toFixed(1)} KB gzipped`)
+
+if (check) {
+  const want = readdirSync(out).sort()
+  let have = []
+  try { have = readdirSync(committed).sort() } catch {}
+  const stale = want.filter((f) => !have.includes(f) || !readFileSync(join(out, f)).equals(readFileSync(join(committed, f))))
+  const extra = have.filter((f) => !want.includes(f))
+  rmSync(out, { recursive: true, force: true })
+  if (stale.length || extra.length) {
+    console.error(`console/dist does not match web/ (${[...stale, ...extra].join(", ")}): run \`make web\` and commit console/dist`)
+    process.exit(1)
+  }
+  console.log("console/dist matches web/")
+}

@@ -1,0 +1,87 @@
+// The entityd console: entry point. A header with the views and the token, and one
+// view at a time in <main>; leaving a view stops everything it follows.
+
+import { h, clear } from "./dom"
+import { setToken, token, whenUnauthorized } from "./http"
+import { BASE, currentRoute, startRouter } from "./router"
+import { entitiesView } from "./views/entities"
+import { entityView } from "./views/entity"
+import { typesView } from "./views/types"
+import type { Stop } from "./live"
+
+let stopView: Stop | null = null
+
+function shell(): HTMLElement {
+  const dialog = tokenDialog()
+  const tokenButton = h("button", { type: "button", id: "token-button", onclick: () => dialog.showModal() }, token() ? "Token set" : "Token")
+  const header = h("header", { class: "top" },
+    h("a", { href: `${BASE}/`, "data-link": "", class: "brand" }, "entityd console"),
+    h("nav", { "aria-label": "Views" },
+      h("a", { href: `${BASE}/entities`, "data-link": "", id: "nav-entities" }, "Entities"),
+      h("a", { href: `${BASE}/types`, "data-link": "", id: "nav-types" }, "Types")),
+    tokenButton)
+  const main = h("main", { id: "view" })
+  document.body.append(h("a", { href: "#view", class: "skip" }, "Skip to content"), header, main, dialog,
+    h("div", { id: "announcer", class: "visually-hidden", "aria-live": "polite" }))
+  whenUnauthorized(() => {
+    if (!dialog.open) dialog.showModal()
+  })
+  return main
+}
+
+/** tokenDialog asks for a bearer token (jwt mode). It is kept for this tab only. */
+function tokenDialog(): HTMLDialogElement {
+  const input = h("input", { id: "token-input", type: "password", autocomplete: "off" })
+  const dialog = h("dialog", { "aria-labelledby": "token-title" },
+    h("form", { method: "dialog" },
+      h("h2", { id: "token-title" }, "Bearer token"),
+      h("p", {}, "This server wants a token (jwt mode). It is kept in this tab only and sent with every request."),
+      h("label", { for: "token-input" }, "Token"), input,
+      h("div", { class: "row" },
+        h("button", { value: "save", class: "primary" }, "Use this token"),
+        h("button", { value: "clear" }, "Clear"),
+        h("button", { value: "cancel" }, "Cancel"))))
+  dialog.addEventListener("close", () => {
+    if (dialog.returnValue === "save" && input.value.trim()) setToken(input.value.trim())
+    else if (dialog.returnValue === "clear") setToken(null)
+    else return
+    input.value = ""
+    const b = document.getElementById("token-button")
+    if (b) b.textContent = token() ? "Token set" : "Token"
+    render() // follow everything again with the new credentials
+  })
+  return dialog
+}
+
+let main: HTMLElement
+
+function render(): void {
+  stopView?.()
+  stopView = null
+  main.removeAttribute("data-ready")
+  const r = currentRoute()
+  for (const id of ["nav-entities", "nav-types"]) document.getElementById(id)?.removeAttribute("aria-current")
+  switch (r.view) {
+    case "entities":
+      document.title = "Entities · entityd console"
+      document.getElementById("nav-entities")?.setAttribute("aria-current", "page")
+      stopView = entitiesView(main, r.query)
+      break
+    case "types":
+      document.title = "Types · entityd console"
+      document.getElementById("nav-types")?.setAttribute("aria-current", "page")
+      stopView = typesView(main)
+      break
+    case "entity":
+      document.title = `/${r.type}/${r.id} · entityd console`
+      stopView = entityView(main, r.type, r.id)
+      break
+    default:
+      clear(main)
+      main.appendChild(h("h1", {}, "Not found"))
+      main.appendChild(h("p", {}, `The console has no page at ${r.path}.`))
+  }
+}
+
+main = shell()
+startRouter(render)

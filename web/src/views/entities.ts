@@ -1,0 +1,181 @@
+// The entity list, live from the `entities` shape (spawns, kills, status and tag changes
+// show without a reload), with filters, and the spawn form.
+
+import { h, clear, formatTime } from "../dom"
+import { api, entityPath } from "../http"
+import { followShape, type Stop } from "../live"
+import { argsForm, type ArgsForm } from "./schemaform"
+import { errorBox, showError } from "./errors"
+import { navigate } from "../router"
+
+const STATUSES = ["", "spawning", "idle", "running", "paused", "stopping", "stopped", "killed"]
+
+export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
+  const stops: Stop[] = []
+  let stopList: Stop | null = null
+  let types: any[] = []
+  let rows: any[] = []
+
+  const typeFilter = h("select", { id: "filter-type" }, h("option", { value: "" }, "any type"))
+  const statusFilter = h("select", { id: "filter-status" }, STATUSES.map((s) => h("option", { value: s }, s || "any status")))
+  const tagFilter = h("input", { id: "filter-tag", type: "text", placeholder: "key=value" })
+  typeFilter.value = query.get("type") ?? ""
+  statusFilter.value = query.get("status") ?? ""
+  tagFilter.value = query.get("tag") ?? ""
+  const listErrors = errorBox()
+  const body = h("tbody", {})
+  const count = h("span", { class: "muted", id: "entity-count" })
+
+  const spawnType = h("select", { id: "spawn-type", required: true })
+  const spawnId = h("input", { id: "spawn-id", type: "text", placeholder: "generated when empty", pattern: "[^/]+" })
+  const spawnTags = h("textarea", { id: "spawn-tags", rows: 2, placeholder: "key=value, one per line", spellcheck: "false" })
+  const argsSlot = h("div", {})
+  const spawnErrors = errorBox()
+  let args: ArgsForm = argsForm(null, "spawn-arg")
+  const spawnForm = h("form", { class: "panel spawn", "aria-labelledby": "spawn-title", onsubmit: (e: Event) => { e.preventDefault(); void spawn() } },
+    h("h2", { id: "spawn-title" }, "Spawn an entity"),
+    h("div", { class: "field" }, h("label", { for: "spawn-type" }, "Type"), spawnType),
+    h("div", { class: "field" }, h("label", { for: "spawn-id" }, "Id"), spawnId),
+    argsSlot,
+    h("div", { class: "field" }, h("label", { for: "spawn-tags" }, "Tags"), spawnTags),
+    spawnErrors,
+    h("button", { type: "submit", class: "primary" }, "Spawn"))
+
+  clear(root)
+  root.appendChild(h("div", { class: "entities-view" },
+    h("h1", {}, "Entities ", count),
+    h("div", { class: "entities-layout" },
+      h("section", { class: "panel", "aria-labelledby": "list-title" },
+        h("h2", { id: "list-title", class: "visually-hidden" }, "Entity list"),
+        h("div", { class: "row filters", role: "group", "aria-label": "Filters" },
+          h("label", { for: "filter-type" }, "Type"), typeFilter,
+          h("label", { for: "filter-status" }, "Status"), statusFilter,
+          h("label", { for: "filter-tag" }, "Tag"), tagFilter),
+        listErrors,
+        h("table", { class: "entities" },
+          h("thead", {}, h("tr", {}, ["Entity", "Type", "Status", "Tags", "Created"].map((c) => h("th", { scope: "col" }, c)))),
+          body)),
+      spawnForm)))
+
+  const renderArgs = () => {
+    const t = types.find((x) => x.name === spawnType.value)
+    args = argsForm(t?.creation_schema ?? null, "spawn-arg")
+    clear(argsSlot)
+    argsSlot.appendChild(args.el)
+  }
+  spawnType.addEventListener("change", renderArgs)
+
+  const tagMatch = (tags: any): boolean => {
+    const f = tagFilter.value.trim()
+    if (!f) return true
+    const [k, ...rest] = f.split("=")
+    const v = rest.join("=")
+    const have = tags && typeof tags === "object" ? tags[k.trim()] : undefined
+    return rest.length === 0 ? have !== undefined : have !== undefined && String(have) === v.trim()
+  }
+
+  const render = () => {
+    const shown = rows.filter((r) => tagMatch(r.tags)).sort((a, b) => Number(b.created_at) - Number(a.created_at))
+    count.textContent = `(${shown.length})`
+    const frag = document.createDocumentFragment()
+    for (const r of shown) {
+      const [, type, id] = /^\/([^/]+)\/(.+)$/.exec(r.url) ?? []
+      const tags = r.tags && typeof r.tags === "object" ? Object.entries(r.tags) : []
+      frag.appendChild(h("tr", { "data-url": r.url },
+        h("td", {}, h("a", { href: `/_electric/console/entities/${type}/${id}`, "data-link": "" }, r.url)),
+        h("td", {}, r.type),
+        h("td", {}, h("span", { class: `badge st-${r.status}` }, r.status)),
+        h("td", {}, tags.map(([k, v]) => h("span", { class: "tag" }, `${k}: ${String(v)}`))),
+        h("td", {}, formatTime(Number(r.created_at)))))
+    }
+    clear(body)
+    body.appendChild(frag)
+  }
+
+  const follow = () => {
+    stopList?.()
+    const conds: string[] = []
+    const params: string[] = []
+    if (typeFilter.value) {
+      params.push(typeFilter.value)
+      conds.push(`type = $${params.length}`)
+    }
+    if (statusFilter.value) {
+      params.push(statusFilter.value)
+      conds.push(`status = $${params.length}`)
+    }
+    const q = new URLSearchParams()
+    if (typeFilter.value) q.set("type", typeFilter.value)
+    if (statusFilter.value) q.set("status", statusFilter.value)
+    if (tagFilter.value) q.set("tag", tagFilter.value)
+    history.replaceState(null, "", `${location.pathname}${q.size ? "?" + q : ""}`)
+    rows = []
+    render()
+    stopList = followShape({ table: "entities", where: conds.join(" AND ") || undefined, params: params.length ? params : undefined,
+      columns: ["url", "type", "status", "tags", "created_at"] },
+    (r) => {
+      showError(listErrors, null)
+      rows = r as any[]
+      render()
+    }, (err) => showError(listErrors, err))
+  }
+  typeFilter.addEventListener("change", follow)
+  statusFilter.addEventListener("change", follow)
+  tagFilter.addEventListener("input", () => {
+    render()
+    const q = new URLSearchParams(location.search)
+    if (tagFilter.value) q.set("tag", tagFilter.value)
+    else q.delete("tag")
+    history.replaceState(null, "", `${location.pathname}${q.size ? "?" + q : ""}`)
+  })
+  follow()
+
+  stops.push(followShape({ table: "entity_types", columns: ["name", "creation_schema"] }, (r) => {
+    types = (r as any[]).slice().sort((a, b) => (a.name < b.name ? -1 : 1))
+    const keepFilter = typeFilter.value
+    const keepSpawn = spawnType.value || query.get("spawn") || ""
+    clear(typeFilter)
+    typeFilter.appendChild(h("option", { value: "" }, "any type"))
+    clear(spawnType)
+    for (const t of types) {
+      typeFilter.appendChild(h("option", { value: t.name }, t.name))
+      spawnType.appendChild(h("option", { value: t.name }, t.name))
+    }
+    typeFilter.value = keepFilter
+    if (types.some((t) => t.name === keepSpawn)) spawnType.value = keepSpawn
+    renderArgs()
+  }, (err) => showError(listErrors, err)))
+
+  async function spawn(): Promise<void> {
+    showError(spawnErrors, null)
+    const type = spawnType.value
+    const id = spawnId.value.trim() || `${type}-${Date.now().toString(36)}`
+    const body: Record<string, unknown> = {}
+    try {
+      const a = args.value()
+      if (a !== undefined) body.args = a
+      const tags: Record<string, string> = {}
+      for (const line of spawnTags.value.split("\n")) {
+        if (!line.trim()) continue
+        const i = line.indexOf("=")
+        if (i <= 0) throw new Error(`Tag "${line}" is not key=value`)
+        tags[line.slice(0, i).trim()] = line.slice(i + 1).trim()
+      }
+      if (Object.keys(tags).length > 0) body.tags = tags
+    } catch (err) {
+      showError(spawnErrors, err)
+      return
+    }
+    try {
+      await api("PUT", entityPath(type, id), body)
+      navigate(`/_electric/console/entities/${encodeURIComponent(type)}/${encodeURIComponent(id)}`)
+    } catch (err) {
+      showError(spawnErrors, err)
+    }
+  }
+
+  return () => {
+    stopList?.()
+    for (const s of stops) s()
+  }
+}
