@@ -19,7 +19,7 @@ await build({
   entryPoints: [join(here, "src", "main.ts")],
   outfile: join(out, "app.js"),
   bundle: true,
-  minify: true,
+  minify: !process.env.NO_MINIFY,
   format: "esm",
   target: "es2022",
   platform: "browser",

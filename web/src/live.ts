@@ -5,7 +5,7 @@
 
 import { Shape, ShapeStream, type Row } from "@electric-sql/client"
 import { stream, type JsonBatch } from "@durable-streams/client"
-import { createStateSchema, createStreamDB } from "@durable-streams/state/db"
+import { MaterializedState, isChangeEvent } from "@durable-streams/state"
 import { authHeaders, streamURL, token, unauthorized } from "./http"
 import type { Command } from "./composer/commands"
 
@@ -87,39 +87,34 @@ export function followStream(
   return () => ac.abort()
 }
 
-// Rows of the slash-command collection are the server's; StreamDB asks every row for a
-// Standard Schema, and this one accepts what the server validated.
-const serverRow = { "~standard": { version: 1 as const, vendor: "entityd-console", validate: (value: unknown) => ({ value }) } }
-
-/** followCommands keeps the entity's live slash-command collection in a StreamDB and
- * calls onCommands with all of them, sorted by name, after every change. */
+/** followCommands materialises the entity's live slash-command collection (snapshot, then
+ * every change) with the State Protocol's MaterializedState and calls onCommands with
+ * all of them, sorted by name, at most once per frame. The server writes complete rows,
+ * so an update replaces the row. */
 export function followCommands(entityUrl: string, onCommands: (cmds: Command[]) => void, onError: (err: Error) => void): Stop {
-  const db = createStreamDB({
-    streamOptions: { url: streamURL(`${entityUrl}/slash-commands`), contentType: "application/json", headers: authHeaders(), warnOnHttp: false },
-    live: "sse",
-    state: createStateSchema({ slashCommands: { schema: serverRow, type: "slash_command", primaryKey: "key" } }),
-  })
-  const coll = db.collections.slashCommands
+  const state = new MaterializedState()
+  let frame = 0
+  let stopped = false
+  let synced = false
   const emit = () => {
-    const rows = [...coll.toArray] as unknown as Command[]
+    frame = 0
+    if (stopped) return
+    const rows = [...state.getType("slash_command").values()] as Command[]
     rows.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
     onCommands(rows)
   }
-  let stopped = false
-  const sub = coll.subscribeChanges(() => emit())
-  db.preload().then(
-    () => {
-      if (!stopped) emit()
-    },
-    (err: Error) => {
-      if (stopped) return
-      if (statusOf(err) === 401) unauthorized()
-      onError(err)
-    },
-  )
+  const stop = followStream(`${entityUrl}/slash-commands`, (events, meta) => {
+    for (const ev of events) {
+      if (isChangeEvent(ev as never)) state.apply(ev as never)
+      else if (ev.headers?.control === "reset") state.clear()
+    }
+    // Render once the snapshot is complete, then per frame as changes come.
+    if (meta.upToDate) synced = true
+    if (synced && frame === 0) frame = requestAnimationFrame(emit)
+  }, onError)
   return () => {
     stopped = true
-    sub.unsubscribe()
-    db.close()
+    cancelAnimationFrame(frame)
+    stop()
   }
 }

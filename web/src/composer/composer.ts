@@ -3,7 +3,7 @@
 // selector, and sending as composer_input with UTF-16 spans. What is sent appears in the
 // timeline from the stream, never from a local echo.
 
-import { h, clear, announce } from "../dom"
+import { h, clear, announce, measure } from "../dom"
 import { api, ApiError, entityPath, type ErrorDetail } from "../http"
 import { argumentHint, filterCommands, type Command } from "./commands"
 import { commandNode, detectTrigger, mergeNodes, serializeComposerInput, type ComposerInputPayload, type Trigger } from "./grammar"
@@ -122,7 +122,7 @@ export class Composer {
     this.showArgumentHint()
     if (inputAt !== undefined) {
       void this.list.offsetHeight // lay out the update before measuring it
-      performance.measure("console:suggest", { start: inputAt, end: performance.now() })
+      measure("console:suggest", inputAt)
     }
   }
 

@@ -1,12 +1,12 @@
 // One entity: its live status and actions, the timeline of its main stream, its live
 // slash commands, and the composer.
 
-import { h, clear, announce } from "../dom"
+import { h, clear, announce, measure } from "../dom"
 import { api, entityPath } from "../http"
 import { followCommands, followShape, followStream, type Stop } from "../live"
 import { argumentHint, type Command } from "../composer/commands"
 import { Composer } from "../composer/composer"
-import { renderEvent } from "./timeline"
+import { TimelineList } from "./timelinelist"
 import { errorBox, showError } from "./errors"
 
 const ACCEPTING = new Set(["idle", "running", "paused", "spawning"])
@@ -50,9 +50,7 @@ export function entityView(root: HTMLElement, type: string, id: string): Stop {
     h("button", { type: "button", onclick: signal("SIGTERM") }, "Stop"),
     h("button", { type: "button", class: "danger", onclick: kill }, "Kill"))
 
-  const timeline = h("ol", { class: "timeline" })
-  // The box is the log (new events are announced); the list inside keeps list semantics.
-  const timelineBox = h("div", { class: "timeline-box", tabindex: "0", role: "log", "aria-label": "Timeline of the main stream" }, timeline)
+  const timeline = new TimelineList()
   const composer = new Composer(type, id)
   const commandsBody = h("ul", { class: "command-list" })
   const commandsCount = h("span", { class: "muted" })
@@ -67,7 +65,7 @@ export function entityView(root: HTMLElement, type: string, id: string): Stop {
     errors,
     h("div", { class: "entity-main" },
       h("section", { class: "panel conversation", "aria-labelledby": "timeline-title" },
-        h("h2", { id: "timeline-title" }, "Timeline"), timelineBox, composer.el),
+        h("h2", { id: "timeline-title" }, "Timeline"), timeline.el, composer.el),
       commandsPanel)))
 
   stops.push(followShape({ table: "entities", where: "url = $1", params: [url] }, (rows) => {
@@ -88,22 +86,24 @@ export function entityView(root: HTMLElement, type: string, id: string): Stop {
   }, (err) => showError(errors, err)))
 
   stops.push(followStream(`${url}/main`, (events, meta) => {
-    const nearBottom = timelineBox.scrollTop + timelineBox.clientHeight >= timelineBox.scrollHeight - 40
-    const frag = document.createDocumentFragment()
-    for (const ev of events) if (!ev.headers?.control) frag.appendChild(renderEvent(ev))
-    timeline.appendChild(frag)
-    if (nearBottom || !firstTimeline) timelineBox.scrollTop = timelineBox.scrollHeight
+    const t0 = performance.now()
+    timeline.append(events, !firstTimeline)
+    measure("console:timeline-batch", t0)
     if (meta.upToDate && !firstTimeline) {
+      performance.mark("console:timeline-ready")
       firstTimeline = true
       ready()
     }
   }, (err) => showError(errors, err)))
 
   stops.push(followCommands(url, (cmds) => {
+    const t0 = performance.now()
     composer.setCommands(cmds)
     renderCommands(commandsBody, cmds)
     commandsCount.textContent = `(${cmds.length})`
+    measure("console:commands-update", t0)
     if (!firstCommands) {
+      performance.mark("console:commands-ready")
       firstCommands = true
       ready()
     }
