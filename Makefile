@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/entityd
 NPM     ?= npm
 
-.PHONY: all build run test test-go test-conformance conformance-deps web web-deps web-check migrate bench fuzz vet fmt clean
+.PHONY: all build run test test-go test-conformance conformance-deps web web-deps web-check console-screenshots migrate bench fuzz vet fmt clean
 
 all: build
 
@@ -39,6 +39,11 @@ web-check: web-deps
 
 web-deps:
 	cd web && $(NPM) ci --no-audit --no-fund --loglevel=error
+
+## console-screenshots: run the console's browser test and save a screenshot of each view under docs/console
+console-screenshots: build conformance-deps
+	CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) run ./internal/tools/withpg -- \
+	  $(GO) run ./internal/tools/suiterun -- $(NPM) --prefix conformance run --silent test -- console.test.mjs
 
 ## migrate: apply database migrations to DATABASE_URL (or the embedded cluster) and exit
 migrate: build
