@@ -140,6 +140,16 @@ describe("the console", () => {
     expect(await card.locator(".static-commands li").allTextContents()).toEqual(["/summarize — Summarize the notes", "/search <query> — Find notes"])
     expect(await axe(page)).toEqual([])
     await screenshot(page, "types")
+
+    // Edit loads the definition; registering it again is an update (revision 2)
+    await card.getByRole("button", { name: "Edit" }).click()
+    const def = JSON.parse(await editor.inputValue())
+    expect(def.name).toBe(type)
+    def.description = "Keeps notes, updated"
+    await editor.fill(JSON.stringify(def))
+    await page.getByRole("button", { name: "Register" }).click()
+    await expect.poll(() => page.getByRole("status").textContent()).toBe(`Registered ${type}, revision 2.`)
+    await expect.poll(() => card.locator("summary").textContent()).toMatch(/rev 2 — Keeps notes, updated$/)
     expect(page.errors).toEqual([])
     await page.context().close()
   })
@@ -276,6 +286,41 @@ describe("the console", () => {
     await page.context().close()
   })
 
+  it("signals from the entity view; the list follows status and tags under its filters", async () => {
+    const list = await newPage()
+    await list.goto(`${url}/_electric/console/entities`)
+    const filters = list.getByRole("group", { name: "Filters" })
+    await filters.getByLabel("Type").selectOption(type)
+    await filters.getByLabel("Status").selectOption("paused")
+    await filters.getByLabel("Tag").fill("team=core")
+    const row = list.locator(`tr[data-url="/${type}/${id}"]`)
+    await expect.poll(() => list.locator("#entity-count").textContent()).toBe("(0)")
+    // the filters are in the address, so the view can be linked
+    expect(new URL(list.url()).search).toBe(`?type=${type}&status=paused&tag=team%3Dcore`)
+
+    const page = await newPage()
+    await openEntity(page, type, id)
+    await page.getByRole("button", { name: "Pause" }).click()
+    await expect.poll(() => page.locator("#entity-status").textContent()).toBe("paused")
+    await expect.poll(() => row.count()).toBe(1) // live: the paused entity enters the filtered list
+
+    expect((await call("POST", `/_electric/entities/${type}/${id}/tags/team`, { value: "ops" })).status).toBe(200)
+    await expect.poll(() => page.locator(".entity-head .tag").allTextContents()).toEqual(["team: ops"])
+    await expect.poll(() => row.count()).toBe(0) // and leaves it when its tag no longer matches
+    await filters.getByLabel("Tag").fill("team=ops")
+    await expect.poll(() => row.count()).toBe(1)
+
+    await page.getByRole("button", { name: "Resume" }).click()
+    await expect.poll(() => page.locator("#entity-status").textContent()).toBe("idle")
+    await expect.poll(() => row.count()).toBe(0)
+    const signals = (await events(`/${type}/${id}`)).filter((ev) => ev.type === "signal").map((ev) => ev.value.signal)
+    expect(signals).toEqual(["SIGSTOP", "SIGCONT"])
+    expect(list.errors).toEqual([])
+    expect(page.errors).toEqual([])
+    await list.context().close()
+    await page.context().close()
+  })
+
   it("shows a kill in the list and disables the composer", async () => {
     const list = await newPage()
     await list.goto(`${url}/_electric/console/entities?type=${type}`)
@@ -329,6 +374,7 @@ describe("the console in jwt mode", () => {
     await page.goto(`${jwt.url}/_electric/console/entities/${type}/e1`)
     const dialog = page.getByRole("dialog", { name: "Bearer token" })
     await dialog.waitFor()
+    expect(await axe(page)).toEqual([])
     await dialog.getByLabel("Token").fill(token)
     await dialog.getByRole("button", { name: "Use this token" }).click()
     await page.locator("#view[data-ready=true]").waitFor({ timeout: 10000 })

@@ -193,7 +193,8 @@ export class Composer {
   }
 
   private onKey(e: KeyboardEvent): void {
-    if (this.disabled) return
+    // Keys that confirm an input method's composition (CJK) belong to it, not to us.
+    if (this.disabled || e.isComposing || e.keyCode === 229) return
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
       e.preventDefault()
       void this.send()

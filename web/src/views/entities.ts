@@ -9,6 +9,8 @@ import { errorBox, showError } from "./errors"
 import { navigate } from "../router"
 
 const STATUSES = ["", "spawning", "idle", "running", "paused", "stopping", "stopped", "killed"]
+// The list renders at most this many rows (the newest); filters narrow it.
+const MAX_ROWS = 500
 
 export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
   const stops: Stop[] = []
@@ -25,6 +27,7 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
   const listErrors = errorBox()
   const body = h("tbody", {})
   const count = h("span", { class: "muted", id: "entity-count" })
+  const more = h("p", { class: "muted", role: "status" })
 
   const spawnType = h("select", { id: "spawn-type", required: true })
   const spawnId = h("input", { id: "spawn-id", type: "text", placeholder: "generated when empty", pattern: "[^/]+" })
@@ -54,7 +57,8 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
         listErrors,
         h("table", { class: "entities" },
           h("thead", {}, h("tr", {}, ["Entity", "Type", "Status", "Tags", "Created"].map((c) => h("th", { scope: "col" }, c)))),
-          body)),
+          body),
+        more),
       spawnForm)))
 
   const renderArgs = () => {
@@ -75,8 +79,10 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
   }
 
   const render = () => {
-    const shown = rows.filter((r) => tagMatch(r.tags)).sort((a, b) => Number(b.created_at) - Number(a.created_at))
-    count.textContent = `(${shown.length})`
+    const matching = rows.filter((r) => tagMatch(r.tags)).sort((a, b) => Number(b.created_at) - Number(a.created_at))
+    const shown = matching.slice(0, MAX_ROWS)
+    count.textContent = `(${matching.length})`
+    more.textContent = matching.length > MAX_ROWS ? `Showing the newest ${MAX_ROWS} of ${matching.length}; filter to narrow the list.` : ""
     const frag = document.createDocumentFragment()
     for (const r of shown) {
       const [, type, id] = /^\/([^/]+)\/(.+)$/.exec(r.url) ?? []
