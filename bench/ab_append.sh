@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# A/B of the append path (plain Durable Streams POSTs, no entities): two builds of
+# entityd measured in one run on one throwaway PostgreSQL (fsync ON), alternating A and
+# B (ABBA order) so that drift of the machine falls on both. Prints a markdown table of
+# appends/s and latency per variant (median of REPS) and the ratio B/A.
+#
+#   BASE=<rev> bench/ab_append.sh                  # A = BASE, B = the working tree
+#   BASE=<rev> HEAD_REV=<rev> bench/ab_append.sh
+#
+# Environment (defaults): REPS=5  DURATION=10s  WARMUP=2s  CLIENTS="64" (writers, one
+#   stream each)  OUT=bench/results/ab-append-<UTC timestamp> (raw JSON; not committed)
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+cd "$root"
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
+
+REPS="${REPS:-5}"
+DURATION="${DURATION:-10s}"
+WARMUP="${WARMUP:-2s}"
+CLIENTS="${CLIENTS:-64}"
+BASE="${BASE:?set BASE to the revision to compare against}"
+PGBIN="${PGBIN:-/usr/lib/postgresql/15/bin}"
+
+if [[ -z "${ENTITYD_BENCH_INNER:-}" ]]; then
+  export REPS DURATION WARMUP CLIENTS
+  ab_outer "$here/ab_append.sh" ab-append
+fi
+
+# Inner half: PG* come from withpg.
+work="$ENTITYD_BENCH_WORK"
+OUT="$ENTITYD_BENCH_OUT"
+: "${PGPORT:?run bench/ab_append.sh, not this half directly}"
+pid=""
+trap '[[ -n "$pid" ]] && kill "$pid" 2>/dev/null; true' EXIT
+
+{
+  machine_facts
+  echo "A: $A_DESC"
+  echo "B: $B_DESC"
+  echo "runs: REPS=$REPS DURATION=$DURATION WARMUP=$WARMUP CLIENTS=$CLIENTS (writers = streams), order ABBA per pair of reps"
+} >"$OUT/meta.txt"
+cat "$OUT/meta.txt" >&2
+
+run_one() { # run_one <variant a|b> <rep> <clients>
+  local v="$1" rep="$2" c="$3" db="ab_${1}_${2}_${3}" port
+  "$PGBIN/psql" -qAtX -d postgres -c "CREATE DATABASE $db" >/dev/null
+  port="$(free_port)"
+  DATABASE_URL="postgres://${PGUSER:-postgres}@127.0.0.1:${PGPORT}/$db?sslmode=disable" \
+    "$work/entityd-$v" --addr "127.0.0.1:$port" --no-demo --log-level warn \
+    >"$OUT/entityd-$v-$rep-$c.log" 2>&1 &
+  pid=$!
+  wait_http "http://127.0.0.1:$port/_electric/health" "entityd-$v" "$pid"
+  log "rep $rep: $v c=$c"
+  "$work/entityd-bench" append -url "http://127.0.0.1:$port" -writers "$c" -streams "$c" -d "$DURATION" \
+    -warmup "$WARMUP" -label "$v" -json -out "$OUT/append-$v-$rep-c$c.json" >/dev/null
+  kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+  "$PGBIN/psql" -qAtX -d postgres -c "DROP DATABASE $db" >/dev/null
+}
+
+for rep in $(seq 1 "$REPS"); do
+  order="a b"; (( rep % 2 == 0 )) && order="b a"
+  for c in $CLIENTS; do
+    for v in $order; do run_one "$v" "$rep" "$c"; done
+  done
+done
+
+median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "n/a"; exit} printf "%.2f", (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+field() { # field <variant> <clients> <python expr over d>
+  for f in "$OUT"/append-"$1"-*-c"$2".json; do python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($3)" "$f"; done
+}
+{
+  echo "| writers | metric | A ($A_DESC) | B ($B_DESC) | B / A |"
+  echo "|---:|---|---:|---:|---:|"
+  for c in $CLIENTS; do
+    for m in "appends/s:d['appends_per_sec']" "p50 ms:d['latency']['p50_ms']" "p99 ms:d['latency']['p99_ms']" "errors:d['errors']"; do
+      name="${m%%:*}"; expr="${m#*:}"
+      a="$(field a "$c" "$expr" | median)"; b="$(field b "$c" "$expr" | median)"
+      ratio="$(awk -v a="$a" -v b="$b" 'BEGIN { if (a+0 == 0) print "n/a"; else printf "%.3f", b/a }')"
+      echo "| $c | $name (median of $REPS) | $a | $b | $ratio |"
+    done
+  done
+  echo
+  echo "per-run appends/s — A: $(for c in $CLIENTS; do field a "$c" "d['appends_per_sec']" | awk '{printf "%.0f ", $1}'; done)"
+  echo "per-run appends/s — B: $(for c in $CLIENTS; do field b "$c" "d['appends_per_sec']" | awk '{printf "%.0f ", $1}'; done)"
+} >"$OUT/summary.md"
