@@ -3,12 +3,8 @@
 // a DNS name rebound to 127.0.0.1 is refused (Host check), and in jwt mode a page whose
 // origin is allowed reads and writes with a token.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { mkdtempSync, writeFileSync } from "node:fs"
 import http from "node:http"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import * as jose from "jose"
-import { base, launchChromium, startEntityd } from "./lib.mjs"
+import { base, jwtKeys, launchChromium, startEntityd } from "./lib.mjs"
 
 const port = new URL(base).port
 
@@ -102,13 +98,9 @@ describe("browser access in jwt mode", () => {
   let server, jwtBase, token
 
   beforeAll(async () => {
-    const { publicKey, privateKey } = await jose.generateKeyPair("EdDSA", { crv: "Ed25519" })
-    const jwk = { ...(await jose.exportJWK(publicKey)), kid: "k1", alg: "EdDSA", use: "sig" }
-    const dir = mkdtempSync(join(tmpdir(), "entityd-jwt-"))
-    writeFileSync(join(dir, "jwks.json"), JSON.stringify({ keys: [jwk] }))
-    token = await new jose.SignJWT({}).setProtectedHeader({ alg: "EdDSA", kid: "k1" }).setSubject("user:ada")
-      .setIssuedAt().setExpirationTime("1h").sign(privateKey)
-    server = await startEntityd(["--auth", "jwt", "--jwt-keys", join(dir, "jwks.json"),
+    const keys = await jwtKeys("user:ada")
+    token = keys.token
+    server = await startEntityd(["--auth", "jwt", "--jwt-keys", keys.jwks,
       "--cors-origins", `http://app.test:${pagePort}`, "--no-demo"])
     jwtBase = server.url
   })

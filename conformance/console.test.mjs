@@ -8,12 +8,10 @@
 // CONSOLE_SCREENSHOTS=<dir> saves a screenshot of each view there (docs/console is
 // where the README's come from: `make console-screenshots`).
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { mkdtempSync, readFileSync, writeFileSync, mkdirSync } from "node:fs"
+import { readFileSync, mkdirSync } from "node:fs"
 import { createRequire } from "node:module"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
-import * as jose from "jose"
-import { launchChromium, startEntityd, waitFor } from "./lib.mjs"
+import { jwtKeys, launchChromium, startEntityd, waitFor } from "./lib.mjs"
 
 const require = createRequire(import.meta.url)
 const axeSource = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8")
@@ -350,13 +348,9 @@ describe("the console in jwt mode", () => {
   let jwt, token
 
   beforeAll(async () => {
-    const { publicKey, privateKey } = await jose.generateKeyPair("EdDSA", { crv: "Ed25519" })
-    const jwk = { ...(await jose.exportJWK(publicKey)), kid: "k1", alg: "EdDSA", use: "sig" }
-    const dir = mkdtempSync(join(tmpdir(), "entityd-console-jwt-"))
-    writeFileSync(join(dir, "jwks.json"), JSON.stringify({ keys: [jwk] }))
-    token = await new jose.SignJWT({}).setProtectedHeader({ alg: "EdDSA", kid: "k1" }).setSubject("user:ada")
-      .setIssuedAt().setExpirationTime("1h").sign(privateKey)
-    jwt = await startEntityd(["--auth", "jwt", "--jwt-keys", join(dir, "jwks.json"), "--no-demo"])
+    const keys = await jwtKeys("user:ada")
+    token = keys.token
+    jwt = await startEntityd(["--auth", "jwt", "--jwt-keys", keys.jwks, "--no-demo"])
   }, 30000)
 
   afterAll(async () => {

@@ -3,6 +3,10 @@
 import { spawn } from "node:child_process"
 import net from "node:net"
 import { chromium } from "playwright-core"
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as jose from "jose"
 
 export const base = process.env.ENTITYD_URL
 if (!base) throw new Error("ENTITYD_URL is not set; run through `make test-conformance`")
@@ -71,4 +75,16 @@ export function launchChromium(extraArgs = []) {
     args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
       "--disable-component-update", "--disable-sync", ...extraArgs],
   })
+}
+
+// jwtKeys makes an Ed25519 key for a jwt-mode server: the JWKS file to pass as
+// --jwt-keys, and a token (valid for an hour) for subject.
+export async function jwtKeys(subject) {
+  const { publicKey, privateKey } = await jose.generateKeyPair("EdDSA", { crv: "Ed25519" })
+  const jwk = { ...(await jose.exportJWK(publicKey)), kid: "k1", alg: "EdDSA", use: "sig" }
+  const jwks = join(mkdtempSync(join(tmpdir(), "entityd-jwt-")), "jwks.json")
+  writeFileSync(jwks, JSON.stringify({ keys: [jwk] }))
+  const token = await new jose.SignJWT({}).setProtectedHeader({ alg: "EdDSA", kid: "k1" }).setSubject(subject)
+    .setIssuedAt().setExpirationTime("1h").sign(privateKey)
+  return { jwks, token }
 }
