@@ -3,7 +3,9 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/entityd/entityd/authz"
@@ -163,15 +165,26 @@ func (s *Server) headEntity(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) listEntities(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	f := entity.Filter{Type: q.Get("type"), Status: q.Get("status"), Parent: q.Get("parent")}
+	f := entity.Filter{Type: q.Get("type"), Status: q.Get("status"), Parent: q.Get("parent"), After: q.Get("after")}
 	if f.Status != "" && !entity.Status(f.Status).Valid() {
 		return newError(http.StatusBadRequest, CodeInvalidRequest,
 			"status must be one of running, idle, paused, stopping, stopped, killed")
 	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > entity.MaxListLimit {
+			return badRequest(fmt.Sprintf("limit must be an integer from 1 to %d", entity.MaxListLimit))
+		}
+		f.Limit = n
+	}
 	list, err := s.registry.List(r.Context(), f)
+	if errors.Is(err, entity.ErrCursorGone) {
+		return badRequest("after names an entity that no longer exists; list again from the start")
+	}
 	if err != nil {
 		return err
 	}
+	setNextPage(w, r, list, f.Limit)
 	mayRead, err := s.checker.EntityFilter(r.Context(), caller(r), authz.Read)
 	if err != nil {
 		return err

@@ -2,7 +2,9 @@ package api_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -521,4 +523,69 @@ func TestInternalErrorsRevealNothing(t *testing.T) {
 			require.NotContains(t, strings.ToLower(string(r.Body)), leak)
 		}
 	}
+}
+
+// The list pages in (created_at, url) order: a full page says where the next starts
+// (Entityd-Next-After and a Link with the filters kept), the last page does not, and the
+// pages together are the whole list once.
+func TestListEntitiesPages(t *testing.T) {
+	h := setup(t)
+	h.registerType(`{"name":"chat","description":"d"}`)
+	h.registerType(`{"name":"task","description":"d"}`)
+	var want []string
+	for i := 0; i < 25; i++ {
+		h.mustSpawn("chat", fmt.Sprintf("c%02d", i), nil)
+		want = append(want, fmt.Sprintf("/chat/c%02d", i))
+		h.mustSpawn("task", fmt.Sprintf("t%02d", i), nil)
+	}
+
+	page := func(query string) ([]string, *response) {
+		t.Helper()
+		r := h.do(http.MethodGet, entitiesPath+query, nil)
+		requireStatus(t, r, http.StatusOK)
+		var es []map[string]json.RawMessage
+		r.decode(t, &es)
+		urls := []string{}
+		for _, e := range es {
+			urls = append(urls, str(t, e["url"]))
+		}
+		return urls, r
+	}
+	var got []string
+	query := "?type=chat&limit=10"
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 4, "the pages never end")
+		urls, r := page(query)
+		got = append(got, urls...)
+		next := r.Header.Get("Entityd-Next-After")
+		if next == "" {
+			require.Empty(t, r.Header.Get("Link"))
+			require.Equal(t, 3, pages+1)
+			break
+		}
+		require.Len(t, urls, 10)
+		require.Equal(t, urls[len(urls)-1], next)
+		link := r.Header.Get("Link")
+		require.True(t, strings.HasSuffix(link, `>; rel="next"`), link)
+		u, err := url.Parse(strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`))
+		require.NoError(t, err)
+		require.Equal(t, entitiesPath, u.Path)
+		require.Equal(t, url.Values{"type": {"chat"}, "limit": {"10"}, "after": {next}}, u.Query())
+		query = "?" + u.RawQuery
+	}
+	require.Equal(t, want, got, "creation order, each entity once")
+
+	// a page exactly as long as what is left still has a cursor; the page after is empty
+	urls, r := page("?type=chat&limit=5&after=/chat/c19")
+	require.Equal(t, []string{"/chat/c20", "/chat/c21", "/chat/c22", "/chat/c23", "/chat/c24"}, urls)
+	empty, r2 := page("?type=chat&limit=5&after=" + url.QueryEscape(r.Header.Get("Entityd-Next-After")))
+	require.Equal(t, []string{}, empty)
+	require.Empty(t, r2.Header.Get("Entityd-Next-After"))
+
+	for _, bad := range []string{"0", "-1", "10001", "ten", "1.5"} {
+		requireError(t, h.do(http.MethodGet, entitiesPath+"?limit="+bad, nil), http.StatusBadRequest, "INVALID_REQUEST",
+			"limit must be an integer from 1 to 10000")
+	}
+	requireError(t, h.do(http.MethodGet, entitiesPath+"?after=/chat/nope", nil), http.StatusBadRequest, "INVALID_REQUEST",
+		"after names an entity that no longer exists; list again from the start")
 }

@@ -284,10 +284,20 @@ func (r *Registry) ByStream(ctx context.Context, path string) (*Entity, error) {
 // Filter selects entities in List.
 type Filter struct {
 	Type, Status, Parent string
-	Limit                int
+	// Limit is the page size (at most MaxListLimit, which is also the default).
+	Limit int
+	// After continues a listing after the entity with this URL (a page's last row).
+	After string
 }
 
-// List returns entities matching f, oldest first.
+// MaxListLimit is the largest page List returns.
+const MaxListLimit = 10000
+
+// ErrCursorGone is List's answer when After names an entity that no longer exists.
+var ErrCursorGone = errors.New("entity: the list cursor names an entity that no longer exists")
+
+// List returns entities matching f, oldest first (by creation time, then URL), one page
+// of at most f.Limit; a page continues after the f.After entity's place in that order.
 func (r *Registry) List(ctx context.Context, f Filter) ([]*Entity, error) {
 	var where []string
 	var args []any
@@ -300,13 +310,25 @@ func (r *Registry) List(ctx context.Context, f Filter) ([]*Entity, error) {
 	add("type", f.Type)
 	add("status", f.Status)
 	add("parent", f.Parent)
+	if f.After != "" {
+		var created time.Time
+		err := r.pool.QueryRow(ctx, sqlEntityCreatedAt, f.After).Scan(&created)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, ErrCursorGone
+		}
+		if err != nil {
+			return nil, fmt.Errorf("entity: list cursor: %w", err)
+		}
+		args = append(args, created, f.After)
+		where = append(where, fmt.Sprintf("(created_at, url) > ($%d, $%d)", len(args)-1, len(args)))
+	}
 	q := sqlListEntities
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	limit := f.Limit
-	if limit <= 0 || limit > 10000 {
-		limit = 10000
+	if limit <= 0 || limit > MaxListLimit {
+		limit = MaxListLimit
 	}
 	q += fmt.Sprintf(` ORDER BY created_at, url LIMIT %d`, limit)
 	rows, err := r.pool.Query(ctx, q, args...)

@@ -17,10 +17,11 @@ var queries = sqlfile.MustLoad("entity", queryFiles)
 // One variable per query, so a name that is not in the files stops the package at init.
 var (
 	// entities.go
-	sqlEntityExists = queries.Get("EntityExists")
-	sqlFinishStop   = queries.Get("FinishStop")
-	sqlUnpause      = queries.Get("Unpause")
-	sqlCurrentTxid  = queries.Get("CurrentTxid")
+	sqlEntityExists    = queries.Get("EntityExists")
+	sqlEntityCreatedAt = queries.Get("EntityCreatedAt")
+	sqlFinishStop      = queries.Get("FinishStop")
+	sqlUnpause         = queries.Get("Unpause")
+	sqlCurrentTxid     = queries.Get("CurrentTxid")
 
 	// reconcile.go
 	sqlEntitiesBehindType  = queries.Get("EntitiesBehindType")

@@ -3,6 +3,10 @@
 -- name: EntityExists
 SELECT 1 FROM entities WHERE url = $1
 
+-- name: EntityCreatedAt
+-- Where a list page that continues after this entity starts (List's cursor).
+SELECT created_at FROM entities WHERE url = $1
+
 -- name: FinishStop
 UPDATE entities SET status = $2, updated_at = now() WHERE url = $1 AND status = $3
 
