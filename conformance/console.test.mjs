@@ -319,6 +319,29 @@ describe("the console", () => {
     await page.context().close()
   })
 
+  it("says when the server cannot be reached, and catches up when it is back", async () => {
+    const rid = `r-${run}`
+    expect((await call("PUT", `/_electric/entities/assistant/${rid}`, {})).status).toBe(201)
+    const page = await newPage()
+    await openEntity(page, "assistant", rid)
+    const offline = page.getByRole("status").filter({ hasText: "cannot be reached" })
+    expect(await offline.isVisible()).toBe(false)
+
+    await server.stop()
+    await expect.poll(() => offline.isVisible(), { timeout: 10000 }).toBe(true)
+    server = await startEntityd([], { port: Number(new URL(url).port) })
+
+    expect((await call("POST", `/_electric/entities/assistant/${rid}/send`, { type: "composer_input", payload: { source: "after the restart" } })).status).toBe(200)
+    expect((await call("PUT", `/_electric/entities/assistant/${rid}/slash-commands/fresh?owner=ops`, { description: "Registered while away" })).status).toBe(200)
+    // the live clients retry with backoff (a few seconds at most) and pick up where they were
+    await expect.poll(() => page.locator(".ev-inbox .composed").last().textContent(), { timeout: 15000 }).toBe("after the restart")
+    await expect.poll(() => page.locator(".ev-text .reply").last().textContent(), { timeout: 10000 }).toMatch(/after the restart/)
+    await expect.poll(() => page.locator('.command-list li[data-command="fresh"]').count(), { timeout: 10000 }).toBe(1)
+    expect(await offline.isVisible()).toBe(false)
+    expect(page.errors).toEqual([])
+    await page.context().close()
+  }, 60000)
+
   it("shows a kill in the list and disables the composer", async () => {
     const list = await newPage()
     await list.goto(`${url}/_electric/console/entities?type=${type}`)

@@ -44,9 +44,10 @@ export function freePort() {
 }
 
 // startEntityd runs another entityd (bin/entityd) on the suite's database with extra
-// flags, waits until it answers, and returns its base URL and a stop function.
-export async function startEntityd(args) {
-  const p = await freePort()
+// flags (on port, or a free one), waits until it answers, and returns its base URL and
+// a stop function.
+export async function startEntityd(args, { port } = {}) {
+  const p = port ?? (await freePort())
   const url = `http://127.0.0.1:${p}`
   const proc = spawn("../bin/entityd", ["--addr", `127.0.0.1:${p}`, "--log-level", "warn", ...args],
     { env: { ...process.env, DATABASE_URL: process.env.ENTITYD_DATABASE_URL }, stdio: ["ignore", "inherit", "inherit"] })

@@ -1,6 +1,8 @@
 // Calls to the entityd API with the tab's credentials. In jwt mode the token is entered
 // once per tab (sessionStorage: it leaves with the tab); in dev mode there is none.
 
+import { trackedFetch } from "./connection"
+
 const TOKEN_KEY = "entityd.console.token"
 
 export type ErrorDetail = { path: string; message: string }
@@ -40,7 +42,7 @@ export function unauthorized(): void {
 export async function api<T = any>(method: string, path: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { ...authHeaders() }
   if (body !== undefined) headers["content-type"] = "application/json"
-  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) })
+  const res = await trackedFetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) })
   const text = await res.text()
   let parsed: any = null
   if (text) {

@@ -7,6 +7,7 @@ import { Shape, ShapeStream, type Row } from "@electric-sql/client"
 import { stream, type JsonBatch } from "@durable-streams/client"
 import { MaterializedState, isChangeEvent } from "@durable-streams/state"
 import { authHeaders, streamURL, token, unauthorized } from "./http"
+import { trackedFetch } from "./connection"
 import type { Command } from "./composer/commands"
 
 export type Stop = () => void
@@ -33,6 +34,7 @@ export function followShape(
     params: sp as never,
     headers: token() ? { Authorization: () => `Bearer ${token()}` } : undefined,
     signal: ac.signal,
+    fetchClient: trackedFetch,
     onError: (err: Error) => {
       if (statusOf(err) === 401) unauthorized()
       onError(err)
@@ -71,6 +73,7 @@ export function followStream(
     json: true,
     headers: authHeaders(),
     signal: ac.signal,
+    fetch: trackedFetch,
     warnOnHttp: false,
     onError: (err: Error) => {
       if (statusOf(err) === 401) unauthorized()

@@ -3,6 +3,7 @@
 
 import { h, clear } from "./dom"
 import { setToken, token, whenUnauthorized } from "./http"
+import { onConnectionChange } from "./connection"
 import { BASE, currentRoute, startRouter } from "./router"
 import { entitiesView } from "./views/entities"
 import { entityView } from "./views/entity"
@@ -21,7 +22,11 @@ function shell(): HTMLElement {
       h("a", { href: `${BASE}/types`, "data-link": "", id: "nav-types" }, "Types")),
     tokenButton)
   const main = h("main", { id: "view" })
-  document.body.append(h("a", { href: "#view", class: "skip" }, "Skip to content"), header, main, dialog,
+  const offline = h("div", { class: "offline", role: "status", hidden: true }, "The server cannot be reached. Retrying; what you see is as of the last update.")
+  onConnectionChange((online) => {
+    offline.hidden = online
+  })
+  document.body.append(h("a", { href: "#view", class: "skip" }, "Skip to content"), header, offline, main, dialog,
     h("div", { id: "announcer", class: "visually-hidden", "aria-live": "polite" }))
   whenUnauthorized(() => {
     if (!dialog.open) dialog.showModal()

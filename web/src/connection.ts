@@ -1,0 +1,31 @@
+// Whether the server is reachable, as the console's requests see it: every request (the
+// API calls and the live clients' polls) goes through trackedFetch, which marks the
+// connection lost on a network error or a 502/503/504 and found again on any answer.
+// The live clients retry by themselves with backoff; this only tells the person.
+
+type Listener = (online: boolean) => void
+
+let online = true
+const listeners = new Set<Listener>()
+
+function set(v: boolean): void {
+  if (v === online) return
+  online = v
+  for (const l of listeners) l(v)
+}
+
+export function onConnectionChange(l: Listener): void {
+  listeners.add(l)
+}
+
+export const trackedFetch: typeof fetch = async (input, init) => {
+  try {
+    const res = await fetch(input, init)
+    set(!(res.status === 502 || res.status === 503 || res.status === 504))
+    return res
+  } catch (err) {
+    // An abort is the console leaving a view, not the server going away.
+    if (!(err instanceof DOMException && err.name === "AbortError")) set(false)
+    throw err
+  }
+}
