@@ -3,6 +3,7 @@
 // inbox.SerializeComposerInput tests: spans in UTF-16 code units, JavaScript's \s.
 import { describe, expect, it } from "vitest"
 import { commandTokens, detectTrigger, mergeNodes, serializeComposerInput, validCommandName } from "../web/src/composer/grammar.ts"
+import { call } from "./lib.mjs"
 
 const known = (names) => (n) => names.includes(n)
 
@@ -49,4 +50,35 @@ describe("composer grammar", () => {
     const typed = [{ ...chip, unknown: true }, { kind: "slash_command", start: 4, end: 6, raw: "/c", name: "c" }]
     expect(mergeNodes([chip], typed)).toEqual([chip, typed[1]])
   })
+})
+
+// Every payload the console's serializer makes is one the server accepts, and the server
+// stores it as sent: random sources mixing emoji (two UTF-16 units), CJK, combining
+// marks, JavaScript's Unicode whitespace, newlines and command-like tokens.
+describe("the console's payloads against the server's validator", () => {
+  const pieces = ["/search", "/pr-review", "/a1-b2", "/Nope", "/bad_name", "path/to", "/x.", "😀", "👍🏽", "日本語", "e\u0301",
+    "\u00a0", "\u3000", "\u2028", " ", " ", "\n", "\t", "word", "@main", "/", "//", "-", "é"]
+  let seed = 20261125
+  const rand = (n) => {
+    seed = (seed * 1103515245 + 12345) % 2147483648
+    return seed % n
+  }
+  const source = () => Array.from({ length: 1 + rand(12) }, () => pieces[rand(pieces.length)]).join("")
+
+  it("accepts 300 random composer inputs and stores them byte for byte", async () => {
+    const type = `grammar-${Date.now().toString(36)}`
+    expect((await call("POST", "/_electric/entity-types", { name: type, description: "grammar property test",
+      slash_commands: [{ name: "search", description: "s" }] })).status).toBe(201)
+    expect((await call("PUT", `/_electric/entities/${type}/g1`, {})).status).toBe(201)
+    const sent = []
+    for (let i = 0; i < 300; i++) {
+      const payload = serializeComposerInput(source(), (n) => n === "search")
+      const r = await call("POST", `/_electric/entities/${type}/g1/send`, { type: "composer_input", key: `g-${i}`, payload })
+      expect(r.status, JSON.stringify({ payload, body: r.body })).toBe(200)
+      sent.push(payload)
+    }
+    const events = (await call("GET", `/${type}/g1/main?offset=-1`)).body.filter((e) => e.type === "inbox")
+    expect(events.map((e) => e.value.payload)).toEqual(sent)
+    expect(sent.filter((p) => p.nodes).length).toBeGreaterThan(50) // the property saw commands
+  }, 60000)
 })
