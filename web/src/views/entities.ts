@@ -35,6 +35,8 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
   const argsSlot = h("div", {})
   const spawnErrors = errorBox()
   let args: ArgsForm = argsForm(null, "spawn-arg")
+  // Enabled once the types are known (they come from a shape).
+  const spawnButton = h("button", { type: "submit", class: "primary", disabled: true }, "Spawn")
   const spawnForm = h("form", { class: "panel spawn", "aria-labelledby": "spawn-title", onsubmit: (e: Event) => { e.preventDefault(); void spawn() } },
     h("h2", { id: "spawn-title" }, "Spawn an entity"),
     h("div", { class: "field" }, h("label", { for: "spawn-type" }, "Type"), spawnType),
@@ -42,7 +44,7 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
     argsSlot,
     h("div", { class: "field" }, h("label", { for: "spawn-tags" }, "Tags"), spawnTags),
     spawnErrors,
-    h("button", { type: "submit", class: "primary" }, "Spawn"))
+    spawnButton)
 
   clear(root)
   root.appendChild(h("div", { class: "entities-view" },
@@ -149,6 +151,7 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
     }
     typeFilter.value = keepFilter
     if (types.some((t) => t.name === keepSpawn)) spawnType.value = keepSpawn
+    spawnButton.disabled = types.length === 0
     renderArgs()
   }, (err) => showError(listErrors, err)))
 
