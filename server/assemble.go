@@ -116,7 +116,7 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 			return httpx.RequestOrigin(r)
 		}}).Routes)
 	a.Shapes = shapes.New(a.Store.DB(), shapes.Options{Live: a.API.Live(), Logger: s.log,
-		Scope: shapeScope(checker, a.Registry)})
+		Scope: shapeScope(checker, a.Registry), SnapshotRows: s.cfg.ShapeSnapshotRows})
 	a.API.MountRoutes(shapes.Prefix, a.Shapes.Routes)
 	a.MCP = mcpserve.New(mcpserve.Deps{Entities: a.Registry, Streams: a.Store, Sender: a.Sender, Checker: checker},
 		mcpserve.Options{MaxBodyBytes: s.cfg.API.MaxBodyBytes, Logger: s.log})

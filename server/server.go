@@ -57,6 +57,9 @@ type Config struct {
 	HTTP HTTPLimits
 	// Retention bounds how long idempotency keys and finished work are kept.
 	Retention Retention
+	// ShapeSnapshotRows caps the rows of one response of an Electric shape's initial
+	// snapshot (default 10,000; larger shapes come in pages).
+	ShapeSnapshotRows int
 	// SlashCommands sets the owner limits of dynamic slash-command registrations
 	// (MaxOwnerBytes, MaxOwners; zero takes slashcmd.DefaultLimits' value). The
 	// definition limits are always slashcmd.DefaultLimits'.

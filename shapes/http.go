@@ -39,6 +39,7 @@ type request struct {
 	sent   string // the handle the client sent ("" on a first request)
 	offset string
 	from   position
+	cursor *snapshotCursor // the offset continues a snapshot
 	live   bool
 }
 
@@ -101,6 +102,10 @@ func (s *Service) parse(ctx context.Context, r *http.Request) (*request, error) 
 		}
 	default:
 		p, ok := parsePosition(req.offset)
+		if c, isCursor := parseSnapshotCursor(req.offset); isCursor {
+			req.cursor, p, ok = &c, position{txid: c.horizon}, true
+			req.live = false // a snapshot is not live yet
+		}
 		if !ok {
 			return nil, bad("offset must be -1, now, or an offset from an earlier response")
 		}
@@ -155,18 +160,12 @@ func (s *Service) shape(w http.ResponseWriter, r *http.Request) error {
 	var at position
 	switch req.offset {
 	case "-1":
-		if out, at, err = snapshot(r.Context(), s.db, req.v); err != nil {
-			return err
-		}
-		// the changes since the snapshot's horizon follow in the same response
-		more, next, exhausted, err := changes(r.Context(), s.db, req.v, at, s.opts.ChunkRows)
+		rows, c, more, err := snapshot(r.Context(), s.db, req.v, s.opts.SnapshotRows)
 		if err != nil {
 			return err
 		}
-		out, at = append(out, more...), next
-		if exhausted {
-			out = append(out, upToDate(at))
-			h.Set("electric-up-to-date", "")
+		if out, err = s.afterSnapshotPage(r.Context(), w, req.v, rows, c, more); err != nil {
+			return err
 		}
 	case "now":
 		if at, err = s.horizon(r.Context()); err != nil {
@@ -175,6 +174,17 @@ func (s *Service) shape(w http.ResponseWriter, r *http.Request) error {
 		out = append(out, upToDate(at))
 		h.Set("electric-up-to-date", "")
 	default:
+		if req.cursor != nil {
+			rows, last, more, err := snapshotPage(r.Context(), s.db, req.v, req.cursor.after, s.opts.SnapshotRows)
+			if err != nil {
+				return err
+			}
+			c := snapshotCursor{horizon: req.cursor.horizon, after: last}
+			if out, err = s.afterSnapshotPage(r.Context(), w, req.v, rows, c, more); err != nil {
+				return err
+			}
+			break
+		}
 		var exhausted bool
 		if out, at, exhausted, err = s.read(r.Context(), req); err != nil {
 			return err
@@ -187,12 +197,38 @@ func (s *Service) shape(w http.ResponseWriter, r *http.Request) error {
 	if out, err = s.scope(r.Context(), req.v.t.name, out); err != nil {
 		return err
 	}
-	h.Set("electric-offset", at.String())
+	if h.Get("electric-offset") == "" {
+		h.Set("electric-offset", at.String())
+	}
+	if out == nil {
+		out = []message{} // a page of a snapshot may hold none of the shape's rows
+	}
 	if req.live {
 		h.Set("electric-cursor", strconv.FormatInt(time.Now().Unix()/20, 10))
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// afterSnapshotPage completes a response holding a page of a snapshot: another page
+// follows (the offset is the cursor), or this was the last one and the changes since the
+// first page's horizon follow in the same response, up to date when they are exhausted.
+func (s *Service) afterSnapshotPage(ctx context.Context, w http.ResponseWriter, v *view, rows []message, c snapshotCursor, more bool) ([]message, error) {
+	if more {
+		w.Header().Set("electric-offset", c.String())
+		return rows, nil
+	}
+	changed, at, exhausted, err := changes(ctx, s.db, v, position{txid: c.horizon}, s.opts.ChunkRows)
+	if err != nil {
+		return nil, err
+	}
+	out := append(rows, changed...)
+	if exhausted {
+		out = append(out, upToDate(at))
+		w.Header().Set("electric-up-to-date", "")
+	}
+	w.Header().Set("electric-offset", at.String())
+	return out, nil
 }
 
 // scope drops the rows the caller may not see (their changes as well: a shape shows a

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 
 	"github.com/entityd/entityd/streamdb"
 )
@@ -77,50 +76,6 @@ func (v *view) row(value []byte, op string) (json.RawMessage, bool, error) {
 	}
 	b, err := json.Marshal(out)
 	return b, true, err
-}
-
-// snapshot reads the view's rows in one repeatable-read transaction, and the position
-// from which changes follow it: the horizon of that snapshot (every transaction older
-// than it is in the rows; younger ones are read as changes, some perhaps again, which
-// a shape applies as upserts).
-func snapshot(ctx context.Context, db streamdb.DB, v *view) ([]message, position, error) {
-	var out []message
-	var at position
-	tx, err := db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return nil, at, err
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	var horizon string
-	if err := tx.QueryRow(ctx, sqlHorizon).Scan(&horizon); err != nil {
-		return nil, at, err
-	}
-	h, err := strconv.ParseUint(horizon, 10, 64)
-	if err != nil {
-		return nil, at, fmt.Errorf("shapes: horizon %q: %w", horizon, err)
-	}
-	at = position{txid: h}
-	rows, err := tx.Query(ctx, v.t.rows)
-	if err != nil {
-		return nil, at, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var key string
-		var value []byte
-		if err := rows.Scan(&key, &value); err != nil {
-			return nil, at, err
-		}
-		val, in, err := v.row(value, "insert")
-		if err != nil {
-			return nil, at, err
-		}
-		if in {
-			out = append(out, message{pk: key, Key: v.t.keyOf(key), Value: val,
-				Headers: map[string]any{"operation": "insert", "relation": []string{"public", v.t.name}}})
-		}
-	}
-	return out, at, rows.Err()
 }
 
 // changes reads the view's final changes after from, at most limit of them, and the

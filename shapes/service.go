@@ -21,6 +21,10 @@ type Options struct {
 	PollInterval time.Duration
 	// ChunkRows caps the changes of one response (default 1000).
 	ChunkRows int
+	// SnapshotRows caps the rows one response of an initial snapshot reads (default
+	// 10,000): a larger shape comes in several responses, each continuing after the
+	// last key of the one before.
+	SnapshotRows int
 	// Live, when closed, ends every live request at once (the server is shutting down).
 	Live   <-chan struct{}
 	Logger *zap.Logger
@@ -49,6 +53,9 @@ func New(db streamdb.DB, opts Options) *Service {
 	}
 	if opts.ChunkRows <= 0 {
 		opts.ChunkRows = 1000
+	}
+	if opts.SnapshotRows <= 0 {
+		opts.SnapshotRows = 10000
 	}
 	log := opts.Logger
 	if log == nil {

@@ -39,6 +39,8 @@ type Options struct {
 	// Definitions are Go entity types the server hosts (their handlers run in it), as
 	// `make run` hosts the demo assistant.
 	Definitions []runtime.EntityDefinition
+	// ShapeSnapshotRows pages Electric shape snapshots (server.Config).
+	ShapeSnapshotRows int
 }
 
 // Server is a running test server.
@@ -75,7 +77,7 @@ func Start(t testing.TB, opts Options) *Server {
 	}
 	var services lifecycle.Group
 	srv := server.New(server.Config{DatabaseURL: dbURL, API: cfg, Limits: opts.Limits, Store: opts.Streams,
-		Subscriptions: opts.Subs, Logger: log, Admins: opts.Admins}, opts.Definitions...)
+		Subscriptions: opts.Subs, Logger: log, Admins: opts.Admins, ShapeSnapshotRows: opts.ShapeSnapshotRows}, opts.Definitions...)
 	a, err := srv.Assemble(ctx, pool, &services)
 	if err != nil {
 		services.Stop(ctx)

@@ -22,10 +22,11 @@ SELECT coalesce((SELECT txid::text || '_' || id FROM shape_log
   ORDER BY txid DESC, id DESC LIMIT 1), '')
 
 -- name: EntityRows
-SELECT key, value::text FROM entity_shape_rows ORDER BY key
+-- One page of a snapshot: the rows after key $1 ('' for the first page), in key order.
+SELECT key, value::text FROM entity_shape_rows WHERE key > $1 ORDER BY key LIMIT $2
 
 -- name: EntityTypeRows
-SELECT key, value::text FROM entity_type_shape_rows ORDER BY key
+SELECT key, value::text FROM entity_type_shape_rows WHERE key > $1 ORDER BY key LIMIT $2
 
 -- name: TrimLog
 -- Retention: drop up to 10,000 changes older than $1, remembering the newest

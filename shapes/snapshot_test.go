@@ -1,0 +1,97 @@
+package shapes_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/entityd/entityd/internal/testserver"
+)
+
+// A snapshot larger than a page comes in pages that continue after the last key served;
+// rows that change while the pages are read end as they are, because the changes since
+// the first page's horizon follow the last page. A where that matches nothing in a page
+// gives an empty page that still continues.
+func TestSnapshotInPages(t *testing.T) {
+	t.Parallel()
+	e := &env{t: t, srv: testserver.Start(t, testserver.Options{QuietLogs: true, ShapeSnapshotRows: 3})}
+	e.mustStatus(e.do("POST", "/_electric/entity-types", `{"name":"chat","description":"d"}`), http.StatusCreated)
+	e.mustStatus(e.do("POST", "/_electric/entity-types", `{"name":"task","description":"d"}`), http.StatusCreated)
+	for i := 0; i < 10; i++ {
+		e.mustStatus(e.do("PUT", fmt.Sprintf("/_electric/entities/chat/c%d", i), `{}`), http.StatusCreated)
+	}
+	e.mustStatus(e.do("PUT", "/_electric/entities/task/t1", `{}`), http.StatusCreated)
+
+	key := func(u string) string { return `"public"."entities"/"` + u + `"` }
+	rows := map[string]map[string]any{}
+	first := e.shape(url.Values{"table": {"entities"}, "offset": {"-1"}})
+	e.mustStatus(first, http.StatusOK)
+	handle := first.header.Get("electric-handle")
+	require.False(t, apply(rows, first.msgs), "a page is not up to date")
+	require.Len(t, rows, 3, first.raw)
+	require.Empty(t, first.header.Get("electric-up-to-date"))
+	offset := first.header.Get("electric-offset")
+	require.True(t, strings.HasPrefix(offset, "s"), offset)
+	require.NotEmpty(t, first.header.Get("electric-schema"))
+
+	// while the pages are read: a kill of a row served, a tag on a row not yet served,
+	// a new row after the cursor, and one that sorts before it
+	e.mustStatus(e.do("POST", "/_electric/entities/chat/c0/signal", `{"signal":"SIGKILL"}`), http.StatusOK)
+	e.mustStatus(e.do("POST", "/_electric/entities/chat/c8/tags/team", `{"value":"x"}`), http.StatusOK)
+	e.mustStatus(e.do("PUT", "/_electric/entities/chat/c99", `{}`), http.StatusCreated)
+	e.mustStatus(e.do("PUT", "/_electric/entities/chat/a0", `{}`), http.StatusCreated)
+
+	responses := 1
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		require.True(t, time.Now().Before(deadline), "the snapshot never ended: %v", rows)
+		r := e.shape(url.Values{"table": {"entities"}, "handle": {handle}, "offset": {offset}})
+		e.mustStatus(r, http.StatusOK)
+		require.Equal(t, handle, r.header.Get("electric-handle"))
+		up := apply(rows, r.msgs)
+		responses++
+		offset = r.header.Get("electric-offset")
+		if up {
+			require.False(t, strings.HasPrefix(offset, "s"), "after the snapshot the offset is a log position")
+			break
+		}
+	}
+	// 12 rows after the first page's c0..c2 (a0 sorts before the cursor): c3..c5,
+	// c6..c8, then c9, c99 and t1 with the changes
+	require.Equal(t, 4, responses)
+	// what a client holds is what the table holds
+	require.Len(t, rows, 13)
+	require.Equal(t, "killed", rows[key("/chat/c0")]["status"])
+	require.JSONEq(t, `{"team":"x"}`, rows[key("/chat/c8")]["tags"].(string))
+	require.NotNil(t, rows[key("/chat/c99")])
+	require.NotNil(t, rows[key("/chat/a0")], "a row inserted before the cursor arrives as a change")
+
+	// a where: pages of three rows scanned, most with nothing of the shape's
+	tasks := map[string]map[string]any{}
+	p := url.Values{"table": {"entities"}, "where": {"type = 'task'"}, "offset": {"-1"}}
+	for {
+		r := e.shape(p)
+		e.mustStatus(r, http.StatusOK)
+		require.True(t, strings.HasPrefix(r.raw, "["), "a page is a JSON array, also when empty: %s", r.raw)
+		if apply(tasks, r.msgs) {
+			break
+		}
+		p.Set("handle", r.header.Get("electric-handle"))
+		p.Set("offset", r.header.Get("electric-offset"))
+	}
+	require.Len(t, tasks, 1)
+	require.NotNil(t, tasks[key("/task/t1")])
+
+	// a cursor of another shape must refetch; a broken one is a 400
+	r := e.shape(url.Values{"table": {"entities"}, "where": {"type = 'chat'"}, "handle": {handle}, "offset": {first.header.Get("electric-offset")}})
+	e.mustStatus(r, http.StatusConflict)
+	for _, bad := range []string{"s", "s1", "s1_", "sx_YQ", "s1_***"} {
+		r = e.shape(url.Values{"table": {"entities"}, "handle": {handle}, "offset": {bad}})
+		e.mustStatus(r, http.StatusBadRequest)
+	}
+}
