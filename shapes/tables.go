@@ -8,7 +8,11 @@ type table struct {
 	key     string   // the primary-key column
 	columns []string // every column a shape shows, in order
 	types   map[string]string
-	rows    string // the query for the snapshot
+	rows    string // the query for a snapshot page (rows after a key)
+	// filters are the columns whose equality conditions the snapshot query applies
+	// itself (the rows view's column, stored as the shape shows it), so that an index
+	// finds the rows; the where is still checked on every row served.
+	filters map[string]string
 }
 
 // column types as Electric names them (the client parses values by them)
@@ -20,7 +24,8 @@ var tables = map[string]*table{
 		types: map[string]string{"url": "text", "type": "text", "status": "text", "tags": "jsonb",
 			"spawn_args": "json", "parent": "text", "created_by": "text", "type_revision": "int4",
 			"created_at": "int8", "updated_at": "int8"},
-		rows: sqlEntityRows,
+		rows:    sqlEntityRows,
+		filters: map[string]string{"url": "key", "type": "type", "status": "status"},
 	},
 	"entity_types": {
 		name: "entity_types", key: "name",
@@ -29,7 +34,8 @@ var tables = map[string]*table{
 		types: map[string]string{"name": "text", "description": "text", "creation_schema": "json",
 			"inbox_schemas": "json", "state_schemas": "json", "slash_commands": "json", "serve_endpoint": "text",
 			"default_dispatch_policy": "json", "revision": "int4", "created_at": "text", "updated_at": "text"},
-		rows: sqlEntityTypeRows,
+		rows:    sqlEntityTypeRows,
+		filters: map[string]string{"name": "key"},
 	},
 }
 

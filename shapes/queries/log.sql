@@ -8,11 +8,13 @@ SELECT pg_snapshot_xmin(pg_current_snapshot())::text
 SELECT epoch, trimmed_txid::text FROM shape_state
 
 -- name: ChangesSince
--- The final changes of one relation after position ($2, $3), in order.
-SELECT txid::text, id, key, operation, value::text FROM shape_log
-  WHERE relation = $1 AND (txid, id) > ($2::text::xid8, $3)
-    AND txid < pg_snapshot_xmin(pg_current_snapshot())
-  ORDER BY txid, id
+-- The final changes of one relation after position ($2, $3), in order. The ORDER BY
+-- names the table's columns: a bare "txid" would be the text output column, sorted as
+-- text ("10" before "9") and by a scan of the whole log instead of its index.
+SELECT l.txid::text AS txid_text, l.id, l.key, l.operation, l.value::text FROM shape_log l
+  WHERE l.relation = $1 AND (l.txid, l.id) > ($2::text::xid8, $3)
+    AND l.txid < pg_snapshot_xmin(pg_current_snapshot())
+  ORDER BY l.txid, l.id
   LIMIT $4
 
 -- name: Frontier
@@ -22,11 +24,12 @@ SELECT coalesce((SELECT txid::text || '_' || id FROM shape_log
   ORDER BY txid DESC, id DESC LIMIT 1), '')
 
 -- name: EntityRows
--- One page of a snapshot: the rows after key $1 ('' for the first page), in key order.
-SELECT key, value::text FROM entity_shape_rows WHERE key > $1 ORDER BY key LIMIT $2
+-- A page of a snapshot: the rows after key $1 ('' for the first page). snapshotPage adds
+-- the conditions it pushes down (on key, type, status), then ORDER BY key LIMIT.
+SELECT key, value::text FROM entity_shape_rows WHERE key > $1
 
 -- name: EntityTypeRows
-SELECT key, value::text FROM entity_type_shape_rows WHERE key > $1 ORDER BY key LIMIT $2
+SELECT key, value::text FROM entity_type_shape_rows WHERE key > $1
 
 -- name: TrimLog
 -- Retention: drop up to 10,000 changes older than $1, remembering the newest
