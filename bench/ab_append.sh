@@ -67,22 +67,4 @@ for rep in $(seq 1 "$REPS"); do
   done
 done
 
-median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "n/a"; exit} printf "%.2f", (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-field() { # field <variant> <clients> <python expr over d>
-  for f in "$OUT"/append-"$1"-*-c"$2".json; do python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($3)" "$f"; done
-}
-{
-  echo "| writers | metric | A ($A_DESC) | B ($B_DESC) | B / A |"
-  echo "|---:|---|---:|---:|---:|"
-  for c in $CLIENTS; do
-    for m in "appends/s:d['appends_per_sec']" "p50 ms:d['latency']['p50_ms']" "p99 ms:d['latency']['p99_ms']" "errors:d['errors']"; do
-      name="${m%%:*}"; expr="${m#*:}"
-      a="$(field a "$c" "$expr" | median)"; b="$(field b "$c" "$expr" | median)"
-      ratio="$(awk -v a="$a" -v b="$b" 'BEGIN { if (a+0 == 0) print "n/a"; else printf "%.3f", b/a }')"
-      echo "| $c | $name (median of $REPS) | $a | $b | $ratio |"
-    done
-  done
-  echo
-  echo "per-run appends/s — A: $(for c in $CLIENTS; do field a "$c" "d['appends_per_sec']" | awk '{printf "%.0f ", $1}'; done)"
-  echo "per-run appends/s — B: $(for c in $CLIENTS; do field b "$c" "d['appends_per_sec']" | awk '{printf "%.0f ", $1}'; done)"
-} >"$OUT/summary.md"
+ab_rate_summary append writers appends/s appends_per_sec >"$OUT/summary.md"

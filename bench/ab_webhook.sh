@@ -74,7 +74,6 @@ for rep in $(seq 1 "$REPS"); do
   for v in $order; do run_one "$v" "$rep"; done
 done
 
-median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "n/a"; exit} printf "%.2f", (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 field() { # field <file glob prefix> <variant> <python expr over d>
   for f in "$OUT"/"$1"-"$2"-*.json; do python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($3)" "$f"; done
 }

@@ -106,3 +106,27 @@ ab_outer() {
   export ENTITYD_BENCH_INNER=1 ENTITYD_BENCH_WORK="$work" ENTITYD_BENCH_OUT="$OUT" A_DESC B_DESC PGBIN
   run_inner_under_pg "$script"
 }
+
+# median: the median of the numbers on stdin ("n/a" when none), two decimals.
+median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "n/a"; exit} printf "%.2f", (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+# ab_rate_summary <file prefix> <column label> <rate name> <rate key>: the markdown table
+# of an A/B run over $CLIENTS (median of $REPS per metric, B/A) and the per-run rates,
+# from $OUT/<prefix>-<a|b>-*-c<clients>.json (ab_send.sh, ab_append.sh). Needs A_DESC, B_DESC.
+ab_rate_summary() {
+  local prefix="$1" label="$2" rate="$3" key="$4"
+  field() { for f in "$OUT"/"$prefix"-"$1"-*-c"$2".json; do python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($3)" "$f"; done; }
+  echo "| $label | metric | A ($A_DESC) | B ($B_DESC) | B / A |"
+  echo "|---:|---|---:|---:|---:|"
+  for c in $CLIENTS; do
+    for m in "$rate:d['$key']" "p50 ms:d['latency']['p50_ms']" "p99 ms:d['latency']['p99_ms']" "errors:d['errors']"; do
+      local name="${m%%:*}" expr="${m#*:}" a b ratio
+      a="$(field a "$c" "$expr" | median)"; b="$(field b "$c" "$expr" | median)"
+      ratio="$(awk -v a="$a" -v b="$b" 'BEGIN { if (a+0 == 0) print "n/a"; else printf "%.3f", b/a }')"
+      echo "| $c | $name (median of $REPS) | $a | $b | $ratio |"
+    done
+  done
+  echo
+  echo "per-run $rate — A: $(for c in $CLIENTS; do field a "$c" "d['$key']" | awk '{printf "%.0f ", $1}'; done)"
+  echo "per-run $rate — B: $(for c in $CLIENTS; do field b "$c" "d['$key']" | awk '{printf "%.0f ", $1}'; done)"
+}

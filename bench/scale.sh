@@ -83,8 +83,7 @@ done
 bin/entityd-bench touch -url "$url" -entities "$ENTITIES" -server-pid "$pid" >"$OUT/touch.txt"
 "$PGBIN/psql" -qAtX -d entityd_scale -c "SELECT pg_size_pretty(pg_database_size('entityd_scale'))" >"$OUT/dbsize.txt"
 
-med() { sort -g | awk '{a[NR]=$1} END {printf "%.2f", (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-field() { for f in "$OUT"/send-"$1"-*.json; do python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$f"; done | med; }
+field() { for f in "$OUT"/send-"$1"-*.json; do python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$f"; done | median; }
 {
   echo "| measure | empty | filled | filled / empty |"
   echo "|---|---:|---:|---:|"
