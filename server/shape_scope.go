@@ -13,6 +13,10 @@ import (
 func shapeScope(checker *authz.Checker, registry *entity.Registry) func(context.Context, string) (func(context.Context, string) bool, error) {
 	return func(ctx context.Context, table string) (func(context.Context, string) bool, error) {
 		p, _ := principal.FromContext(ctx)
+		if checker.Privileged(p) {
+			// sees every row: no entity to load per row (a snapshot page is 10,000 rows)
+			return func(context.Context, string) bool { return true }, nil
+		}
 		switch table {
 		case "entities":
 			mayRead, err := checker.EntityFilter(ctx, p, authz.Read)
