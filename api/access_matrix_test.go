@@ -1,45 +1,30 @@
 package api_test
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
-	"crypto/x509"
-	"encoding/pem"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/entityd/entityd/api"
-	"github.com/entityd/entityd/internal/authn"
 	"github.com/entityd/entityd/internal/testserver"
 )
 
 // jwtServer is a test server in jwt mode with a key the test signs tokens with.
 type jwtServer struct {
 	*testserver.Server
-	key ed25519.PrivateKey
+	key *testserver.JWTKey
 }
 
 func startJWT(t *testing.T, admins ...string) *jwtServer {
 	t.Helper()
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	require.NoError(t, err)
-	der, err := x509.MarshalPKIXPublicKey(pub)
-	require.NoError(t, err)
-	keyFile := filepath.Join(t.TempDir(), "key.pem")
-	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600))
-	auth, err := authn.NewJWT(authn.JWTConfig{Keys: keyFile, Issuer: "https://idp.test", Audience: "entityd"})
-	require.NoError(t, err)
-	srv := testserver.Start(t, testserver.Options{API: api.Config{Auth: auth}, Admins: admins})
-	return &jwtServer{Server: srv, key: priv}
+	key := testserver.NewJWTKey(t)
+	srv := testserver.Start(t, testserver.Options{API: api.Config{Auth: key.Auth}, Admins: admins})
+	return &jwtServer{Server: srv, key: key}
 }
 
 // token is a valid token for principal sub ("" for none).
@@ -47,10 +32,7 @@ func (s *jwtServer) token(t *testing.T, sub string) string {
 	if sub == "" {
 		return ""
 	}
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.MapClaims{"sub": sub, "iss": "https://idp.test",
-		"aud": "entityd", "exp": time.Now().Add(time.Hour).Unix()}).SignedString(s.key)
-	require.NoError(t, err)
-	return tok
+	return s.key.Token(t, sub)
 }
 
 // call makes a request as sub with a JSON body, and returns the status and body.
