@@ -268,6 +268,37 @@ func (r *Registry) Known(ctx context.Context, url string) (*Entity, error) {
 	return r.Get(ctx, url)
 }
 
+// KnownMany is Known for many entities at once: those not in memory are read in one
+// query. Entities that do not exist are absent from the map.
+func (r *Registry) KnownMany(ctx context.Context, urls []string) (map[string]*Entity, error) {
+	out := make(map[string]*Entity, len(urls))
+	var missing []string
+	for _, u := range urls {
+		if e := r.known.get(u); e != nil {
+			out[u] = e
+		} else {
+			missing = append(missing, u)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	rows, err := r.pool.Query(ctx, sqlSelectEntities, missing)
+	if err != nil {
+		return nil, fmt.Errorf("entity: read entities: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		e, err := scanEntity(rows)
+		if err != nil {
+			return nil, err
+		}
+		r.known.put(e)
+		out[e.URL] = e
+	}
+	return out, rows.Err()
+}
+
 // ByStream finds the entity whose main stream is path (nil, nil when none).
 func (r *Registry) ByStream(ctx context.Context, path string) (*Entity, error) {
 	url, ok := entitypath.OfMain(path)

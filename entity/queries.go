@@ -37,6 +37,7 @@ var (
 	sqlDeleteType     = queries.Get("DeleteType")
 	sqlInsertEntity   = queries.Get("InsertEntity")
 	sqlSelectEntity   = queries.Get("SelectEntity")
+	sqlSelectEntities = queries.Get("SelectEntities")
 	sqlLockEntity     = queries.Get("LockEntity")
 	sqlListEntities   = queries.Get("ListEntities")
 	sqlUpsertType     = queries.Get("UpsertType")

@@ -241,9 +241,22 @@ func (s *Service) scope(ctx context.Context, table string, out []message) ([]mes
 	if err != nil {
 		return nil, err
 	}
+	var pks []string
+	for _, m := range out {
+		if m.pk != "" {
+			pks = append(pks, m.pk)
+		}
+	}
+	if len(pks) == 0 {
+		return out, nil
+	}
+	shown, err := visible(ctx, pks)
+	if err != nil {
+		return nil, err
+	}
 	kept := out[:0]
 	for _, m := range out {
-		if m.pk == "" || visible(ctx, m.pk) {
+		if m.pk == "" || shown[m.pk] {
 			kept = append(kept, m)
 		}
 	}

@@ -28,9 +28,10 @@ type Options struct {
 	// Live, when closed, ends every live request at once (the server is shutting down).
 	Live   <-chan struct{}
 	Logger *zap.Logger
-	// Scope returns which rows of table the request's caller may see (by primary key):
-	// entities it may read, types it may spawn. Nil shows every row.
-	Scope func(ctx context.Context, table string) (func(ctx context.Context, pk string) bool, error)
+	// Scope returns which rows of table the request's caller may see: given the primary
+	// keys of a response's rows, the visible ones (entities it may read, types it may
+	// spawn). Nil shows every row.
+	Scope func(ctx context.Context, table string) (func(ctx context.Context, pks []string) (map[string]bool, error), error)
 }
 
 // Service serves shapes; it is a lifecycle service (its watcher runs while started).

@@ -26,6 +26,9 @@ INSERT INTO entities (url, type, instance_id, status, stream_id,
 -- name: SelectEntity
 SELECT {{entityColumns}} FROM entities WHERE url = $1
 
+-- name: SelectEntities
+SELECT {{entityColumns}} FROM entities WHERE url = ANY($1::text[])
+
 -- name: LockEntity
 SELECT {{entityColumns}} FROM entities WHERE url = $1 FOR UPDATE
 
