@@ -2,7 +2,8 @@
 // entityd at ENTITYD_URL (bench/console.sh starts one):
 //   - first render of an entity view whose main stream holds EVENTS events and which has
 //     COMMANDS slash commands: navigation start → the timeline and the commands rendered
-//     (the app's "console:entity-ready" mark), over REPS fresh page loads;
+//     (the app's "console:entity-ready" mark), over REPS fresh page loads; and the same
+//     view opened from the entity list's link (a client-side navigation);
 //   - each keystroke's suggestion update with COMMANDS commands: the input event → the
 //     listbox updated and laid out (the app's "console:suggest" measures);
 //   - the bundle's gzipped size.
@@ -55,6 +56,7 @@ const events = (await call("GET", `/${type}/${id}/main?offset=-1`)).length
 
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium", args: ["--no-sandbox", "--disable-gpu"] })
 const firstRender = []
+const inApp = []
 const appToReady = []
 const keystrokes = []
 try {
@@ -86,6 +88,15 @@ try {
       for (let k = 0; k < KEYS; k++) await page.keyboard.press(seq[k % seq.length])
       keystrokes.push(...await page.evaluate(() => performance.getEntriesByName("console:suggest").map((e) => e.duration)))
     }
+    // the same view opened from inside the console (the list's link): a client-side
+    // navigation, as a person moving between entities does
+    await page.goto(`${base}/_electric/console/entities?type=${type}`)
+    await page.locator(`tr[data-url="/${type}/${id}"] a`).waitFor({ timeout: 30000 })
+    await page.evaluate(() => performance.clearMarks("console:entity-ready"))
+    const t0 = await page.evaluate(() => performance.now())
+    await page.locator(`tr[data-url="/${type}/${id}"] a`).click()
+    await page.locator("#view[data-ready=true]").waitFor({ timeout: 30000 })
+    inApp.push(await page.evaluate((t0) => performance.getEntriesByName("console:entity-ready")[0].startTime - t0, t0))
     await context.close()
   }
 } finally {
@@ -98,6 +109,6 @@ for (const f of readdirSync(dist)) gz += gzipSync(readFileSync(new URL(f, dist))
 
 console.log(JSON.stringify({
   events, commands: COMMANDS, reps: REPS,
-  first_render_ms: stats(firstRender), script_loaded_to_ready_ms: stats(appToReady), keystroke_update_ms: stats(keystrokes),
+  first_render_ms: stats(firstRender), script_loaded_to_ready_ms: stats(appToReady), in_app_navigation_ms: stats(inApp), keystroke_update_ms: stats(keystrokes),
   bundle_gzip_kb: +(gz / 1024).toFixed(1),
 }, (k, v) => (typeof v === "number" ? +v.toFixed(2) : v), 2))
