@@ -254,6 +254,61 @@ describe("the console", () => {
     await page.context().close()
   })
 
+  it("keeps chips and typed text apart: no picker after a chip, no overlapping nodes", async () => {
+    const page = await newPage()
+    await openEntity(page, type, id)
+    const box = page.getByRole("combobox", { name: "Message" })
+    await box.click()
+    await page.keyboard.type("hello /su")
+    await expect.poll(() => optionNames(page)).toEqual(["/summarize"])
+    await page.keyboard.press("Enter") // the chip, and a space after it
+    await page.keyboard.press("Backspace") // the caret right after the chip
+    expect(await box.getAttribute("aria-expanded")).toBe("false")
+    await page.keyboard.press("Enter") // a new line, not a second insertion over "hello "
+    expect(await box.textContent()).toMatch(/^hello \/summarize\n+$/)
+    expect(await box.locator(".chip").count()).toBe(1)
+
+    await page.keyboard.press("Control+A")
+    await page.keyboard.press("Backspace")
+    await page.keyboard.type("hello /su")
+    await page.keyboard.press("Enter")
+    await page.keyboard.press("Backspace")
+    await page.keyboard.type("x") // typed against the chip
+    expect(await box.textContent()).toBe("hello /summarizex")
+    await page.keyboard.press("Control+Enter")
+    const sent = await waitFor(async () => (await events(`/${type}/${id}`)).find((ev) => ev.type === "inbox" && ev.value.payload.source === "hello /summarizex"), "the message")
+    expect(sent.value.payload.nodes).toEqual([{ kind: "slash_command", start: 6, end: 16, raw: "/summarize", name: "summarize" }])
+    expect(page.errors).toEqual([])
+    await page.context().close()
+  })
+
+  it("sends once while a send is on its way, and keeps what was typed meanwhile", async () => {
+    const page = await newPage()
+    await openEntity(page, type, id)
+    let release
+    const held = new Promise((r) => (release = r))
+    let posts = 0
+    await page.route("**/send", async (route) => {
+      posts++
+      await held
+      await route.continue()
+    })
+    const box = page.getByRole("combobox", { name: "Message" })
+    await box.click()
+    await page.keyboard.type("only once")
+    await page.keyboard.press("Control+Enter")
+    await page.keyboard.press("Control+Enter")
+    await page.keyboard.type(" and more")
+    release()
+    await waitFor(async () => (await events(`/${type}/${id}`)).some((ev) => ev.type === "inbox" && ev.value.payload.source === "only once"), "the message")
+    expect(posts).toBe(1)
+    await expect.poll(() => box.textContent()).toBe("only once and more")
+    const stored = (await events(`/${type}/${id}`)).filter((ev) => ev.type === "inbox" && ev.value.payload.source.startsWith("only once"))
+    expect(stored.length).toBe(1)
+    expect(page.errors).toEqual([])
+    await page.context().close()
+  })
+
   it("sends a command the entity does not know, flagged unknown", async () => {
     const page = await newPage()
     await openEntity(page, type, id)
@@ -354,8 +409,13 @@ describe("the console", () => {
     await list.goto(`${url}/_electric/console/entities?type=${type}`)
     const row = list.locator(`tr[data-url="/${type}/${id}"]`)
     await expect.poll(() => row.locator(".badge").textContent()).toBe("idle")
+    // ?type= from the Types page's link is the filter, and stays in the address
+    expect(await list.getByRole("group", { name: "Filters" }).getByLabel("Type").inputValue()).toBe(type)
+    expect(new URL(list.url()).searchParams.get("type")).toBe(type)
+    expect(await list.locator("tr[data-url]").evaluateAll((rows) => rows.every((r) => r.children[1].textContent === r.ownerDocument.defaultView.location.search.slice(6)))).toBe(true)
     expect(await axe(list)).toEqual([])
     await screenshot(list, "entities")
+    await row.locator("a").focus() // a keyboard user on the row while it changes
 
     const page = await newPage()
     await openEntity(page, type, id)
@@ -365,8 +425,13 @@ describe("the console", () => {
     await expect.poll(() => box.getAttribute("aria-disabled")).toBe("true")
     expect(await page.getByRole("button", { name: "Send", exact: true }).isDisabled()).toBe(true)
     await expect.poll(() => page.locator(".ev-signal").count()).toBeGreaterThan(0)
-    // the list page, opened before the kill, follows it without a reload
+    // the list page, opened before the kill, follows it without a reload, and the focus
+    // stays on the row's link
     await expect.poll(() => row.locator(".badge").textContent()).toBe("killed")
+    expect(await list.evaluate(() => document.activeElement?.closest("tr")?.getAttribute("data-url"))).toBe(`/${type}/${id}`)
+    // following the link moves the focus to the entity view's heading
+    await row.locator("a").click()
+    await expect.poll(() => list.evaluate(() => document.activeElement?.tagName)).toBe("H1")
     expect(list.errors).toEqual([])
     expect(page.errors).toEqual([])
     await list.context().close()

@@ -53,3 +53,18 @@ export function measure(name: string, start: number): void {
   measured.set(name, n > 1000 ? 1 : n)
   performance.measure(name, { start, end: performance.now() })
 }
+
+/** keepFocus runs render, which rebuilds what is inside container, and gives the focus
+ * back to the same control of the same item (the closest ancestor with attr names the
+ * item) if one of them had it: a live update must not throw a keyboard user to the top. */
+export function keepFocus(container: Element, attr: string, render: () => void): void {
+  const active = document.activeElement
+  const item = active && active !== container && container.contains(active) ? active.closest(`[${attr}]`) : null
+  const key = item?.getAttribute(attr)
+  const tag = active?.tagName.toLowerCase()
+  render()
+  if (key == null || !tag) return
+  const again = container.querySelector(`[${attr}="${CSS.escape(key)}"]`)
+  const target = again && (again.matches(tag) ? again : again.querySelector(tag))
+  if (target instanceof HTMLElement) target.focus()
+}

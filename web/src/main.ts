@@ -59,6 +59,7 @@ function tokenDialog(): HTMLDialogElement {
 }
 
 let main: HTMLElement
+let rendered = false
 
 function render(): void {
   stopView?.()
@@ -86,6 +87,14 @@ function render(): void {
       main.appendChild(h("h1", {}, "Not found"))
       main.appendChild(h("p", {}, `The console has no page at ${r.path}.`))
   }
+  // After a navigation inside the console the focus goes to the new view's heading (the
+  // link that had it is gone), which also tells a screen reader where it is.
+  const heading = main.querySelector("h1")
+  if (rendered && heading instanceof HTMLElement) {
+    heading.tabIndex = -1
+    heading.focus()
+  }
+  rendered = true
 }
 
 main = shell()

@@ -30,7 +30,14 @@ export type Route =
 
 export function currentRoute(): Route {
   const path = location.pathname.startsWith(BASE) ? location.pathname.slice(BASE.length) : location.pathname
-  const parts = path.split("/").filter(Boolean).map(decodeURIComponent)
+  let parts: string[]
+  try {
+    parts = path.split("/").filter(Boolean).map(decodeURIComponent)
+  } catch {
+    return { view: "missing", path } // a malformed %-escape
+  }
+  // a segment that decodes to a slash or a dot-segment would name another path
+  if (parts.some((p) => p.includes("/") || p === "." || p === "..")) return { view: "missing", path }
   if (parts.length === 0 || (parts.length === 1 && parts[0] === "entities")) return { view: "entities", query: new URLSearchParams(location.search) }
   if (parts.length === 1 && parts[0] === "types") return { view: "types" }
   if (parts.length === 3 && parts[0] === "entities") return { view: "entity", type: parts[1], id: parts[2] }

@@ -13,6 +13,10 @@ const MAX_SUGGESTIONS = 50
 const MODES = ["immediate", "queued", "paused", "steer"] as const
 let seq = 0
 
+// What was in an entity's composer when its view went away (navigation, a new token):
+// the nodes themselves, chips included, put back when the view comes back in this tab.
+const drafts = new Map<string, Node[]>()
+
 export class Composer {
   readonly el: HTMLElement
   private input: HTMLDivElement
@@ -29,6 +33,10 @@ export class Composer {
   private trigger: Trigger | null = null
   private dismissed: string | null = null // "from:query" of a trigger closed with Escape
   private disabled = false
+  private sending = false
+  // The idempotency key of the draft being sent: the same until the draft changes, so
+  // sending again after a lost answer cannot store the message twice.
+  private draftKey: string | null = null
 
   constructor(private type: string, private id: string) {
     this.input = h("div", {
@@ -57,13 +65,26 @@ export class Composer {
       h("div", { class: "composer-actions" }, h("label", { for: "composer-mode" }, "Mode"), this.mode, this.sendButton),
       advanced)
     this.input.addEventListener("keydown", (e) => this.onKey(e))
-    this.input.addEventListener("input", (e) => this.update(e.timeStamp))
+    this.input.addEventListener("input", (e) => {
+      this.draftKey = null
+      this.update(e.timeStamp)
+    })
     this.input.addEventListener("paste", (e) => {
       e.preventDefault()
       document.execCommand("insertText", false, e.clipboardData?.getData("text/plain") ?? "")
     })
+    this.mode.addEventListener("change", () => (this.draftKey = null))
     this.input.addEventListener("blur", () => this.close())
     document.addEventListener("selectionchange", this.onSelection)
+    const draft = drafts.get(this.draftName)
+    if (draft) {
+      drafts.delete(this.draftName)
+      this.input.append(...draft)
+    }
+  }
+
+  private get draftName(): string {
+    return `${this.type}/${this.id}`
   }
 
   private onSelection = () => {
@@ -72,6 +93,7 @@ export class Composer {
 
   destroy(): void {
     document.removeEventListener("selectionchange", this.onSelection)
+    if (this.input.firstChild) drafts.set(this.draftName, [...this.input.childNodes])
   }
 
   /** setCommands takes the live collection (sorted by name). */
@@ -260,16 +282,19 @@ export class Composer {
   }
 
   private async send(): Promise<void> {
+    if (this.sending) return // Ctrl+Enter again while the first is on its way
     const payload = this.payload()
     if (payload.source.trim() === "") return
     if (await this.post(payload)) {
-      clear(this.input)
+      // what was typed while the message was on its way stays
+      if (serialize(this.input).source === payload.source) clear(this.input)
       this.dismissed = null
       this.showArgumentHint()
     }
   }
 
   private async sendJSON(): Promise<void> {
+    if (this.sending) return
     let payload: unknown
     try {
       payload = JSON.parse(this.json.value)
@@ -282,21 +307,25 @@ export class Composer {
 
   private async post(payload: unknown): Promise<boolean> {
     this.showErrors(null, [], "")
+    this.sending = true
     this.sendButton.disabled = true
+    this.draftKey ??= `console-${Date.now()}-${++seq}`
     try {
       await api("POST", `${entityPath(this.type, this.id)}/send`, {
         type: "composer_input",
-        key: `console-${Date.now()}-${++seq}`,
+        key: this.draftKey,
         mode: this.mode.value,
         payload,
       })
       announce("Sent")
+      this.draftKey = null
       return true
     } catch (err) {
       if (err instanceof ApiError) this.showErrors(payload, err.details, `${err.status} ${err.code}: ${err.message}`)
       else this.showErrors(null, [], `Not sent: ${(err as Error).message}`)
       return false
     } finally {
+      this.sending = false
       this.sendButton.disabled = this.disabled
     }
   }

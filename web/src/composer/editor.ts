@@ -5,9 +5,10 @@
 
 export const CHIP_ATTR = "data-command"
 
-/** Walk appends the source of node's children: text as it is, a chip as "/name", a
- * <br> as "\n", and a block (the <div> a browser may make on Enter) on a new line. */
-function walk(node: Node, out: { source: string; chips: { start: number; name: string; el: HTMLElement }[] }): void {
+/** Walk appends the source of node's children: text as it is, a chip as "/name" (or as
+ * chipText when given), a <br> as "\n", and a block (the <div> a browser may make on
+ * Enter) on a new line. */
+function walk(node: Node, out: { source: string; chips: { start: number; name: string; el: HTMLElement }[] }, chipText?: string): void {
   for (let c = node.firstChild; c; c = c.nextSibling) {
     if (c.nodeType === Node.TEXT_NODE) {
       out.source += (c as Text).data
@@ -15,13 +16,13 @@ function walk(node: Node, out: { source: string; chips: { start: number; name: s
       const name = c.getAttribute(CHIP_ATTR)
       if (name !== null) {
         out.chips.push({ start: out.source.length, name, el: c })
-        out.source += "/" + name
+        out.source += chipText ?? "/" + name
       } else if (c.tagName === "BR") {
         out.source += "\n"
       } else {
         const block = c.tagName === "DIV" || c.tagName === "P"
         if (block && out.source.length > 0 && !out.source.endsWith("\n")) out.source += "\n"
-        walk(c, out)
+        walk(c, out, chipText)
       }
     }
   }
@@ -29,9 +30,9 @@ function walk(node: Node, out: { source: string; chips: { start: number; name: s
 
 export type Serialized = { source: string; chips: { start: number; name: string; el: HTMLElement }[] }
 
-export function serialize(root: Node): Serialized {
+export function serialize(root: Node, chipText?: string): Serialized {
   const out: Serialized = { source: "", chips: [] }
-  walk(root, out)
+  walk(root, out, chipText)
   // A browser keeps a lone trailing <br> so that an empty last line shows; it is not text.
   if (root.lastChild instanceof HTMLBRElement && out.source.endsWith("\n")) out.source = out.source.slice(0, -1)
   return out
@@ -46,14 +47,16 @@ export function caretRange(root: HTMLElement): Range | null {
   return r
 }
 
-/** textBeforeCaret is the source from the start of root to the caret. */
+/** textBeforeCaret is the text from the start of root to the caret, for finding an open
+ * "/query": a chip is one object replacement character there, so that the text right
+ * after a chip is never taken for a command being typed. */
 export function textBeforeCaret(root: HTMLElement): string | null {
   const r = caretRange(root)
   if (!r) return null
   const before = document.createRange()
   before.setStart(root, 0)
   before.setEnd(r.startContainer, r.startOffset)
-  return serialize(before.cloneContents()).source
+  return serialize(before.cloneContents(), "\ufffc").source
 }
 
 export function makeChip(name: string): HTMLSpanElement {
@@ -66,20 +69,22 @@ export function makeChip(name: string): HTMLSpanElement {
 }
 
 /** replaceBeforeCaret replaces the `length` characters before the caret (the typed
- * "/query") with a chip for name and a space, and puts the caret after the space. */
+ * "/query") with a chip for name and a space, and puts the caret after the space. The
+ * characters must be text (a "/query" is typed text): it walks back through text nodes
+ * only, and gives up (null) at anything else rather than delete it. */
 export function replaceBeforeCaret(root: HTMLElement, length: number, name: string): HTMLElement | null {
   const r = caretRange(root)
-  if (!r) return null
+  if (!r || r.startContainer.nodeType !== Node.TEXT_NODE) return null
   const range = r.cloneRange()
-  if (r.startContainer.nodeType === Node.TEXT_NODE && r.startOffset >= length) {
-    range.setStart(r.startContainer, r.startOffset - length)
-  } else {
-    // The typed query spans nodes (rare): step back character by character.
-    const sel = document.getSelection()!
-    for (let i = 0; i < length; i++) sel.modify("extend", "backward", "character")
-    range.setStart(sel.getRangeAt(0).startContainer, sel.getRangeAt(0).startOffset)
-    range.setEnd(r.endContainer, r.endOffset)
+  let node = r.startContainer as Text
+  let need = length - r.startOffset
+  while (need > 0) {
+    const prev = node.previousSibling
+    if (!prev || prev.nodeType !== Node.TEXT_NODE) return null
+    node = prev as Text
+    need -= node.data.length
   }
+  range.setStart(node, need === 0 ? 0 : -need)
   range.deleteContents()
   const chip = makeChip(name)
   const space = document.createTextNode(" ")

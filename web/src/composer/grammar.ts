@@ -61,9 +61,10 @@ export function commandNode(start: number, name: string, known: (name: string) =
 }
 
 /** mergeNodes joins the editor's chip nodes with the regex producer's, as the desktop
- * composer does: the same (kind, start, end) once, the chip's version kept, sorted by start. */
+ * composer does, sorted by start: a typed token that overlaps a chip is dropped, the
+ * chip being what the person chose (a chip followed directly by text makes a longer
+ * token, e.g. "/summarizex", that would overlap it and be refused). */
 export function mergeNodes(chips: ComposerNode[], regex: ComposerNode[]): ComposerNode[] {
-  const seen = new Set(chips.map((n) => `${n.kind}:${n.start}:${n.end}`))
-  const all = [...chips, ...regex.filter((n) => !seen.has(`${n.kind}:${n.start}:${n.end}`))]
-  return all.sort((a, b) => a.start - b.start)
+  const free = regex.filter((n) => !chips.some((c) => n.start < c.end && c.start < n.end || (n.start === c.start && n.end === c.end)))
+  return [...chips, ...free].sort((a, b) => a.start - b.start)
 }

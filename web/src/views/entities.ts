@@ -1,7 +1,7 @@
 // The entity list, live from the `entities` shape (spawns, kills, status and tag changes
 // show without a reload), with filters, and the spawn form.
 
-import { h, clear, formatTime } from "../dom"
+import { h, clear, formatTime, keepFocus } from "../dom"
 import { api, entityPath } from "../http"
 import { followShape, type Stop } from "../live"
 import { argsForm, type ArgsForm } from "./schemaform"
@@ -21,7 +21,9 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
   const typeFilter = h("select", { id: "filter-type" }, h("option", { value: "" }, "any type"))
   const statusFilter = h("select", { id: "filter-status" }, STATUSES.map((s) => h("option", { value: s }, s || "any status")))
   const tagFilter = h("input", { id: "filter-tag", type: "text", placeholder: "key=value" })
-  typeFilter.value = query.get("type") ?? ""
+  // The type asked for (the URL's ?type=) is kept apart from the select, which has no
+  // options until the types arrive.
+  let wantedType = query.get("type") ?? ""
   statusFilter.value = query.get("status") ?? ""
   tagFilter.value = query.get("tag") ?? ""
   const listErrors = errorBox()
@@ -63,8 +65,13 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
         more),
       spawnForm)))
 
+  let argsFor = ""
   const renderArgs = () => {
     const t = types.find((x) => x.name === spawnType.value)
+    // a change to another type leaves the fields being filled in alone
+    const key = `${spawnType.value}\u0000${JSON.stringify(t?.creation_schema ?? null)}`
+    if (key === argsFor) return
+    argsFor = key
     args = argsForm(t?.creation_schema ?? null, "spawn-arg")
     clear(argsSlot)
     argsSlot.appendChild(args.el)
@@ -96,16 +103,18 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
         h("td", {}, tags.map(([k, v]) => h("span", { class: "tag" }, `${k}: ${String(v)}`))),
         h("td", {}, formatTime(Number(r.created_at)))))
     }
-    clear(body)
-    body.appendChild(frag)
+    keepFocus(body, "data-url", () => {
+      clear(body)
+      body.appendChild(frag)
+    })
   }
 
   const follow = () => {
     stopList?.()
     const conds: string[] = []
     const params: string[] = []
-    if (typeFilter.value) {
-      params.push(typeFilter.value)
+    if (wantedType) {
+      params.push(wantedType)
       conds.push(`type = $${params.length}`)
     }
     if (statusFilter.value) {
@@ -113,7 +122,7 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
       conds.push(`status = $${params.length}`)
     }
     const q = new URLSearchParams()
-    if (typeFilter.value) q.set("type", typeFilter.value)
+    if (wantedType) q.set("type", wantedType)
     if (statusFilter.value) q.set("status", statusFilter.value)
     if (tagFilter.value) q.set("tag", tagFilter.value)
     history.replaceState(null, "", `${location.pathname}${q.size ? "?" + q : ""}`)
@@ -127,7 +136,10 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
       render()
     }, (err) => showError(listErrors, err))
   }
-  typeFilter.addEventListener("change", follow)
+  typeFilter.addEventListener("change", () => {
+    wantedType = typeFilter.value
+    follow()
+  })
   statusFilter.addEventListener("change", follow)
   tagFilter.addEventListener("input", () => {
     render()
@@ -140,7 +152,6 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
 
   stops.push(followShape({ table: "entity_types", columns: ["name", "creation_schema"] }, (r) => {
     types = (r as any[]).slice().sort((a, b) => (a.name < b.name ? -1 : 1))
-    const keepFilter = typeFilter.value
     const keepSpawn = spawnType.value || query.get("spawn") || ""
     clear(typeFilter)
     typeFilter.appendChild(h("option", { value: "" }, "any type"))
@@ -149,7 +160,8 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
       typeFilter.appendChild(h("option", { value: t.name }, t.name))
       spawnType.appendChild(h("option", { value: t.name }, t.name))
     }
-    typeFilter.value = keepFilter
+    if (wantedType && !types.some((t) => t.name === wantedType)) typeFilter.appendChild(h("option", { value: wantedType }, wantedType))
+    typeFilter.value = wantedType
     if (types.some((t) => t.name === keepSpawn)) spawnType.value = keepSpawn
     spawnButton.disabled = types.length === 0
     renderArgs()

@@ -12,7 +12,8 @@ import { errorBox, showError } from "./errors"
 const ACCEPTING = new Set(["idle", "running", "paused", "spawning"])
 
 export function entityView(root: HTMLElement, type: string, id: string): Stop {
-  const url = `/${type}/${id}`
+  const url = `/${type}/${id}` // the entity's URL, as rows and filters name it
+  const path = `/${encodeURIComponent(type)}/${encodeURIComponent(id)}` // and as a request path
   const stops: Stop[] = []
   let firstTimeline = false
   let firstCommands = false
@@ -85,9 +86,15 @@ export function entityView(root: HTMLElement, type: string, id: string): Stop {
     for (const b of actions.querySelectorAll("button")) (b as HTMLButtonElement).disabled = row.status === "killed"
   }, (err) => showError(errors, err)))
 
-  stops.push(followStream(`${url}/main`, (events, meta) => {
+  stops.push(followStream(`${path}/main`, (events, meta) => {
     const t0 = performance.now()
-    timeline.append(events, !firstTimeline)
+    if (firstTimeline) {
+      timeline.append(events)
+    } else {
+      // the catch-up read may take many batches: render once it is complete
+      timeline.hold(events)
+      if (meta.upToDate) timeline.showHeld()
+    }
     measure("console:timeline-batch", t0)
     if (meta.upToDate && !firstTimeline) {
       performance.mark("console:timeline-ready")
@@ -96,7 +103,7 @@ export function entityView(root: HTMLElement, type: string, id: string): Stop {
     }
   }, (err) => showError(errors, err)))
 
-  stops.push(followCommands(url, (cmds) => {
+  stops.push(followCommands(path, (cmds) => {
     const t0 = performance.now()
     composer.setCommands(cmds)
     renderCommands(commandsBody, cmds)

@@ -6,7 +6,17 @@ import { h, formatTime } from "../dom"
 import type { StreamEvent } from "../live"
 import type { ComposerNode } from "../composer/grammar"
 
+/** renderEvent renders one event; one a handler wrote in an unexpected shape is shown
+ * as its JSON rather than stopping the timeline. */
 export function renderEvent(ev: StreamEvent): HTMLLIElement {
+  try {
+    return renderKnown(ev)
+  } catch {
+    return h("li", { class: "ev ev-unrenderable" }, h("div", { class: "ev-meta" }, h("span", { class: "ev-type" }, "event")), details(ev))
+  }
+}
+
+function renderKnown(ev: StreamEvent): HTMLLIElement {
   const op = ev.headers?.operation ?? ""
   const time = formatTime(ev.headers?.timestamp ?? ev.value?.timestamp)
   const li = h("li", { class: `ev ev-${cssName(ev.type ?? "event")} op-${op}`, "data-type": ev.type ?? "", "data-key": ev.key ?? "" })
@@ -16,8 +26,8 @@ export function renderEvent(ev: StreamEvent): HTMLLIElement {
   return li
 }
 
-function cssName(s: string): string {
-  return s.replace(/[^a-z0-9_-]/gi, "_")
+function cssName(s: unknown): string {
+  return String(s).replace(/[^a-z0-9_-]/gi, "_")
 }
 
 function label(ev: StreamEvent): string {

@@ -29,23 +29,32 @@ export class TimelineList {
     return this.events.length - this.firstShown
   }
 
-  /** append adds events at the end; the first call renders only the newest page. */
-  append(events: readonly StreamEvent[], follow: boolean): void {
+  /** hold keeps events of the catch-up read (which may come in many batches) without
+   * rendering them; showHeld then renders the newest page of them. */
+  hold(events: readonly StreamEvent[]): void {
+    for (const ev of events) if (!ev.headers?.control) this.events.push(ev)
+  }
+
+  showHeld(): void {
+    this.firstShown = Math.max(0, this.events.length - PAGE)
+    const frag = document.createDocumentFragment()
+    for (let i = this.firstShown; i < this.events.length; i++) frag.appendChild(renderEvent(this.events[i]))
+    this.list.appendChild(frag)
+    this.updateEarlier()
+    this.el.scrollTop = this.el.scrollHeight
+  }
+
+  /** append adds live events at the end, following them when the view was at the end. */
+  append(events: readonly StreamEvent[]): void {
     const fresh = events.filter((ev) => !ev.headers?.control)
     if (fresh.length === 0) return
     const nearBottom = this.el.scrollTop + this.el.clientHeight >= this.el.scrollHeight - 40
     const start = this.events.length
     this.events.push(...fresh)
-    let from = start
-    if (start === 0 && fresh.length > PAGE) {
-      from = fresh.length - PAGE
-      this.firstShown = from
-    }
     const frag = document.createDocumentFragment()
-    for (let i = from; i < this.events.length; i++) frag.appendChild(renderEvent(this.events[i]))
+    for (let i = start; i < this.events.length; i++) frag.appendChild(renderEvent(this.events[i]))
     this.list.appendChild(frag)
-    this.updateEarlier()
-    if (follow || nearBottom) this.el.scrollTop = this.el.scrollHeight
+    if (nearBottom) this.el.scrollTop = this.el.scrollHeight
   }
 
   /** showEarlier renders the page before the first rendered event, keeping the view where it was. */

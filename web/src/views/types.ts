@@ -1,7 +1,7 @@
 // Entity types, live from the `entity_types` shape: their schemas and static commands,
 // and registering or updating one from JSON with the server's error details inline.
 
-import { h, clear } from "../dom"
+import { h, clear, keepFocus } from "../dom"
 import { api } from "../http"
 import { followShape, type Stop } from "../live"
 import { argumentHint } from "../composer/commands"
@@ -42,12 +42,14 @@ export function typesView(root: HTMLElement): Stop {
   const stop = followShape({ table: "entity_types" }, (rows) => {
     showError(listErrors, null)
     const sorted = (rows as any[]).slice().sort((a, b) => (a.name < b.name ? -1 : 1))
-    clear(list)
-    if (sorted.length === 0) list.appendChild(h("p", { class: "muted" }, "No types yet."))
-    for (const t of sorted) list.appendChild(typeCard(t, open, (def) => {
-      editor.value = JSON.stringify(def, null, 2)
-      editor.focus()
-    }))
+    keepFocus(list, "data-type", () => {
+      clear(list)
+      if (sorted.length === 0) list.appendChild(h("p", { class: "muted" }, "No types yet."))
+      for (const t of sorted) list.appendChild(typeCard(t, open, (def) => {
+        editor.value = JSON.stringify(def, null, 2)
+        editor.focus()
+      }))
+    })
   }, (err) => showError(listErrors, err))
 
   async function register(): Promise<void> {
