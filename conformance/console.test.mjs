@@ -267,6 +267,12 @@ describe("the console", () => {
     await page.keyboard.press("Enter") // a new line, not a second insertion over "hello "
     expect(await box.textContent()).toMatch(/^hello \/summarize\n+$/)
     expect(await box.locator(".chip").count()).toBe(1)
+    // the source is what shows: one line break (not the browser's extra trailing one)
+    await page.getByText("Payload as JSON").click()
+    await page.getByRole("button", { name: "Copy from the composer" }).click()
+    expect(JSON.parse(await page.getByLabel("Payload (JSON)").inputValue())).toEqual({ source: "hello /summarize\n",
+      nodes: [{ kind: "slash_command", start: 6, end: 16, raw: "/summarize", name: "summarize" }] })
+    await box.click()
 
     await page.keyboard.press("Control+A")
     await page.keyboard.press("Backspace")

@@ -33,8 +33,11 @@ export type Serialized = { source: string; chips: { start: number; name: string;
 export function serialize(root: Node, chipText?: string): Serialized {
   const out: Serialized = { source: "", chips: [] }
   walk(root, out, chipText)
-  // A browser keeps a lone trailing <br> so that an empty last line shows; it is not text.
-  if (root.lastChild instanceof HTMLBRElement && out.source.endsWith("\n")) out.source = out.source.slice(0, -1)
+  // The box's text ends with one newline more than it shows: a browser keeps a trailing
+  // "\n" (or <br>) after the last line break so that the empty last line shows, and a
+  // final newline alone shows nothing. The source is what shows. (A fragment before the
+  // caret is cut mid-text and keeps all of its newlines.)
+  if (root instanceof HTMLElement && out.source.endsWith("\n")) out.source = out.source.slice(0, -1)
   return out
 }
 
