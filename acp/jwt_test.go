@@ -1,7 +1,6 @@
 package acp_test
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -56,20 +55,7 @@ func TestACPInJWTMode(t *testing.T) {
 
 	status, body = authed(http.MethodGet, "/assistant/j1/main?offset=-1", ada, "")
 	require.Equal(t, http.StatusOK, status, string(body))
-	var events []struct {
-		Type  string `json:"type"`
-		Value struct {
-			From string `json:"from"`
-		} `json:"value"`
-	}
-	require.NoError(t, json.Unmarshal(body, &events))
-	var from []string
-	for _, e := range events {
-		if e.Type == "inbox" {
-			from = append(from, e.Value.From)
-		}
-	}
-	require.Equal(t, []string{"/principal/user%3Aada"}, from)
+	require.Equal(t, []string{"/principal/user%3Aada"}, testserver.InboxSenders(t, body))
 
 	for who, opt := range map[string]func(*acp.Options){
 		"no token": func(o *acp.Options) {},

@@ -2,7 +2,6 @@ package mcpserve_test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -71,15 +70,7 @@ func TestMCPInJWTMode(t *testing.T) {
 
 	status, body = do("GET", "/chat/one/main?offset=-1", "", ada)
 	require.Equal(t, http.StatusOK, status)
-	var events []storedInbox
-	require.NoError(t, json.Unmarshal(body, &events))
-	var from []string
-	for _, ev := range events {
-		if ev.Type == "inbox" {
-			from = append(from, ev.Value.From)
-		}
-	}
-	require.Equal(t, []string{"/principal/user%3Aada"}, from)
+	require.Equal(t, []string{"/principal/user%3Aada"}, testserver.InboxSenders(t, body))
 
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 	// a principal that may not read the entity (the reference's 401 for a refused check)

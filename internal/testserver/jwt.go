@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"os"
 	"path/filepath"
@@ -59,4 +60,29 @@ func (k *JWTKey) Token(t testing.TB, sub string) string {
 		t.Fatal(err)
 	}
 	return tok
+}
+
+// InboxSenders reads a main stream's JSON body and returns each inbox message's sender
+// ("from"), in order: who a message arrived as.
+func InboxSenders(t testing.TB, streamBody []byte) []string {
+	t.Helper()
+	var events []struct {
+		Type  string `json:"type"`
+		Value struct {
+			From string `json:"from"`
+		} `json:"value"`
+		Headers struct {
+			Operation string `json:"operation"`
+		} `json:"headers"`
+	}
+	if err := json.Unmarshal(streamBody, &events); err != nil {
+		t.Fatalf("testserver: not a stream body: %v", err)
+	}
+	var from []string
+	for _, e := range events {
+		if e.Type == "inbox" && e.Headers.Operation == "insert" {
+			from = append(from, e.Value.From)
+		}
+	}
+	return from
 }
