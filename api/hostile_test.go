@@ -229,6 +229,11 @@ func hostileCases(token string) []hostileCase {
 		c("list: bad status", "GET", "/_electric/entities?status=asleep", nil, bad, invalid),
 		c("list: NUL type", "GET", "/_electric/entities?type=a%00", nil, bad, invalid),
 		c("list: invalid UTF-8 parent", "GET", "/_electric/entities?parent=%FF", nil, bad, invalid),
+		c("list: limit zero", "GET", "/_electric/entities?limit=0", nil, bad, invalid),
+		c("list: limit huge", "GET", "/_electric/entities?limit=99999999999999999999", nil, bad, invalid),
+		c("list: limit not a number", "GET", "/_electric/entities?limit=1e3", nil, bad, invalid),
+		c("list: after unknown", "GET", "/_electric/entities?after=/notebook/nope", nil, bad, invalid),
+		c("list: after NUL", "GET", "/_electric/entities?after=/notebook/a%00", nil, bad, invalid),
 		c("wake status: unknown", "GET", "/_electric/entities/notebook/ghost/wake", nil, nf, "NOT_FOUND"),
 
 		// --- inbox edits
@@ -389,6 +394,9 @@ func hostileCases(token string) []hostileCase {
 		c("shape: offset without handle", "GET", "/_electric/electric/v1/shape?table=entities&offset=1_0", nil, bad, invalid),
 		c("shape: unknown column", "GET", "/_electric/electric/v1/shape?table=entities&offset=-1&columns=url,write_token", nil, bad, invalid),
 		c("shape: live from -1", "GET", "/_electric/electric/v1/shape?table=entities&offset=-1&live=true", nil, bad, invalid),
+		c("shape: snapshot cursor without key", "GET", "/_electric/electric/v1/shape?table=entities&offset=s1_&handle=h", nil, bad, invalid),
+		c("shape: snapshot cursor not base64", "GET", "/_electric/electric/v1/shape?table=entities&offset=s1_%2A%2A&handle=h", nil, bad, invalid),
+		c("shape: snapshot cursor bad horizon", "GET", "/_electric/electric/v1/shape?table=entities&offset=s-1_YQ&handle=h", nil, bad, invalid),
 		c("serve endpoint: private", "POST", types, `{"name":"srv","serve_endpoint":"http://10.0.0.1/x"}`, bad, invalid),
 		c("serve endpoint: not a URL", "POST", types, `{"name":"srv","serve_endpoint":"::"}`, bad, invalid),
 		c("serve endpoint: unreachable", "POST", types, `{"name":"srv","serve_endpoint":"http://127.0.0.1:1/x"}`,

@@ -148,7 +148,7 @@ func loadConfig(args []string) (*config, error) {
 	dur(&c.DedupeWindow, "dedupe-window", "ENTITYD_DEDUPE_WINDOW", 24*time.Hour, "how long send keys (idempotency keys) are remembered")
 	dur(&c.HistoryRetention, "history-retention", "ENTITYD_HISTORY_RETENTION", 7*24*time.Hour, "how long finished delayed sends and wake failure records are kept")
 	dur(&c.ShapeLogRetention, "shape-log-retention", "ENTITYD_SHAPE_LOG_RETENTION", 24*time.Hour, "how long the changes Electric shapes follow are kept (clients further behind refetch)")
-	num(&c.ShapeSnapshotRows, "shape-snapshot-rows", "ENTITYD_SHAPE_SNAPSHOT_ROWS", 10000, "most rows in one response of an Electric shape's initial snapshot (larger shapes come in pages)")
+	num(&c.ShapeSnapshotRows, "shape-snapshot-rows", "ENTITYD_SHAPE_SNAPSHOT_ROWS", 10000, "most rows in one response of an Electric shape's initial snapshot, at most 100000 (larger shapes come in pages)")
 	num(&c.SlashMaxOwnerBytes, "slash-max-owner-bytes", "ENTITYD_SLASH_MAX_OWNER_BYTES", 256, "longest slash-command owner, in bytes, at most 1024 (422 beyond)")
 	num(&c.SlashMaxOwners, "slash-max-owners", "ENTITYD_SLASH_MAX_OWNERS", 64, "most distinct slash-command owners per entity (422 beyond)")
 	str(&c.DebugAddr, "debug-addr", "ENTITYD_DEBUG_ADDR", "", "serve Go's profiler (pprof) on this address, e.g. 127.0.0.1:6060 (off when empty)")
@@ -183,6 +183,10 @@ func loadConfig(args []string) (*config, error) {
 	if c.SlashMaxOwnerBytes < 1 || c.SlashMaxOwnerBytes > 1024 {
 		// owners are part of an index key; Postgres indexes at most ~2,700 bytes
 		return nil, fmt.Errorf("--slash-max-owner-bytes must be between 1 and 1024")
+	}
+	if c.ShapeSnapshotRows < 1 || c.ShapeSnapshotRows > 100_000 {
+		// one page is held in memory and sent as one response
+		return nil, fmt.Errorf("--shape-snapshot-rows must be between 1 and 100000")
 	}
 	if c.SlashMaxOwners < 1 {
 		return nil, fmt.Errorf("--slash-max-owners must be at least 1")
