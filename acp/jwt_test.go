@@ -1,7 +1,6 @@
 package acp_test
 
 import (
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -27,17 +26,7 @@ func TestACPInJWTMode(t *testing.T) {
 	ada := key.Token(t, "user:ada")
 	authed := func(method, path, token, body string) (int, []byte) {
 		t.Helper()
-		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-		require.NoError(t, err)
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		out, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, out
+		return srv.Call(t, method, path, body, "Authorization", "Bearer "+token)
 	}
 	// the demo type is the server's: an operator lets ada spawn it
 	status, body := authed(http.MethodPost, "/_electric/entity-types/assistant/grants", key.Token(t, "user:root"),

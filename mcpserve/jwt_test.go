@@ -2,9 +2,7 @@ package mcpserve_test
 
 import (
 	"context"
-	"io"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,20 +30,11 @@ func TestMCPInJWTMode(t *testing.T) {
 	ada := key.Token(t, "user:ada")
 	do := func(method, path, body, token string) (int, []byte) {
 		t.Helper()
-		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-		require.NoError(t, err)
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		req.Header.Set("Accept", "application/json, text/event-stream")
+		headers := []string{"Accept", "application/json, text/event-stream"}
 		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
+			headers = append(headers, "Authorization", "Bearer "+token)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		out, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, out
+		return srv.Call(t, method, path, body, headers...)
 	}
 	status, body := do("POST", "/_electric/entity-types", chatType, ada)
 	require.Equal(t, http.StatusCreated, status, string(body))
