@@ -157,21 +157,22 @@ func (s *Service) shape(w http.ResponseWriter, r *http.Request) error {
 		h.Set("electric-schema", req.v.t.schemaHeader(req.v.cols))
 	}
 	var out []message
-	var at position
+	var offset string // where the client continues from
 	switch req.offset {
 	case "-1":
 		rows, c, more, err := snapshot(r.Context(), s.db, req.v, s.opts.SnapshotRows)
 		if err != nil {
 			return err
 		}
-		if out, err = s.afterSnapshotPage(r.Context(), w, req.v, rows, c, more); err != nil {
+		if out, offset, err = s.afterSnapshotPage(r.Context(), w, req.v, rows, c, more); err != nil {
 			return err
 		}
 	case "now":
-		if at, err = s.horizon(r.Context()); err != nil {
+		at, err := s.horizon(r.Context())
+		if err != nil {
 			return err
 		}
-		out = append(out, upToDate(at))
+		out, offset = append(out, upToDate(at)), at.String()
 		h.Set("electric-up-to-date", "")
 	default:
 		if req.cursor != nil {
@@ -180,15 +181,16 @@ func (s *Service) shape(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 			c := snapshotCursor{horizon: req.cursor.horizon, after: last}
-			if out, err = s.afterSnapshotPage(r.Context(), w, req.v, rows, c, more); err != nil {
+			if out, offset, err = s.afterSnapshotPage(r.Context(), w, req.v, rows, c, more); err != nil {
 				return err
 			}
 			break
 		}
-		var exhausted bool
-		if out, at, exhausted, err = s.read(r.Context(), req); err != nil {
+		changed, at, exhausted, err := s.read(r.Context(), req)
+		if err != nil {
 			return err
 		}
+		out, offset = changed, at.String()
 		if exhausted {
 			out = append(out, upToDate(at))
 			h.Set("electric-up-to-date", "")
@@ -197,9 +199,7 @@ func (s *Service) shape(w http.ResponseWriter, r *http.Request) error {
 	if out, err = s.scope(r.Context(), req.v.t.name, out); err != nil {
 		return err
 	}
-	if h.Get("electric-offset") == "" {
-		h.Set("electric-offset", at.String())
-	}
+	h.Set("electric-offset", offset)
 	if out == nil {
 		out = []message{} // a page of a snapshot may hold none of the shape's rows
 	}
@@ -210,25 +210,24 @@ func (s *Service) shape(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// afterSnapshotPage completes a response holding a page of a snapshot: another page
-// follows (the offset is the cursor), or this was the last one and the changes since the
-// first page's horizon follow in the same response, up to date when they are exhausted.
-func (s *Service) afterSnapshotPage(ctx context.Context, w http.ResponseWriter, v *view, rows []message, c snapshotCursor, more bool) ([]message, error) {
+// afterSnapshotPage completes a response holding a page of a snapshot, and returns it
+// with the offset to continue from: another page follows (the cursor), or this was the
+// last one and the changes since the first page's horizon follow in the same response,
+// up to date when they are exhausted.
+func (s *Service) afterSnapshotPage(ctx context.Context, w http.ResponseWriter, v *view, rows []message, c snapshotCursor, more bool) ([]message, string, error) {
 	if more {
-		w.Header().Set("electric-offset", c.String())
-		return rows, nil
+		return rows, c.String(), nil
 	}
 	changed, at, exhausted, err := changes(ctx, s.db, v, position{txid: c.horizon}, s.opts.ChunkRows)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	out := append(rows, changed...)
 	if exhausted {
 		out = append(out, upToDate(at))
 		w.Header().Set("electric-up-to-date", "")
 	}
-	w.Header().Set("electric-offset", at.String())
-	return out, nil
+	return out, at.String(), nil
 }
 
 // scope drops the rows the caller may not see (their changes as well: a shape shows a

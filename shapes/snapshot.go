@@ -60,8 +60,8 @@ type querier interface {
 // snapshotPage reads up to limit rows after key after and renders those in the view.
 // more reports that rows remain after the last one read (last).
 func snapshotPage(ctx context.Context, q querier, v *view, after string, limit int) (out []message, last string, more bool, err error) {
-	sql, args := v.pageQuery(after, limit+1)
-	if len(args) > 2 {
+	sql, args, pushed := v.pageQuery(after, limit+1)
+	if pushed {
 		// With conditions pushed down the best plan depends on their values (a type with
 		// three entities wants its index; one with a million, the key order), which a
 		// generic prepared plan cannot see: send the values inline (pgx quotes them).
@@ -120,11 +120,12 @@ func snapshot(ctx context.Context, db streamdb.DB, v *view, limit int) ([]messag
 }
 
 // pageQuery is the snapshot page query with the where's equality conditions on the
-// table's filter columns added (= and IN; the others are left to where.match).
-func (v *view) pageQuery(after string, limit int) (string, []any) {
+// table's filter columns added (= and IN; the others are left to where.match); pushed
+// reports that there were any.
+func (v *view) pageQuery(after string, limit int) (sql string, args []any, pushed bool) {
 	var b strings.Builder
 	b.WriteString(v.t.rows)
-	args := []any{after}
+	args = []any{after}
 	for _, c := range v.where {
 		col, ok := v.t.filters[c.column]
 		if !ok || (c.op != "=" && c.op != "in") {
@@ -132,8 +133,9 @@ func (v *view) pageQuery(after string, limit int) (string, []any) {
 		}
 		args = append(args, c.values)
 		fmt.Fprintf(&b, " AND %s = ANY($%d::text[])", col, len(args))
+		pushed = true
 	}
 	args = append(args, limit)
 	fmt.Fprintf(&b, " ORDER BY key LIMIT $%d", len(args))
-	return b.String(), args
+	return b.String(), args, pushed
 }

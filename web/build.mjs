@@ -19,7 +19,7 @@ await build({
   entryPoints: [join(here, "src", "main.ts")],
   outfile: join(out, "app.js"),
   bundle: true,
-  minify: !process.env.NO_MINIFY,
+  minify: !process.env.NO_MINIFY, // NO_MINIFY=1 node build.mjs: readable names for profiling
   format: "esm",
   target: "es2022",
   platform: "browser",
