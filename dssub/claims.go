@@ -7,8 +7,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/streamdb"
@@ -57,25 +60,45 @@ type Ack struct {
 // ClaimWake verifies a handler's claim on the current wake wakeID and mints a write token
 // (replacing the subscription's earlier one). The token writes to the streams the wake
 // lists while the wake is current; the next wake fences it.
+//
+// A claim is one statement without a transaction of its own: every wake of a webhook
+// handler makes one, and a locked read-then-write would also make the webhook's answer
+// wait for it. Only a refused claim reads the subscription again, to say why.
 func (s *Service) ClaimWake(ctx context.Context, cb WakeCallback) (writeToken string, err error) {
-	err = s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
-		sb, err := scanSub(tx.QueryRow(ctx, sqlLockSubByWake, cb.WakeID))
-		if err != nil {
-			return err
-		}
-		if sb == nil {
-			return ErrWakeNotCurrent
-		}
-		if err := s.fence(cb.Token, sb, cb.request(nil)); err != nil {
-			return err
-		}
-		var raw [24]byte
-		_, _ = rand.Read(raw[:])
-		writeToken = "wt_" + base64.RawURLEncoding.EncodeToString(raw[:])
-		_, err = tx.Exec(ctx, sqlUpsertWriteToken, sb.ID, tokenHash(writeToken), sb.WakeID, sb.Generation)
+	claims, ok := s.keys.Load().verifyToken(cb.Token)
+	if !ok || claims.WakeID != cb.WakeID || claims.Generation != cb.Generation {
+		return "", s.claimRefused(ctx, cb)
+	}
+	var raw [24]byte
+	_, _ = rand.Read(raw[:])
+	writeToken = "wt_" + base64.RawURLEncoding.EncodeToString(raw[:])
+	var id string
+	err = s.pool.QueryRow(ctx, sqlClaimWriteToken, cb.WakeID, claims.Sub, claims.Generation, tokenHash(writeToken)).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", s.claimRefused(ctx, cb)
+	}
+	if err != nil {
+		return "", fmt.Errorf("dssub: claim a write token: %w", err)
+	}
+	return writeToken, nil
+}
+
+// claimRefused says why a claim was refused: the wake is no subscription's current one,
+// the token is not the wake's, or the wake moved on to another generation.
+func (s *Service) claimRefused(ctx context.Context, cb WakeCallback) error {
+	sb, err := scanSub(s.pool.QueryRow(ctx, sqlSelectSubByWake, cb.WakeID))
+	if err != nil {
 		return err
-	})
-	return writeToken, err
+	}
+	if sb == nil {
+		return ErrWakeNotCurrent
+	}
+	if err := s.fence(cb.Token, sb, cb.request(nil)); err != nil {
+		return err
+	}
+	// The wake is current and the token its own, yet the statement refused it: only a
+	// later claim of a later generation can have done that, so this one is stale.
+	return fail(http.StatusConflict, codeFenced, "Wake generation is stale").WithExtra(map[string]any{"generation": sb.Generation})
 }
 
 // Callback is a heartbeat (keeps the lease, moves cursors) or, with Done, the end of the

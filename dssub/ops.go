@@ -362,12 +362,9 @@ func (s *Service) ack(ctx context.Context, id, token string, req *ackRequest, pu
 			if job, err = s.startWake(ctx, tx, sb, links); err != nil {
 				return err
 			}
+			// The wake's write token row stays until the next claim replaces it: it
+			// authorises nothing once its wake is not current (WriteTokenHolds).
 			nextWake = sb.WakeID != ""
-			if req.byWake {
-				if _, err := tx.Exec(ctx, sqlDeleteWakeWriteTokens, sb.ID, *req.WakeID); err != nil {
-					return err
-				}
-			}
 		} else {
 			lease := sb.now.Add(sb.leaseTTL())
 			sb.LeaseUntil, sb.DueAt = &lease, &lease

@@ -51,7 +51,6 @@ var (
 	sqlUpdateWakeState       = queries.Get("UpdateWakeState")
 	sqlRebaseLinks           = queries.Get("RebaseLinks")
 	sqlSelectLinks           = queries.Get("SelectLinks")
-	sqlClearWakeSnapshot     = queries.Get("ClearWakeSnapshot")
 	sqlTakeWakeSnapshot      = queries.Get("TakeWakeSnapshot")
 	sqlAckSnapshot           = queries.Get("AckSnapshot")
 	sqlUpdateAcked           = queries.Get("UpdateAcked")
@@ -67,8 +66,8 @@ var (
 	sqlSelectSub       = queries.Get("SelectSub")
 
 	// claims.go
-	sqlLockSubByWake         = queries.Get("LockSubByWake")
-	sqlUpsertWriteToken      = queries.Get("UpsertWriteToken")
-	sqlDeleteWakeWriteTokens = queries.Get("DeleteWakeWriteTokens")
-	sqlWriteTokenHolds       = queries.Get("WriteTokenHolds")
+	sqlLockSubByWake   = queries.Get("LockSubByWake")
+	sqlClaimWriteToken = queries.Get("ClaimWriteToken")
+	sqlSelectSubByWake = queries.Get("SelectSubByWake")
+	sqlWriteTokenHolds = queries.Get("WriteTokenHolds")
 )

@@ -269,12 +269,6 @@ func snapshot(ctx context.Context, q querier, id string, links []*link) error {
 			paths, seqs, poss = append(paths, l.Path), append(seqs, l.Tail.Seq), append(poss, l.Tail.Pos)
 		}
 	}
-	if _, err := q.Exec(ctx, sqlClearWakeSnapshot, id); err != nil {
-		return fmt.Errorf("dssub: clear wake snapshot: %w", err)
-	}
-	if len(paths) == 0 {
-		return nil
-	}
 	if _, err := q.Exec(ctx, sqlTakeWakeSnapshot, id, paths, seqs, poss); err != nil {
 		return fmt.Errorf("dssub: record wake snapshot: %w", err)
 	}

@@ -24,14 +24,15 @@ SELECT l.path, l.explicit, l.glob, l.stream_id, l.acked_seq, l.acked_pos,
   WHERE l.subscription_id = $1
   ORDER BY l.path
 
--- name: ClearWakeSnapshot
-UPDATE ds_subscription_streams SET wake_seq = NULL, wake_pos = NULL
-  WHERE subscription_id = $1 AND wake_seq IS NOT NULL
-
 -- name: TakeWakeSnapshot
-UPDATE ds_subscription_streams l SET wake_seq = u.seq, wake_pos = u.pos
-  FROM unnest($2::text[], $3::bigint[], $4::bigint[]) AS u(path, seq, pos)
-  WHERE l.subscription_id = $1 AND l.path = u.path
+-- The tails a new wake lists ($2..$4) replace the previous wake's: listed links get
+-- theirs, every other link of subscription $1 none. One statement, not a clear and a set.
+UPDATE ds_subscription_streams l SET wake_seq = k.seq, wake_pos = k.pos
+  FROM (SELECT x.path, u.seq, u.pos FROM ds_subscription_streams x
+          LEFT JOIN unnest($2::text[], $3::bigint[], $4::bigint[]) AS u(path, seq, pos) ON u.path = x.path
+          WHERE x.subscription_id = $1) k
+  WHERE l.subscription_id = $1 AND l.path = k.path
+    AND (k.seq IS NOT NULL OR l.wake_seq IS NOT NULL)
 
 -- name: AckSnapshot
 UPDATE ds_subscription_streams SET acked_seq = wake_seq, acked_pos = wake_pos

@@ -1,0 +1,95 @@
+package dssub
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/entityd/entityd/internal/httpx"
+)
+
+// A claim is one statement without a lock: these are the answers it must still give.
+func TestClaimWakeAnswers(t *testing.T) {
+	h := startHarness(t, "", testOptions())
+	ctx := context.Background()
+	rc := newReceiver(t, answerAlways(200, `{}`))
+	h.createSub("cl", webhookConfig(rc.URL))
+	h.createStream("events/cl", `{"event":"created"}`)
+	first := rc.next(5 * time.Second).Body
+	cb := WakeCallback{WakeID: first.WakeID, Token: first.CallbackToken, Generation: first.Generation}
+
+	token, err := h.Svc.ClaimWake(ctx, cb)
+	if err != nil || token == "" {
+		t.Fatalf("claim of the current wake: %q %v", token, err)
+	}
+	if ok, err := h.Svc.CheckWriteToken(ctx, "/events/cl", token); err != nil || !ok {
+		t.Fatalf("the claimed token writes to the wake's stream: %v %v", ok, err)
+	}
+	again, err := h.Svc.ClaimWake(ctx, cb)
+	if err != nil || again == token {
+		t.Fatalf("a second claim of the same wake gives a new token: %q %v", again, err)
+	}
+	if ok, _ := h.Svc.CheckWriteToken(ctx, "/events/cl", token); ok {
+		t.Fatal("the replaced token still writes")
+	}
+
+	wantCode := func(what string, err error, status int, code string) {
+		t.Helper()
+		var he *httpx.Error
+		if !errors.As(err, &he) || he.Status != status || he.Code != code {
+			t.Fatalf("%s: want %d %s, got %v", what, status, code, err)
+		}
+	}
+	bad := cb
+	bad.Token += "x"
+	wantCode("a forged token", errOf(h.Svc.ClaimWake(ctx, bad)), http.StatusUnauthorized, codeTokenInvalid)
+	stale := cb
+	stale.Generation++
+	wantCode("a generation that is not the token's", errOf(h.Svc.ClaimWake(ctx, stale)), http.StatusConflict, codeFenced)
+
+	// Done ends the wake; the next append starts another. The first wake's claim and its
+	// token are fenced, and the second wake's claim works.
+	r := callback(h, first, map[string]any{"wake_id": first.WakeID, "generation": first.Generation, "done": true})
+	if r.Status != http.StatusOK {
+		t.Fatalf("done: %d %s", r.Status, r.Body)
+	}
+	if _, err := h.Svc.ClaimWake(ctx, cb); !errors.Is(err, ErrWakeNotCurrent) {
+		t.Fatalf("claim of an ended wake: %v", err)
+	}
+	if ok, _ := h.Svc.CheckWriteToken(ctx, "/events/cl", again); ok {
+		t.Fatal("an ended wake's token still writes")
+	}
+	h.appendStream("events/cl", `{"event":"more"}`)
+	second := rc.next(5 * time.Second).Body
+	if second.Generation <= first.Generation {
+		t.Fatalf("generation %d after %d", second.Generation, first.Generation)
+	}
+	next, err := h.Svc.ClaimWake(ctx, WakeCallback{WakeID: second.WakeID, Token: second.CallbackToken, Generation: second.Generation})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The race the statement guards against: a claim of the first wake that read the
+	// subscription while that wake was current, and writes after the second wake's claim.
+	// Replayed by putting the subscription back to the first wake for the claim's read:
+	// the row of the later generation must not be replaced.
+	_, err = h.Pool.Exec(ctx, `UPDATE ds_subscriptions SET wake_id = $2, generation = $3 WHERE id = $1`,
+		"cl", first.WakeID, first.Generation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	err = h.Pool.QueryRow(ctx, `WITH c AS (`+sqlClaimWriteToken+`) SELECT count(*) FROM c`,
+		first.WakeID, "cl", first.Generation, tokenHash("wt_stale")).Scan(&n)
+	if err != nil || n != 0 {
+		t.Fatalf("a stale claim replaced a later wake's token: %d rows, %v", n, err)
+	}
+	var gen int64
+	if err := h.Pool.QueryRow(ctx, `SELECT generation FROM ds_write_tokens WHERE token_hash = $1`, tokenHash(next)).Scan(&gen); err != nil || gen != second.Generation {
+		t.Fatalf("the second wake's token row: generation %d, %v", gen, err)
+	}
+}
+
+func errOf(_ string, err error) error { return err }
