@@ -52,7 +52,7 @@ func (t *Tx) Create(ctx context.Context, path string, cfg CreateConfig, initial 
 	}
 	// Serialize creates of one path: without it two concurrent creates both find no row
 	// and the second fails on the unique path instead of finding the first's stream.
-	if _, err := t.tx.Exec(ctx, sqlLockPath, createLockClass, path); err != nil {
+	if _, err := t.Exec(ctx, sqlLockPath, createLockClass, path); err != nil {
 		return nil, false, fmt.Errorf("streamdb: lock path: %w", err)
 	}
 	existing, err := t.lockByPath(ctx, path)
@@ -91,7 +91,7 @@ func (t *Tx) Create(ctx context.Context, path string, cfg CreateConfig, initial 
 		forkSource = &m.ForkSourceID
 	}
 	m.Tail = Offset{Seq: m.ForkSeq, Pos: m.ForkPos}
-	err = t.tx.QueryRow(ctx, sqlInsertStream,
+	err = t.QueryRow(ctx, sqlInsertStream,
 		path, m.ContentType, m.Tail.Seq, m.Tail.Pos, m.TTLSeconds, m.ExpiresAt,
 		forkSource, m.ForkSeq, m.ForkPos, m.ForkOffset, m.ForkSubOffset).Scan(&m.ID, &m.LastAccessAt, &m.CreatedAt)
 	if err != nil {
@@ -165,7 +165,7 @@ func (t *Tx) planFork(ctx context.Context, m *Meta, cfg CreateConfig, now time.T
 			prefix = [][]byte{next[:sub]}
 		}
 	}
-	if _, err := t.tx.Exec(ctx, sqlRefFork, src.ID); err != nil {
+	if _, err := t.Exec(ctx, sqlRefFork, src.ID); err != nil {
 		return nil, err
 	}
 	return prefix, nil
@@ -182,7 +182,7 @@ func (t *Tx) offsetAt(ctx context.Context, m *Meta, seq int64) (Offset, error) {
 		}
 		if !m.IsFork() || seq > m.ForkSeq {
 			var pos int64
-			err := t.tx.QueryRow(ctx, sqlOffsetAt, m.ID, seq).Scan(&pos)
+			err := t.QueryRow(ctx, sqlOffsetAt, m.ID, seq).Scan(&pos)
 			if err != nil {
 				return Offset{}, fmt.Errorf("streamdb: offset of message %d: %w", seq, err)
 			}
@@ -206,7 +206,7 @@ func (t *Tx) messageAt(ctx context.Context, m *Meta, seq int64) ([]byte, error) 
 		m = src
 	}
 	var data []byte
-	err := t.tx.QueryRow(ctx, sqlMessageAt, m.ID, seq).Scan(&data)
+	err := t.QueryRow(ctx, sqlMessageAt, m.ID, seq).Scan(&data)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -214,7 +214,7 @@ func (t *Tx) messageAt(ctx context.Context, m *Meta, seq int64) ([]byte, error) 
 }
 
 func (t *Tx) lockByPath(ctx context.Context, path string) (*Meta, error) {
-	m, err := scanMeta(t.tx.QueryRow(ctx, sqlLockStream, path))
+	m, err := scanMeta(t.QueryRow(ctx, sqlLockStream, path))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -225,7 +225,7 @@ func (t *Tx) lockByPath(ctx context.Context, path string) (*Meta, error) {
 }
 
 func (t *Tx) metaByID(ctx context.Context, id int64) (*Meta, error) {
-	m, err := scanMeta(t.tx.QueryRow(ctx, sqlMetaByID, id))
+	m, err := scanMeta(t.QueryRow(ctx, sqlMetaByID, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}

@@ -52,7 +52,7 @@ func (t *Tx) Delete(ctx context.Context, path string) error {
 		return err
 	}
 	if m.Refcount > 0 {
-		if _, err := t.tx.Exec(ctx, sqlSoftDelete, m.ID); err != nil {
+		if _, err := t.Exec(ctx, sqlSoftDelete, m.ID); err != nil {
 			return fmt.Errorf("streamdb: soft-delete stream: %w", err)
 		}
 		t.gone = append(t.gone, m.ID)
@@ -71,7 +71,7 @@ func (t *Tx) hardDelete(ctx context.Context, m *Meta) error {
 			sqlDeleteDedupe,
 			sqlDeleteStream,
 		} {
-			if _, err := t.tx.Exec(ctx, q, m.ID); err != nil {
+			if _, err := t.Exec(ctx, q, m.ID); err != nil {
 				return fmt.Errorf("streamdb: delete stream: %w", err)
 			}
 		}
@@ -80,7 +80,7 @@ func (t *Tx) hardDelete(ctx context.Context, m *Meta) error {
 			return nil
 		}
 		var src *Meta
-		row := t.tx.QueryRow(ctx, sqlUnrefFork, m.ForkSourceID)
+		row := t.QueryRow(ctx, sqlUnrefFork, m.ForkSourceID)
 		var id int64
 		if err := row.Scan(&id); err != nil {
 			return fmt.Errorf("streamdb: release fork source: %w", err)

@@ -7,15 +7,23 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Tx is a transaction that can append to streams and write the caller's own tables
 // together, for operations that must be atomic across both (spawning an entity with its
 // stream, a signal that changes a status and appends an event, a handler's output with
 // its acknowledgement). Readers are notified after it commits.
+//
+// A Tx costs no round trip of its own: BEGIN goes to Postgres with the first statement,
+// and COMMIT with the statements queued by ExecLater (like the group-commit lanes, which
+// send BEGIN with their reads and COMMIT with their writes).
 type Tx struct {
 	store *Store
-	tx    pgx.Tx
+	conn  *pgxpool.Conn
+	begun bool // BEGIN was sent
+	// later are statements queued by ExecLater, not sent yet.
+	later pgx.Batch
 	w     writeSet
 	gone  []int64
 }
@@ -42,31 +50,102 @@ func (s *Store) WithTx(ctx context.Context, fn func(ctx context.Context, tx *Tx)
 }
 
 func (s *Store) runTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) (*Tx, error) {
-	pgtx, err := s.pool.BeginTx(ctx, pgx.TxOptions{})
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("streamdb: begin: %w", err)
 	}
-	defer func() { _ = pgtx.Rollback(context.WithoutCancel(ctx)) }()
-	t := &Tx{store: s, tx: pgtx}
+	t := &Tx{store: s, conn: conn}
+	committed := false
+	defer func() {
+		if t.begun && !committed {
+			// Open or failed: end it before the connection is reused, and drop the
+			// connection if even that fails.
+			if _, err := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
+				conn.Conn().Close(context.WithoutCancel(ctx))
+			}
+		}
+		conn.Release()
+	}()
 	if err := fn(ctx, t); err != nil {
 		return nil, err
 	}
 	if (!t.w.empty() || len(t.gone) > 0) && s.notifyNeeded() {
-		if _, err := pgtx.Exec(ctx, sqlNotify, s.opts.NotifyChannel, s.notifyPayload(&t.w, t.gone...)); err != nil {
+		t.ExecLater(sqlNotify, s.opts.NotifyChannel, s.notifyPayload(&t.w, t.gone...))
+	}
+	if !t.begun && t.later.Len() == 0 {
+		return t, nil // nothing was run: nothing to commit
+	}
+	tag, err := t.run(ctx, "COMMIT")
+	if err != nil {
+		return nil, fmt.Errorf("streamdb: commit: %w", err)
+	}
+	committed = true
+	if tag.String() == "ROLLBACK" { // the transaction had failed: Postgres rolled it back
+		return nil, fmt.Errorf("streamdb: commit: %w", pgx.ErrTxCommitRollback)
+	}
+	return t, nil
+}
+
+// ExecLater queues a statement whose result the caller does not read (a write of its own
+// tables). Queued statements go to Postgres together with the next statement run through
+// t, or with the commit, in one round trip; an error of one of them fails that
+// statement, or the commit, and so the transaction.
+func (t *Tx) ExecLater(sql string, args ...any) { t.later.Queue(sql, args...) }
+
+// pending takes what has to be sent before a statement: BEGIN, when it was not sent yet,
+// and the queued statements.
+func (t *Tx) pending() *pgx.Batch {
+	b := &pgx.Batch{}
+	if !t.begun {
+		b.Queue("BEGIN")
+		t.begun = true
+	}
+	b.QueuedQueries = append(b.QueuedQueries, t.later.QueuedQueries...)
+	t.later = pgx.Batch{}
+	return b
+}
+
+// send sends what is pending followed by sql, and reads the results of everything but
+// sql, which the caller reads from the returned results (and then closes them).
+func (t *Tx) send(ctx context.Context, sql string, args ...any) (pgx.BatchResults, error) {
+	b := t.pending()
+	b.Queue(sql, args...)
+	br := t.conn.SendBatch(ctx, b)
+	for range b.Len() - 1 {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
 			return nil, err
 		}
 	}
-	if err := pgtx.Commit(ctx); err != nil {
-		return nil, fmt.Errorf("streamdb: commit: %w", err)
+	return br, nil
+}
+
+// run sends what is pending and sql, in one round trip.
+func (t *Tx) run(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	br, err := t.send(ctx, sql, args...)
+	if err != nil {
+		return pgconn.CommandTag{}, err
 	}
-	return t, nil
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
+}
+
+// SendBatch sends what is pending and b in one round trip (for runAppends, which only
+// closes the results).
+func (t *Tx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	all := t.pending()
+	all.QueuedQueries = append(all.QueuedQueries, b.QueuedQueries...)
+	return t.conn.SendBatch(ctx, all)
 }
 
 // Append appends within the transaction, with the same rules as Store.Append. An error
 // about the request (not found, closed, producer fencing, ...) leaves the transaction
 // usable; the caller decides whether to abort.
 func (t *Tx) Append(ctx context.Context, req *AppendRequest) (AppendResult, error) {
-	results, errs, w, err := t.store.runAppends(ctx, t.tx, time.Now(), []*AppendRequest{req}, false)
+	results, errs, w, err := t.store.runAppends(ctx, t, time.Now(), []*AppendRequest{req}, false)
 	if err != nil {
 		return AppendResult{}, err
 	}
@@ -78,20 +157,76 @@ func (t *Tx) Append(ctx context.Context, req *AppendRequest) (AppendResult, erro
 
 // Exec runs a statement of the caller's own in the transaction.
 func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	return t.tx.Exec(ctx, sql, args...)
+	return t.run(ctx, sql, args...)
 }
 
 // Query runs a query of the caller's own in the transaction.
 func (t *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	return t.tx.Query(ctx, sql, args...)
+	br, err := t.send(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	return &batchRows{Rows: rows, br: br}, nil
 }
 
 // QueryRow runs a single-row query of the caller's own in the transaction.
 func (t *Tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	return t.tx.QueryRow(ctx, sql, args...)
+	br, err := t.send(ctx, sql, args...)
+	if err != nil {
+		return errRow{err}
+	}
+	return batchRow{br.QueryRow(), br}
 }
 
-// SendBatch sends a batch of the caller's own statements in the transaction.
-func (t *Tx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	return t.tx.SendBatch(ctx, b)
+// batchRows and batchRow close the batch a query was sent in once it has been read (the
+// connection takes no other statement until then).
+type batchRows struct {
+	pgx.Rows
+	br  pgx.BatchResults
+	err error
 }
+
+func (r *batchRows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.Close()
+	return false
+}
+
+func (r *batchRows) Close() {
+	r.Rows.Close()
+	if err := r.br.Close(); err != nil && r.err == nil {
+		r.err = err
+	}
+}
+
+func (r *batchRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	return r.err
+}
+
+type batchRow struct {
+	row pgx.Row
+	br  pgx.BatchResults
+}
+
+func (r batchRow) Scan(dest ...any) error {
+	err := r.row.Scan(dest...)
+	if cerr := r.br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// errRow carries a failure to a caller that reads its row later.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
