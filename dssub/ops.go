@@ -312,9 +312,7 @@ func applyAcks(ctx context.Context, tx *streamdb.Tx, sb *sub, links []*link, req
 		moves = append(moves, move{l, c})
 	}
 	for _, m := range moves {
-		if err := setAcked(ctx, tx, sb.ID, m.l, m.c); err != nil {
-			return err
-		}
+		setAcked(tx, sb.ID, m.l, m.c)
 		m.l.Acked = m.c
 	}
 	return nil
@@ -373,7 +371,8 @@ func (s *Service) ack(ctx context.Context, id, token string, req *ackRequest, pu
 				sb.RetryCount, sb.Status, sb.LastError = 0, statusActive, ""
 			}
 		}
-		return saveSub(ctx, tx, sb)
+		saveSub(tx, sb)
+		return nil
 	})
 	if err != nil {
 		return false, err
@@ -425,9 +424,7 @@ func (s *Service) claimWake(ctx context.Context, id, worker string) (*claimed, e
 			}
 		}
 		listed := wakeLinks(links)
-		if err := snapshot(ctx, tx, id, listed); err != nil {
-			return err
-		}
+		snapshot(tx, id, listed)
 		lease := sb.now.Add(sb.leaseTTL())
 		sb.Phase, sb.Holder, sb.LeaseUntil, sb.DueAt = phaseClaimed, worker, &lease, &lease
 		out = &claimed{
@@ -437,7 +434,8 @@ func (s *Service) claimWake(ctx context.Context, id, worker string) (*claimed, e
 			Streams:    infos(listed),
 			LeaseTTLms: sb.LeaseTTLms,
 		}
-		return saveSub(ctx, tx, sb)
+		saveSub(tx, sb)
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -463,7 +461,8 @@ func (s *Service) releaseWake(ctx context.Context, id, token string, req *ackReq
 		if _, err := s.startWake(ctx, tx, sb, nil); err != nil {
 			return err
 		}
-		return saveSub(ctx, tx, sb)
+		saveSub(tx, sb)
+		return nil
 	})
 	if err != nil {
 		return err

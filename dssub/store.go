@@ -121,18 +121,16 @@ func readSub(ctx context.Context, q querier, id string) (*sub, error) {
 	return scanSub(q.QueryRow(ctx, sqlSelectSub, id))
 }
 
-// saveSub writes the wake state of s back, when it changed.
-func saveSub(ctx context.Context, q querier, s *sub) error {
+// saveSub writes the wake state of s back, when it changed. Like the other writes of a
+// wake's transaction it is queued (ExecLater): they reach Postgres together, with the
+// next read or at the commit, in one round trip.
+func saveSub(tx *streamdb.Tx, s *sub) {
 	if s.state() == s.read {
-		return nil
+		return
 	}
-	_, err := q.Exec(ctx, sqlUpdateWakeState,
+	tx.ExecLater(sqlUpdateWakeState,
 		s.ID, s.Status, s.Generation, s.WakeID, s.Phase, s.Holder, s.LeaseUntil, s.NextAttemptAt,
 		s.AttemptUntil, s.DueAt, s.RetryCount, s.AttemptOwner, s.LastError)
-	if err != nil {
-		return fmt.Errorf("dssub: save subscription: %w", err)
-	}
-	return nil
 }
 
 // cursor is an acknowledged position: an offset, or "-1" (before the first message).
@@ -261,7 +259,7 @@ func infos(links []*link) []streamInfo {
 
 // snapshot records the tails a wake tells the consumer about (what a synchronous done
 // acknowledges), replacing the previous wake's.
-func snapshot(ctx context.Context, q querier, id string, links []*link) error {
+func snapshot(tx *streamdb.Tx, id string, links []*link) {
 	var paths []string
 	var seqs, poss []int64
 	for _, l := range links {
@@ -269,32 +267,19 @@ func snapshot(ctx context.Context, q querier, id string, links []*link) error {
 			paths, seqs, poss = append(paths, l.Path), append(seqs, l.Tail.Seq), append(poss, l.Tail.Pos)
 		}
 	}
-	if _, err := q.Exec(ctx, sqlTakeWakeSnapshot, id, paths, seqs, poss); err != nil {
-		return fmt.Errorf("dssub: record wake snapshot: %w", err)
-	}
-	return nil
+	tx.ExecLater(sqlTakeWakeSnapshot, id, paths, seqs, poss)
 }
 
 // ackSnapshot acknowledges what the current wake listed (a receiver's synchronous done);
 // cursors only move forward.
-func ackSnapshot(ctx context.Context, q querier, id string) error {
-	_, err := q.Exec(ctx, sqlAckSnapshot, id)
-	if err != nil {
-		return fmt.Errorf("dssub: acknowledge wake snapshot: %w", err)
-	}
-	return nil
-}
+func ackSnapshot(tx *streamdb.Tx, id string) { tx.ExecLater(sqlAckSnapshot, id) }
 
-func setAcked(ctx context.Context, q querier, id string, l *link, c cursor) error {
+func setAcked(tx *streamdb.Tx, id string, l *link, c cursor) {
 	var streamID *int64
 	if l.StreamID != 0 {
 		streamID = &l.StreamID
 	}
-	_, err := q.Exec(ctx, sqlUpdateAcked, id, l.Path, c.Seq, c.Pos, streamID)
-	if err != nil {
-		return fmt.Errorf("dssub: acknowledge: %w", err)
-	}
-	return nil
+	tx.ExecLater(sqlUpdateAcked, id, l.Path, c.Seq, c.Pos, streamID)
 }
 
 // bumpVersion tells every process that subscriptions changed.

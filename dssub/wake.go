@@ -83,7 +83,8 @@ func (s *Service) evaluate(ctx context.Context, id string) error {
 		if job, err = s.step(ctx, tx, sb); err != nil {
 			return err
 		}
-		return saveSub(ctx, tx, sb)
+		saveSub(tx, sb)
+		return nil
 	})
 	if err == nil {
 		s.committed(sb, job)
@@ -166,9 +167,7 @@ func (s *Service) takeAttempt(ctx context.Context, tx *streamdb.Tx, sb *sub, lin
 		}
 	}
 	listed := wakeLinks(links)
-	if err := snapshot(ctx, tx, sb.ID, listed); err != nil {
-		return nil, err
-	}
+	snapshot(tx, sb.ID, listed)
 	until := sb.now.Add(s.opts.DeliveryTimeout + 5*time.Second)
 	sb.AttemptOwner, sb.AttemptUntil, sb.DueAt = s.procID, &until, &until
 	token := s.keys.Load().mintToken(tokenClaims{Sub: sb.ID, Generation: sb.Generation, WakeID: sb.WakeID})
@@ -353,9 +352,7 @@ func (s *Service) applyResult(ctx context.Context, job *delivery, res result) (*
 		switch {
 		case res.ok && res.done:
 			sb.Status, sb.LastError = statusActive, ""
-			if err := ackSnapshot(ctx, tx, sb.ID); err != nil {
-				return err
-			}
+			ackSnapshot(tx, sb.ID)
 			endWake(sb)
 			if next, err = s.startWake(ctx, tx, sb, nil); err != nil {
 				return err
@@ -388,7 +385,8 @@ func (s *Service) applyResult(ctx context.Context, job *delivery, res result) (*
 				zap.String("wake_id", sb.WakeID), zap.Int("attempt", sb.RetryCount), zap.Duration("retry_in", delay),
 				zap.Error(res.err))
 		}
-		return saveSub(ctx, tx, sb)
+		saveSub(tx, sb)
+		return nil
 	})
 	if err == nil && sb != nil && sb.endedWake() {
 		s.enqueue(sb.ID)
