@@ -72,15 +72,76 @@ func (s *Service) ClaimWake(ctx context.Context, cb WakeCallback) (writeToken st
 	var raw [24]byte
 	_, _ = rand.Read(raw[:])
 	writeToken = "wt_" + base64.RawURLEncoding.EncodeToString(raw[:])
-	var id string
-	err = s.pool.QueryRow(ctx, sqlClaimWriteToken, cb.WakeID, claims.Sub, claims.Generation, tokenHash(writeToken)).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", s.claimRefused(ctx, cb)
-	}
+	stored, err := s.claims.do(ctx, tokenClaim{wakeID: cb.WakeID, sub: claims.Sub, generation: claims.Generation,
+		hash: tokenHash(writeToken)})
 	if err != nil {
 		return "", fmt.Errorf("dssub: claim a write token: %w", err)
 	}
+	if !stored {
+		return "", s.claimRefused(ctx, cb)
+	}
 	return writeToken, nil
+}
+
+// tokenClaim is one claim's write token, for the statement that stores those of many.
+type tokenClaim struct {
+	wakeID, sub string
+	generation  int64
+	hash        []byte
+}
+
+// storeTokens stores the write tokens of claims (ClaimWriteTokens) and reports which were
+// stored. A statement may not name a subscription twice; a second claim of the same
+// subscription in one batch (a handler claiming twice at once) gets a statement of its
+// own, after the first.
+func (s *Service) storeTokens(ctx context.Context, claims []tokenClaim) ([]bool, error) {
+	stored := make([]bool, len(claims))
+	if len(claims) == 0 {
+		return stored, nil
+	}
+	var wakes, subs []string
+	var gens []int64
+	var hashes [][]byte
+	seen := make(map[string]bool, len(claims))
+	var first, again []int // indexes into claims
+	for i, c := range claims {
+		if seen[c.sub] {
+			again = append(again, i)
+			continue
+		}
+		seen[c.sub] = true
+		first = append(first, i)
+		wakes, subs, gens, hashes = append(wakes, c.wakeID), append(subs, c.sub), append(gens, c.generation), append(hashes, c.hash)
+	}
+	rows, err := s.pool.Query(ctx, sqlClaimWriteTokens, wakes, subs, gens, hashes)
+	if err != nil {
+		return nil, err
+	}
+	done, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil {
+		return nil, err
+	}
+	ok := make(map[string]bool, len(done))
+	for _, h := range done {
+		ok[string(h)] = true
+	}
+	for _, i := range first {
+		stored[i] = ok[string(claims[i].hash)]
+	}
+	if len(again) > 0 {
+		rest := make([]tokenClaim, len(again))
+		for j, i := range again {
+			rest[j] = claims[i]
+		}
+		more, err := s.storeTokens(ctx, rest)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range again {
+			stored[i] = more[j]
+		}
+	}
+	return stored, nil
 }
 
 // claimRefused says why a claim was refused: the wake is no subscription's current one,

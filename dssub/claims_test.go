@@ -81,8 +81,8 @@ func TestClaimWakeAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n int
-	err = h.Pool.QueryRow(ctx, `WITH c AS (`+sqlClaimWriteToken+`) SELECT count(*) FROM c`,
-		first.WakeID, "cl", first.Generation, tokenHash("wt_stale")).Scan(&n)
+	err = h.Pool.QueryRow(ctx, `WITH c AS (`+sqlClaimWriteTokens+`) SELECT count(*) FROM c`,
+		[]string{first.WakeID}, []string{"cl"}, []int64{first.Generation}, [][]byte{tokenHash("wt_stale")}).Scan(&n)
 	if err != nil || n != 0 {
 		t.Fatalf("a stale claim replaced a later wake's token: %d rows, %v", n, err)
 	}
@@ -93,3 +93,29 @@ func TestClaimWakeAnswers(t *testing.T) {
 }
 
 func errOf(_ string, err error) error { return err }
+
+// Two claims of one subscription in one statement's batch: the second gets a statement
+// of its own after the first, and its token is the one that writes.
+func TestStoreTokensTwiceForOneSubscription(t *testing.T) {
+	h := startHarness(t, "", testOptions())
+	ctx := context.Background()
+	rc := newReceiver(t, answerAlways(200, `{}`))
+	h.createSub("twice", webhookConfig(rc.URL))
+	h.createStream("events/twice", `{"event":"created"}`)
+	w := rc.next(5 * time.Second).Body
+	a := tokenClaim{wakeID: w.WakeID, sub: "twice", generation: w.Generation, hash: tokenHash("wt_a")}
+	b := a
+	b.hash = tokenHash("wt_b")
+	stale := a
+	stale.generation--
+	stale.hash = tokenHash("wt_stale")
+	stored, err := h.Svc.storeTokens(ctx, []tokenClaim{a, stale, b})
+	if err != nil || !stored[0] || stored[1] || !stored[2] {
+		t.Fatalf("stored %v, %v", stored, err)
+	}
+	for tok, want := range map[string]bool{"wt_a": false, "wt_stale": false, "wt_b": true} {
+		if ok, _ := h.Svc.CheckWriteToken(ctx, "/events/twice", tok); ok != want {
+			t.Fatalf("token %s writes: %v, want %v", tok, ok, want)
+		}
+	}
+}

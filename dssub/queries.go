@@ -59,15 +59,15 @@ var (
 	sqlLinkExplicitFromStart = queries.Get("LinkExplicitFromStart")
 
 	// wake.go
-	sqlAbandonAttempt  = queries.Get("AbandonAttempt")
-	sqlAcceptDelivery  = queries.Get("AcceptDelivery")
-	sqlNewStreamsSince = queries.Get("NewStreamsSince")
-	sqlLockSub         = queries.Get("LockSub")
-	sqlSelectSub       = queries.Get("SelectSub")
+	sqlAbandonAttempt   = queries.Get("AbandonAttempt")
+	sqlAcceptDeliveries = queries.Get("AcceptDeliveries")
+	sqlNewStreamsSince  = queries.Get("NewStreamsSince")
+	sqlLockSub          = queries.Get("LockSub")
+	sqlSelectSub        = queries.Get("SelectSub")
 
 	// claims.go
-	sqlLockSubByWake   = queries.Get("LockSubByWake")
-	sqlClaimWriteToken = queries.Get("ClaimWriteToken")
-	sqlSelectSubByWake = queries.Get("SelectSubByWake")
-	sqlWriteTokenHolds = queries.Get("WriteTokenHolds")
+	sqlLockSubByWake    = queries.Get("LockSubByWake")
+	sqlClaimWriteTokens = queries.Get("ClaimWriteTokens")
+	sqlSelectSubByWake  = queries.Get("SelectSubByWake")
+	sqlWriteTokenHolds  = queries.Get("WriteTokenHolds")
 )

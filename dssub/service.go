@@ -104,6 +104,10 @@ type Service struct {
 
 	clients *outbound.Clients // webhook requests go only where outbound's rules allow
 
+	// statements shared by many wakes: claims' write tokens, webhooks' 2xx answers
+	claims  *coalescer[tokenClaim, bool]
+	accepts *coalescer[acceptedWake, struct{}]
+
 	started atomic.Bool
 	logs    loopLogs
 	stop    context.CancelFunc
@@ -141,6 +145,8 @@ func New(store *streamdb.Store, opts Options) *Service {
 	}
 	s.matcher.Store(emptyMatcher())
 	s.clients = outbound.NewPolicyClients(opts.Outbound)
+	s.claims = newCoalescer(256, s.storeTokens)
+	s.accepts = newCoalescer(256, s.recordAccepted)
 	store.OnCommit(s.observe)
 	return s
 }

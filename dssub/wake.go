@@ -268,6 +268,22 @@ func (s *Service) launch(job *delivery) {
 	}
 }
 
+// acceptedWake is a webhook's 2xx without done, for the statement that records those of
+// many wakes (AcceptDeliveries).
+type acceptedWake struct {
+	sub, wakeID string
+	generation  int64
+}
+
+func (s *Service) recordAccepted(ctx context.Context, wakes []acceptedWake) ([]struct{}, error) {
+	subs, ids, gens := make([]string, len(wakes)), make([]string, len(wakes)), make([]int64, len(wakes))
+	for i, w := range wakes {
+		subs[i], ids[i], gens[i] = w.sub, w.wakeID, w.generation
+	}
+	_, err := s.pool.Exec(ctx, sqlAcceptDeliveries, subs, ids, gens)
+	return make([]struct{}, len(wakes)), err
+}
+
 type result struct {
 	ok, done bool
 	err      error
@@ -334,8 +350,8 @@ func (s *Service) post(ctx context.Context, job *delivery, body []byte) result {
 // a synchronous done acknowledges what the wake listed and starts the next one; another
 // 2xx leaves the wake open for callbacks; a failure schedules a retry.
 func (s *Service) applyResult(ctx context.Context, job *delivery, res result) (*delivery, error) {
-	if res.ok && !res.done { // the common answer of an asynchronous handler: one statement
-		_, err := s.pool.Exec(ctx, sqlAcceptDelivery, job.subID, job.wakeID, job.generation)
+	if res.ok && !res.done { // the common answer of an asynchronous handler: one statement, shared
+		_, err := s.accepts.do(ctx, acceptedWake{job.subID, job.wakeID, job.generation})
 		return nil, err
 	}
 	var next *delivery

@@ -3,19 +3,23 @@
 -- name: LockSubByWake
 SELECT {{subColumns}} FROM ds_subscriptions WHERE wake_id = $1 FOR UPDATE
 
--- name: ClaimWriteToken
--- A claim of wake $1 of subscription $2 at generation $3 stores the hash $4 of its write
--- token, when that wake is the subscription's current one. One statement and no lock on
--- the subscription: a wake that ends meanwhile fences the token anyway (WriteTokenHolds
--- requires the token's wake to be current), and a claim of an earlier wake that read the
--- subscription before it moved on never replaces a later wake's token.
+-- name: ClaimWriteTokens
+-- Claims of wake $1[i] of subscription $2[i] at generation $3[i] store the hash $4[i] of
+-- their write tokens, for the wakes that are their subscription's current one; the hashes
+-- of those stored are returned. One statement for the claims of many wakes (a
+-- subscription appears at most once), and no lock on the subscriptions: a wake that ends
+-- meanwhile fences its token anyway (WriteTokenHolds requires the token's wake to be
+-- current), and a claim of an earlier wake that read the subscription before it moved on
+-- never replaces a later wake's token.
 INSERT INTO ds_write_tokens (subscription_id, token_hash, wake_id, generation)
-  SELECT s.id, $4, s.wake_id, s.generation FROM ds_subscriptions s
-    WHERE s.wake_id = $1 AND s.id = $2 AND s.generation = $3
+  SELECT s.id, u.hash, s.wake_id, s.generation
+    FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bytea[]) AS u(wake_id, sub, generation, hash)
+    JOIN ds_subscriptions s ON s.wake_id = u.wake_id AND s.id = u.sub AND s.generation = u.generation
+    ORDER BY s.id
   ON CONFLICT (subscription_id) DO UPDATE SET token_hash = excluded.token_hash,
     wake_id = excluded.wake_id, generation = excluded.generation, created_at = now()
     WHERE ds_write_tokens.generation <= excluded.generation
-  RETURNING subscription_id
+  RETURNING token_hash
 
 -- name: SelectSubByWake
 SELECT {{subColumns}} FROM ds_subscriptions WHERE wake_id = $1
