@@ -64,6 +64,7 @@ var (
 	sqlNewStreamsSince  = queries.Get("NewStreamsSince")
 	sqlLockSub          = queries.Get("LockSub")
 	sqlSelectSub        = queries.Get("SelectSub")
+	sqlSelectSubs       = queries.Get("SelectSubs")
 
 	// claims.go
 	sqlLockSubByWake    = queries.Get("LockSubByWake")

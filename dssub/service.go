@@ -104,9 +104,11 @@ type Service struct {
 
 	clients *outbound.Clients // webhook requests go only where outbound's rules allow
 
-	// statements shared by many wakes: claims' write tokens, webhooks' 2xx answers
+	// statements shared by many wakes: claims' write tokens, webhooks' 2xx answers, and
+	// the reads evaluations start with
 	claims  *coalescer[tokenClaim, bool]
 	accepts *coalescer[acceptedWake, struct{}]
+	reads   *coalescer[string, *sub]
 
 	started atomic.Bool
 	logs    loopLogs
@@ -147,6 +149,7 @@ func New(store *streamdb.Store, opts Options) *Service {
 	s.clients = outbound.NewPolicyClients(opts.Outbound)
 	s.claims = newCoalescer(256, s.storeTokens)
 	s.accepts = newCoalescer(256, s.recordAccepted)
+	s.reads = newCoalescer(256, s.readSubs)
 	store.OnCommit(s.observe)
 	return s
 }

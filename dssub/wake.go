@@ -65,7 +65,7 @@ func newWakeID() string {
 func (s *Service) evaluate(ctx context.Context, id string) error {
 	// Most evaluations come from commits to streams of a subscription whose wake is in
 	// flight: a read without a lock or a write settles those.
-	cur, err := readSub(ctx, s.pool, id)
+	cur, err := s.reads.do(ctx, id)
 	if err != nil || cur == nil {
 		return err
 	}
@@ -266,6 +266,32 @@ func (s *Service) launch(job *delivery) {
 	if !running {
 		s.abandon(job) // stopping (or not started): another process, or the next start, retries
 	}
+}
+
+// readSubs reads the subscriptions that evaluations are about to look at, in one
+// statement (nil for one that does not exist).
+func (s *Service) readSubs(ctx context.Context, ids []string) ([]*sub, error) {
+	rows, err := s.pool.Query(ctx, sqlSelectSubs, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	byID := make(map[string]*sub, len(ids))
+	for rows.Next() {
+		sb, err := scanSub(rows)
+		if err != nil {
+			return nil, err
+		}
+		byID[sb.ID] = sb
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]*sub, len(ids))
+	for i, id := range ids {
+		out[i] = byID[id]
+	}
+	return out, nil
 }
 
 // acceptedWake is a webhook's 2xx without done, for the statement that records those of

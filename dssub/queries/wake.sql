@@ -26,3 +26,7 @@ UPDATE ds_subscriptions d SET status = 'active', last_error = NULL, retry_count 
     due_at = CASE WHEN phase = 'delivering'
       THEN clock_timestamp() + lease_ttl_ms * interval '1 millisecond' ELSE due_at END
   FROM k WHERE d.id = k.id
+
+-- name: SelectSubs
+-- The subscriptions named in $1 (what evaluations read first, many in one statement).
+SELECT {{subColumns}} FROM ds_subscriptions WHERE id = ANY($1::text[])
