@@ -2,6 +2,7 @@ package streamdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -22,6 +23,10 @@ type Tx struct {
 	store *Store
 	conn  *pgxpool.Conn
 	begun bool // BEGIN was sent
+	// err is the first failure of a batch: the transaction is over. Later statements and
+	// the commit fail with it. (A batch that fails to prepare never ran its BEGIN; without
+	// this, statements after it would run outside any transaction.)
+	err error
 	// later are statements queued by ExecLater, not sent yet.
 	later pgx.Batch
 	w     writeSet
@@ -72,6 +77,9 @@ func (s *Store) runTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) 
 	if (!t.w.empty() || len(t.gone) > 0) && s.notifyNeeded() {
 		t.ExecLater(sqlNotify, s.opts.NotifyChannel, s.notifyPayload(&t.w, t.gone...))
 	}
+	if t.err != nil {
+		return nil, t.err // fn went on after a failed statement
+	}
 	if !t.begun && t.later.Len() == 0 {
 		return t, nil // nothing was run: nothing to commit
 	}
@@ -108,16 +116,27 @@ func (t *Tx) pending() *pgx.Batch {
 // send sends what is pending followed by sql, and reads the results of everything but
 // sql, which the caller reads from the returned results (and then closes them).
 func (t *Tx) send(ctx context.Context, sql string, args ...any) (pgx.BatchResults, error) {
+	if t.err != nil {
+		return nil, t.err
+	}
 	b := t.pending()
 	b.Queue(sql, args...)
 	br := t.conn.SendBatch(ctx, b)
 	for range b.Len() - 1 {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
-			return nil, err
+			return nil, t.fail(err)
 		}
 	}
 	return br, nil
+}
+
+// fail records the first failure of a batch (see Tx.err) and returns it.
+func (t *Tx) fail(err error) error {
+	if t.err == nil {
+		t.err = err
+	}
+	return err
 }
 
 // run sends what is pending and sql, in one round trip.
@@ -130,16 +149,44 @@ func (t *Tx) run(ctx context.Context, sql string, args ...any) (pgconn.CommandTa
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	return tag, err
+	if err != nil {
+		return tag, t.fail(err)
+	}
+	return tag, nil
 }
 
 // SendBatch sends what is pending and b in one round trip (for runAppends, which only
 // closes the results).
 func (t *Tx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if t.err != nil {
+		return failedBatch{t.err}
+	}
 	all := t.pending()
 	all.QueuedQueries = append(all.QueuedQueries, b.QueuedQueries...)
-	return t.conn.SendBatch(ctx, all)
+	return &txBatch{BatchResults: t.conn.SendBatch(ctx, all), t: t}
 }
+
+// txBatch records a failure of a batch sent for runAppends in its Tx.
+type txBatch struct {
+	pgx.BatchResults
+	t *Tx
+}
+
+func (b *txBatch) Close() error {
+	if err := b.BatchResults.Close(); err != nil {
+		return b.t.fail(err)
+	}
+	return nil
+}
+
+// failedBatch answers runAppends for a Tx that already failed: Close reports why.
+type failedBatch struct{ err error }
+
+func (b failedBatch) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, b.err }
+func (b failedBatch) Query() (pgx.Rows, error)         { return nil, b.err }
+func (b failedBatch) QueryRow() pgx.Row                { return errRow(b) }
+func (b failedBatch) Close() error                     { return b.err }
+func (b failedBatch) Tx() pgx.Tx                       { return nil }
 
 // Append appends within the transaction, with the same rules as Store.Append. An error
 // about the request (not found, closed, producer fencing, ...) leaves the transaction
@@ -169,9 +216,9 @@ func (t *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, erro
 	rows, err := br.Query()
 	if err != nil {
 		_ = br.Close()
-		return nil, err
+		return nil, t.fail(err)
 	}
-	return &batchRows{Rows: rows, br: br}, nil
+	return &batchRows{Rows: rows, br: br, t: t}, nil
 }
 
 // QueryRow runs a single-row query of the caller's own in the transaction.
@@ -180,7 +227,7 @@ func (t *Tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	if err != nil {
 		return errRow{err}
 	}
-	return batchRow{br.QueryRow(), br}
+	return batchRow{br.QueryRow(), br, t}
 }
 
 // batchRows and batchRow close the batch a query was sent in once it has been read (the
@@ -188,6 +235,7 @@ func (t *Tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 type batchRows struct {
 	pgx.Rows
 	br  pgx.BatchResults
+	t   *Tx
 	err error
 }
 
@@ -201,14 +249,17 @@ func (r *batchRows) Next() bool {
 
 func (r *batchRows) Close() {
 	r.Rows.Close()
+	if err := r.Rows.Err(); err != nil {
+		r.t.fail(err)
+	}
 	if err := r.br.Close(); err != nil && r.err == nil {
-		r.err = err
+		r.err = r.t.fail(err)
 	}
 }
 
 func (r *batchRows) Err() error {
 	if err := r.Rows.Err(); err != nil {
-		return err
+		return r.t.fail(err)
 	}
 	return r.err
 }
@@ -216,12 +267,19 @@ func (r *batchRows) Err() error {
 type batchRow struct {
 	row pgx.Row
 	br  pgx.BatchResults
+	t   *Tx
 }
 
 func (r batchRow) Scan(dest ...any) error {
 	err := r.row.Scan(dest...)
-	if cerr := r.br.Close(); err == nil {
-		err = cerr
+	if cerr := r.br.Close(); err == nil || errors.Is(err, pgx.ErrNoRows) {
+		if cerr != nil {
+			err = cerr
+		}
+	}
+	// No row is an answer, not a failure; anything else ends the transaction.
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		r.t.fail(err)
 	}
 	return err
 }

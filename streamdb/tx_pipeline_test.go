@@ -127,3 +127,31 @@ func TestTxEndsCleanlyOnFailure(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM ends WHERE id >= 1000`).Scan(&n))
 	require.Equal(t, 0, n, "nothing of the failed transactions was committed")
 }
+
+// A statement that fails to prepare fails its whole batch, BEGIN included: the
+// transaction must end there, even for a caller that goes on, and nothing after it may
+// run outside a transaction.
+func TestTxFailedPrepareEndsTheTransaction(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := testCtx(t)
+	_, err := s.DB().Exec(ctx, `CREATE TABLE after_fail (id int PRIMARY KEY)`)
+	require.NoError(t, err)
+
+	err = s.WithTx(ctx, func(ctx context.Context, tx *Tx) error {
+		tx.ExecLater(`INSERT INTO after_fail VALUES (1)`)
+		_, err := tx.Exec(ctx, `SELECT * FROM no_such_table`)
+		require.ErrorContains(t, err, "no_such_table")
+		// a careless caller goes on, and even reports success
+		_, err = tx.Exec(ctx, `INSERT INTO after_fail VALUES (2)`)
+		require.Error(t, err, "a statement after the failed batch ran")
+		var n int
+		require.Error(t, tx.QueryRow(ctx, `SELECT count(*) FROM after_fail`).Scan(&n))
+		tx.ExecLater(`INSERT INTO after_fail VALUES (3)`)
+		return nil
+	})
+	require.ErrorContains(t, err, "no_such_table", "the commit of a failed transaction must fail")
+	var n int
+	require.NoError(t, s.DB().QueryRow(ctx, `SELECT count(*) FROM after_fail`).Scan(&n))
+	require.Equal(t, 0, n)
+}
