@@ -119,3 +119,54 @@ func TestStoreTokensTwiceForOneSubscription(t *testing.T) {
 		}
 	}
 }
+
+// The webhook answers' shared statement must not deadlock with a transaction that links
+// streams to the same subscriptions in another order: inserting a link takes a key-share
+// lock on its subscription, which the statement's lock (NO KEY UPDATE) does not block.
+func TestAcceptDeliveriesDoNotBlockLinking(t *testing.T) {
+	h := startHarness(t, "", testOptions())
+	ctx := context.Background()
+	h.createSub("aa", webhookConfig("http://127.0.0.1:9/never"))
+	h.createSub("ab", webhookConfig("http://127.0.0.1:9/never"))
+	_, err := h.Pool.Exec(ctx, `UPDATE ds_subscriptions SET wake_id = 'w_' || id, generation = 1,
+		phase = 'delivering', lease_ttl_ms = 60000 WHERE id IN ('aa', 'ab')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := h.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	link := func(sub, path string) error {
+		_, err := tx.Exec(ctx, `INSERT INTO ds_subscription_streams (subscription_id, path, glob, acked_seq, acked_pos)
+			VALUES ($1, $2, true, -1, -1)`, sub, path)
+		return err
+	}
+	if err := link("ab", "x/1"); err != nil { // key-share lock on ab
+		t.Fatal(err)
+	}
+	answered := make(chan error, 1)
+	go func() {
+		_, err := h.Svc.recordAccepted(ctx, []acceptedWake{{"aa", "w_aa", 1}, {"ab", "w_ab", 1}})
+		answered <- err
+	}()
+	select {
+	case err := <-answered:
+		if err != nil {
+			t.Fatalf("the answers' statement: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the answers' statement waited for the linking transaction")
+	}
+	if err := link("aa", "x/1"); err != nil {
+		t.Fatalf("linking after the statement: %v", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var open int
+	if err := h.Pool.QueryRow(ctx, `SELECT count(*) FROM ds_subscriptions WHERE id IN ('aa', 'ab') AND phase = 'open'`).Scan(&open); err != nil || open != 2 {
+		t.Fatalf("open wakes: %d, %v", open, err)
+	}
+}

@@ -2,8 +2,11 @@ package dssub
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // coalescer runs one statement for the requests of many callers, the way the send path's
@@ -22,6 +25,7 @@ type coalescer[Req, Res any] struct {
 }
 
 type coalesced[Req, Res any] struct {
+	ctx  context.Context
 	req  Req
 	res  Res
 	err  error
@@ -37,9 +41,9 @@ func newCoalescer[Req, Res any](max int, run func(ctx context.Context, reqs []Re
 }
 
 // do queues req and waits for its answer. A caller whose ctx ends stops waiting; its
-// request may still be carried out.
+// request is dropped if no statement took it yet, and may be carried out otherwise.
 func (c *coalescer[Req, Res]) do(ctx context.Context, req Req) (Res, error) {
-	call := &coalesced[Req, Res]{req: req, done: make(chan struct{})}
+	call := &coalesced[Req, Res]{ctx: ctx, req: req, done: make(chan struct{})}
 	c.mu.Lock()
 	c.queue = append(c.queue, call)
 	if !c.running {
@@ -65,17 +69,24 @@ func (c *coalescer[Req, Res]) loop() {
 			c.mu.Unlock()
 			return
 		}
-		batch := c.queue[:n:n]
+		taken := c.queue[:n:n]
 		c.queue = c.queue[n:]
 		c.mu.Unlock()
 
-		reqs := make([]Req, n)
-		for i, call := range batch {
-			reqs[i] = call.req
+		batch := make([]*coalesced[Req, Res], 0, n)
+		reqs := make([]Req, 0, n)
+		for _, call := range taken {
+			if err := call.ctx.Err(); err != nil {
+				call.err = err // nobody waits for it any more
+				close(call.done)
+				continue
+			}
+			batch, reqs = append(batch, call), append(reqs, call.req)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), coalesceTimeout)
-		res, err := c.run(ctx, reqs)
-		cancel()
+		if len(batch) == 0 {
+			continue
+		}
+		res, err := c.runRetrying(reqs)
 		for i, call := range batch {
 			if err != nil {
 				call.err = err
@@ -85,4 +96,25 @@ func (c *coalescer[Req, Res]) loop() {
 			close(call.done)
 		}
 	}
+}
+
+// runRetrying runs a statement, again when Postgres aborted it to break a deadlock or a
+// serialization conflict (at most 3 times, as WithTx does).
+func (c *coalescer[Req, Res]) runRetrying(reqs []Req) ([]Res, error) {
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), coalesceTimeout)
+		res, err := c.run(ctx, reqs)
+		cancel()
+		if err == nil || !retryable(err) || attempt >= 3 {
+			return res, err
+		}
+		time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
+	}
+}
+
+// retryable reports the failures Postgres resolves by aborting one statement: deadlocks
+// and serialization conflicts.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
 }

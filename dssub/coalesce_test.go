@@ -5,6 +5,9 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Each caller gets the answer to its own request, however the requests were grouped;
@@ -81,4 +84,72 @@ func TestCoalescerCallerGivesUp(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	close(block)
+}
+
+// A request whose caller stopped waiting before a statement took it is not carried out.
+func TestCoalescerDropsAbandonedRequests(t *testing.T) {
+	first := make(chan struct{})
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var ran []int
+	c := newCoalescer(8, func(_ context.Context, reqs []int) ([]int, error) {
+		mu.Lock()
+		ran = append(ran, reqs...)
+		mu.Unlock()
+		if reqs[0] == 1 {
+			close(first)
+			<-release // hold the first statement while the others queue
+		}
+		return make([]int, len(reqs)), nil
+	})
+	done := make(chan error, 1)
+	go func() { _, err := c.do(context.Background(), 1); done <- err }()
+	<-first
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error, 1)
+	go func() { _, err := c.do(ctx, 2); gaveUp <- err }()
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the abandoned caller: %v", err)
+	}
+	kept := make(chan error, 1)
+	go func() { _, err := c.do(context.Background(), 3); kept <- err }()
+	// 3 is queued behind the held statement (eventually: the goroutine may be late)
+	for {
+		c.mu.Lock()
+		n := len(c.queue)
+		c.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-kept; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ran) != 2 || ran[0] != 1 || ran[1] != 3 {
+		t.Fatalf("statements ran %v, want [1 3]", ran)
+	}
+}
+
+// A statement Postgres aborted to break a deadlock is run again.
+func TestCoalescerRetriesDeadlocks(t *testing.T) {
+	calls := 0
+	c := newCoalescer(8, func(_ context.Context, reqs []int) ([]int, error) {
+		calls++
+		if calls == 1 {
+			return nil, &pgconn.PgError{Code: "40P01", Message: "deadlock detected"}
+		}
+		return []int{reqs[0] + 1}, nil
+	})
+	got, err := c.do(context.Background(), 41)
+	if err != nil || got != 42 || calls != 2 {
+		t.Fatalf("got %d, %v after %d calls", got, err, calls)
+	}
 }

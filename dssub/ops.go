@@ -239,8 +239,7 @@ type ackRequest struct {
 	Done *bool `json:"done"`
 	// effects are a remote handler's writes, committed with the acknowledgement.
 	effects Effects
-	// byWake: the request names the subscription by its current wake (a wake callback);
-	// a done then also drops the wake's write tokens.
+	// byWake: the request names the subscription by its current wake (a wake callback).
 	byWake bool
 }
 

@@ -10,13 +10,15 @@ UPDATE ds_subscriptions SET attempt_owner = NULL, attempt_until = NULL, due_at =
 -- under a lease. One statement for the answers of many wakes, taking no lock before it:
 -- a wake that ended or moved on meanwhile matches no row. The rows are locked in id
 -- order, so that two processes' statements cannot deadlock. A callback that came before
--- the answer already opened the wake; then only the status is refreshed.
+-- the answer already opened the wake; then only the status is refreshed. The lock is
+-- the one an UPDATE takes (NO KEY UPDATE): it does not block the key-share locks that
+-- inserting a subscription's links takes, in their own order.
 WITH k AS (
   SELECT s.id FROM ds_subscriptions s
     JOIN unnest($1::text[], $2::text[], $3::bigint[]) AS u(id, wake_id, generation)
       ON s.id = u.id AND s.wake_id = u.wake_id AND s.generation = u.generation
   ORDER BY s.id
-  FOR UPDATE OF s)
+  FOR NO KEY UPDATE OF s)
 UPDATE ds_subscriptions d SET status = 'active', last_error = NULL, retry_count = 0, next_attempt_at = NULL,
     phase = CASE WHEN phase = 'delivering' THEN 'open' ELSE phase END,
     attempt_owner = CASE WHEN phase = 'delivering' THEN NULL ELSE attempt_owner END,
