@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -122,13 +123,23 @@ func (t *Tx) send(ctx context.Context, sql string, args ...any) (pgx.BatchResult
 	b := t.pending()
 	b.Queue(sql, args...)
 	br := t.conn.SendBatch(ctx, b)
-	for range b.Len() - 1 {
+	for i := range b.Len() - 1 {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
-			return nil, t.fail(err)
+			// say which statement: a queued write fails where a later one is sent
+			return nil, t.fail(fmt.Errorf("streamdb: %s: %w", statementName(b.QueuedQueries[i].SQL), err))
 		}
 	}
 	return br, nil
+}
+
+// statementName is the start of a statement's SQL, to name it in an error.
+func statementName(sql string) string {
+	sql = strings.Join(strings.Fields(sql), " ")
+	if len(sql) > 60 {
+		sql = sql[:60] + "…"
+	}
+	return sql
 }
 
 // fail records the first failure of a batch (see Tx.err) and returns it.

@@ -42,6 +42,7 @@ func TestExecLater(t *testing.T) {
 		return err
 	})
 	require.ErrorContains(t, err, "duplicate key")
+	require.ErrorContains(t, err, "INSERT INTO later VALUES (1, 'duplicate')", "the error names the queued statement")
 	// ...or the commit, and nothing of the transaction stays.
 	err = s.WithTx(ctx, func(ctx context.Context, tx *Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO later VALUES (5, 'e')`); err != nil {
