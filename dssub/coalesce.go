@@ -2,11 +2,10 @@ package dssub
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/entityd/entityd/internal/dberr"
 )
 
 // coalescer runs one statement for the requests of many callers, the way the send path's
@@ -99,22 +98,11 @@ func (c *coalescer[Req, Res]) loop() {
 }
 
 // runRetrying runs a statement, again when Postgres aborted it to break a deadlock or a
-// serialization conflict (at most 3 times, as WithTx does).
+// serialization conflict (dberr.Retry, as WithTx does).
 func (c *coalescer[Req, Res]) runRetrying(reqs []Req) ([]Res, error) {
-	for attempt := 0; ; attempt++ {
+	return dberr.Retry(func() ([]Res, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), coalesceTimeout)
-		res, err := c.run(ctx, reqs)
-		cancel()
-		if err == nil || !retryable(err) || attempt >= 3 {
-			return res, err
-		}
-		time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
-	}
-}
-
-// retryable reports the failures Postgres resolves by aborting one statement: deadlocks
-// and serialization conflicts.
-func retryable(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
+		defer cancel()
+		return c.run(ctx, reqs)
+	})
 }

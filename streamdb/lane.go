@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
 	"github.com/entityd/entityd/internal/dberr"
@@ -147,13 +148,16 @@ func (l *lane) commitGroup(ctx context.Context, group []*pending) {
 // appendWithRetries runs one append transaction, again after a deadlock or a
 // serialization failure (Postgres resolved it by aborting us; nothing was written).
 func (s *Store) appendWithRetries(ctx context.Context, reqs []*AppendRequest) ([]AppendResult, []error, *writeSet, error) {
-	for attempt := 0; ; attempt++ {
-		results, errs, w, err := s.appendTx(ctx, reqs)
-		if err == nil || !retryable(err) || attempt >= 3 {
-			return results, errs, w, err
-		}
-		time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
+	type outcome struct {
+		results []AppendResult
+		errs    []error
+		w       *writeSet
 	}
+	o, err := dberr.Retry(func() (outcome, error) {
+		results, errs, w, err := s.appendTx(ctx, reqs)
+		return outcome{results, errs, w}, err
+	})
+	return o.results, o.errs, o.w, err
 }
 
 // isolatable reports whether a failed transaction failed because of what its requests
@@ -177,22 +181,16 @@ func (s *Store) appendTx(ctx context.Context, reqs []*AppendRequest) ([]AppendRe
 	defer conn.Release()
 	results, errs, w, err := s.runAppendsWith(txCtx, conn, time.Now(), reqs, true, "BEGIN", "COMMIT")
 	if err != nil {
-		// The transaction may be open or failed: end it before the connection is reused,
-		// and drop the connection if even that fails.
-		if _, rerr := conn.Exec(context.WithoutCancel(txCtx), "ROLLBACK"); rerr != nil {
-			conn.Conn().Close(context.WithoutCancel(txCtx))
-		}
+		endTx(txCtx, conn)
 		return nil, nil, nil, err
 	}
 	return results, errs, w, nil
 }
 
-// retryable reports transaction failures worth running again: deadlocks and
-// serialization failures that Postgres resolved by aborting us.
-func retryable(err error) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return pgErr.Code == "40P01" || pgErr.Code == "40001"
+// endTx ends a transaction that may be open or failed before conn is reused, and drops
+// the connection if even that fails.
+func endTx(ctx context.Context, conn *pgxpool.Conn) {
+	if _, err := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
+		conn.Conn().Close(context.WithoutCancel(ctx))
 	}
-	return false
 }

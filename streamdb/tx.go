@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/entityd/entityd/internal/dberr"
 )
 
 // Tx is a transaction that can append to streams and write the caller's own tables
@@ -38,21 +40,15 @@ type Tx struct {
 // serialization failures re-run fn (at most 3 times), so fn must only do database work
 // through tx and must not keep side effects of an earlier attempt.
 func (s *Store) WithTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error {
-	for attempt := 0; ; attempt++ {
-		t, err := s.runTx(ctx, fn)
-		if err != nil {
-			if retryable(err) && attempt < 3 {
-				time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
-				continue
-			}
-			return err
-		}
-		s.publish(&t.w)
-		for _, id := range t.gone {
-			s.publishGone(id)
-		}
-		return nil
+	t, err := dberr.Retry(func() (*Tx, error) { return s.runTx(ctx, fn) })
+	if err != nil {
+		return err
 	}
+	s.publish(&t.w)
+	for _, id := range t.gone {
+		s.publishGone(id)
+	}
+	return nil
 }
 
 func (s *Store) runTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) (*Tx, error) {
@@ -64,11 +60,7 @@ func (s *Store) runTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) 
 	committed := false
 	defer func() {
 		if t.begun && !committed {
-			// Open or failed: end it before the connection is reused, and drop the
-			// connection if even that fails.
-			if _, err := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
-				conn.Conn().Close(context.WithoutCancel(ctx))
-			}
+			endTx(ctx, conn)
 		}
 		conn.Release()
 	}()

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -92,4 +93,23 @@ func Code(err error) string {
 // the server is shutting down), which is neither the database's fault nor the request's.
 func Canceled(err error) bool {
 	return errors.Is(err, context.Canceled)
+}
+
+// Retryable reports a failure Postgres resolved by aborting the transaction, so that
+// running it again may succeed: a deadlock (40P01) or a serialization failure (40001).
+func Retryable(err error) bool {
+	code := Code(err)
+	return code == "40P01" || code == "40001"
+}
+
+// Retry runs fn, and again while it fails with a Retryable error: at most 3 more times,
+// 5, 10 and 15 ms apart. fn must leave nothing behind from a failed attempt.
+func Retry[T any](fn func() (T, error)) (T, error) {
+	for attempt := 0; ; attempt++ {
+		v, err := fn()
+		if err == nil || !Retryable(err) || attempt >= 3 {
+			return v, err
+		}
+		time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
+	}
 }
