@@ -72,7 +72,7 @@ func (s *Service) ClaimWake(ctx context.Context, cb WakeCallback) (writeToken st
 	var raw [24]byte
 	_, _ = rand.Read(raw[:])
 	writeToken = "wt_" + base64.RawURLEncoding.EncodeToString(raw[:])
-	stored, err := s.claims.do(ctx, tokenClaim{wakeID: cb.WakeID, sub: claims.Sub, generation: claims.Generation,
+	stored, err := s.claims.Do(ctx, tokenClaim{wakeID: cb.WakeID, sub: claims.Sub, generation: claims.Generation,
 		hash: tokenHash(writeToken)})
 	if err != nil {
 		return "", fmt.Errorf("dssub: claim a write token: %w", err)
@@ -180,11 +180,37 @@ func (s *Service) Callback(ctx context.Context, cb WakeCallback) (nextWake, ende
 }
 
 // CheckWriteToken reports whether token is the write token claimed for the current
-// wake of a subscription, and that wake lists streamPath.
+// wake of a subscription, and that wake lists streamPath. Every write of a handler asks;
+// concurrent checks share one statement (checkTokens).
 func (s *Service) CheckWriteToken(ctx context.Context, streamPath, token string) (bool, error) {
-	var ok bool
-	err := s.pool.QueryRow(ctx, sqlWriteTokenHolds, streamPath, tokenHash(token), streamRoot).Scan(&ok)
-	return ok, err
+	return s.tokenChecks.Do(ctx, tokenCheck{path: streamPath, hash: tokenHash(token)})
+}
+
+// tokenCheck is one write's token, for the statement that checks those of many.
+type tokenCheck struct {
+	path string
+	hash []byte
+}
+
+// checkTokens answers CheckWriteToken for many writes (WriteTokensHold).
+func (s *Service) checkTokens(ctx context.Context, checks []tokenCheck) ([]bool, error) {
+	paths, hashes := make([]string, len(checks)), make([][]byte, len(checks))
+	for i, c := range checks {
+		paths[i], hashes[i] = c.path, c.hash
+	}
+	rows, err := s.pool.Query(ctx, sqlWriteTokensHold, paths, hashes, streamRoot)
+	if err != nil {
+		return nil, err
+	}
+	held, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bool, len(checks))
+	for _, i := range held {
+		out[i-1] = true // ordinals count from 1
+	}
+	return out, nil
 }
 
 func (cb WakeCallback) request(acks []Ack) *ackRequest {

@@ -120,6 +120,47 @@ func TestStoreTokensTwiceForOneSubscription(t *testing.T) {
 	}
 }
 
+// The checks of many writes in one statement: each is answered for its own stream and
+// token, whatever else the statement carries.
+func TestCheckTokensAnswersEachWrite(t *testing.T) {
+	h := startHarness(t, "", testOptions())
+	ctx := context.Background()
+	rc := newReceiver(t, answerAlways(200, `{}`))
+	for _, id := range []string{"ca", "cb"} {
+		cfg := webhookConfig(rc.URL)
+		cfg["pattern"] = "events/" + id // each wake lists its own stream only
+		h.createSub(id, cfg)
+	}
+	h.createStream("events/ca", `{"event":"created"}`)
+	h.createStream("events/cb", `{"event":"created"}`)
+	tokens := map[string]string{}
+	for range 2 {
+		w := rc.next(5 * time.Second).Body
+		tok, err := h.Svc.ClaimWake(ctx, WakeCallback{WakeID: w.WakeID, Token: w.CallbackToken, Generation: w.Generation})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[w.SubscriptionID] = tok
+	}
+	checks := []tokenCheck{
+		{"/events/cb", tokenHash(tokens["cb"])}, // holds
+		{"/events/ca", tokenHash(tokens["cb"])}, // another wake's stream
+		{"/events/ca", tokenHash("wt_unknown")}, // no such token
+		{"/events/ca", tokenHash(tokens["ca"])}, // holds
+		{"/events/cb", tokenHash(tokens["cb"])}, // the same check twice
+	}
+	got, err := h.Svc.checkTokens(ctx, checks)
+	want := []bool{true, false, false, true, true}
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("checkTokens: %v %v", got, err)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("check %d (%s): %v, want %v (all: %v)", i, checks[i].path, got[i], want[i], got)
+		}
+	}
+}
+
 // The webhook answers' shared statement must not deadlock with a transaction that links
 // streams to the same subscriptions in another order: inserting a link takes a key-share
 // lock on its subscription, which the statement's lock (NO KEY UPDATE) does not block.

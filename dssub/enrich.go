@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
+	"fmt"
 )
 
 // WakeContext is what an Enricher is told about a webhook wake.
@@ -31,36 +31,51 @@ type Enricher func(ctx context.Context, w WakeContext) (map[string]any, error)
 // had answered {"done":true}: what it listed is acknowledged.
 var ErrNotWanted = errors.New("dssub: the wake is not to be delivered")
 
-// enrich merges what the Enricher adds into a delivery's body: the protocol's members
-// stay, the added ones come after them, and each listed stream also gets its tail as
-// "offset" (the field Electric's runtimes read).
+// enrich encodes a delivery's body with what the Enricher adds: the protocol's members
+// first, then the added ones, and each listed stream also gets its tail as "offset" (the
+// field Electric's runtimes read).
 func (s *Service) enrich(ctx context.Context, job *delivery) ([]byte, error) {
 	if s.opts.Enrich == nil || job.primary == "" {
-		return job.body, nil
+		return json.Marshal(job.body)
 	}
 	extra, err := s.opts.Enrich(ctx, WakeContext{
 		SubscriptionID: job.subID, WakeID: job.wakeID, Generation: job.generation,
 		StreamPath: streamRoot + job.primary, TailOffset: job.primaryTail,
 		CallbackToken: job.token, Origin: job.origin,
 	})
-	if err != nil || extra == nil {
-		return job.body, err
-	}
-	var body map[string]any
-	dec := json.NewDecoder(strings.NewReader(string(job.body)))
-	dec.UseNumber()
-	if err := dec.Decode(&body); err != nil {
+	if err != nil {
 		return nil, err
 	}
-	if streams, ok := body["streams"].([]any); ok {
-		for _, st := range streams {
-			if m, ok := st.(map[string]any); ok {
-				m["offset"] = m["tail_offset"]
-			}
+	if len(extra) == 0 {
+		return json.Marshal(job.body)
+	}
+	body := job.body
+	body.Streams = make([]streamInfo, len(job.body.Streams))
+	for i, st := range job.body.Streams {
+		st.Offset = st.TailOffset
+		body.Streams[i] = st
+	}
+	for k := range extra {
+		if protocolMembers[k] {
+			return nil, fmt.Errorf("dssub: the Enricher's member %q would replace the protocol's", k)
 		}
 	}
-	for k, v := range extra {
-		body[k] = v
+	// Two encodings joined, not a map of both: decoding the body again to merge costed
+	// each wake more than the rest of its encoding.
+	base, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
 	}
-	return json.Marshal(body)
+	added, err := json.Marshal(extra)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(base[:len(base)-1], ','), added[1:]...), nil
+}
+
+// protocolMembers are the members of a Durable Streams webhook wake (webhookBody): an
+// Enricher adds others.
+var protocolMembers = map[string]bool{
+	"subscription_id": true, "wake_id": true, "generation": true, "streams": true,
+	"callback_url": true, "callback_token": true,
 }

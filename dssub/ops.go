@@ -325,13 +325,20 @@ func (s *Service) ack(ctx context.Context, id, token string, req *ackRequest, pu
 	var sb *sub
 	err = s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		job, nextWake = nil, false
+		var links []*link
 		var err error
 		if req.byWake {
-			if sb, err = scanSub(tx.QueryRow(ctx, sqlLockSubByWake, id)); err == nil && sb == nil {
+			// The links are read with the lock, for the subscription the token names (a
+			// token that names another is refused by the fence below).
+			linksOf := ""
+			if claims, ok := s.keys.Load().verifyToken(token); ok {
+				linksOf = claims.Sub
+			}
+			if sb, links, err = lockWithLinks(ctx, tx, sqlLockSubByWake, id, linksOf); err == nil && sb == nil {
 				err = errNoWake
 			}
-		} else {
-			sb, err = lockExisting(ctx, tx, id)
+		} else if sb, links, err = lockWithLinks(ctx, tx, sqlLockSub, id, id); err == nil && sb == nil {
+			err = errNoSubscription()
 		}
 		if err != nil {
 			return err
@@ -342,9 +349,10 @@ func (s *Service) ack(ctx context.Context, id, token string, req *ackRequest, pu
 		if err := s.fence(token, sb, req); err != nil {
 			return err
 		}
-		links, err := loadLinks(ctx, tx, sb.ID, true)
-		if err != nil {
-			return err
+		if links == nil {
+			if links, err = loadLinks(ctx, tx, sb.ID, true); err != nil {
+				return err
+			}
 		}
 		if req.effects != nil {
 			if err := applyEffects(ctx, tx, links, req); err != nil {
@@ -360,7 +368,7 @@ func (s *Service) ack(ctx context.Context, id, token string, req *ackRequest, pu
 				return err
 			}
 			// The wake's write token row stays until the next claim replaces it: it
-			// authorises nothing once its wake is not current (WriteTokenHolds).
+			// authorises nothing once its wake is not current (WriteTokensHold).
 			nextWake = sb.WakeID != ""
 		} else {
 			lease := sb.now.Add(sb.leaseTTL())

@@ -70,5 +70,5 @@ var (
 	sqlLockSubByWake    = queries.Get("LockSubByWake")
 	sqlClaimWriteTokens = queries.Get("ClaimWriteTokens")
 	sqlSelectSubByWake  = queries.Get("SelectSubByWake")
-	sqlWriteTokenHolds  = queries.Get("WriteTokenHolds")
+	sqlWriteTokensHold  = queries.Get("WriteTokensHold")
 )

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/entityd/entityd/internal/coalesce"
 	"github.com/entityd/entityd/internal/outbound"
 	"github.com/entityd/entityd/streamdb"
 )
@@ -106,9 +107,11 @@ type Service struct {
 
 	// statements shared by many wakes: claims' write tokens, webhooks' 2xx answers, and
 	// the reads evaluations start with
-	claims  *coalescer[tokenClaim, bool]
-	accepts *coalescer[acceptedWake, struct{}]
-	reads   *coalescer[string, *sub]
+	claims  *coalesce.Coalescer[tokenClaim, bool]
+	accepts *coalesce.Coalescer[acceptedWake, struct{}]
+	reads   *coalesce.Coalescer[string, *sub]
+	// and the write-token checks of handlers' writes
+	tokenChecks *coalesce.Coalescer[tokenCheck, bool]
 
 	started atomic.Bool
 	logs    loopLogs
@@ -147,9 +150,10 @@ func New(store *streamdb.Store, opts Options) *Service {
 	}
 	s.matcher.Store(emptyMatcher())
 	s.clients = outbound.NewPolicyClients(opts.Outbound)
-	s.claims = newCoalescer(256, s.storeTokens)
-	s.accepts = newCoalescer(256, s.recordAccepted)
-	s.reads = newCoalescer(256, s.readSubs)
+	s.claims = coalesce.New(256, s.storeTokens)
+	s.accepts = coalesce.New(256, s.recordAccepted)
+	s.reads = coalesce.New(256, s.readSubs)
+	s.tokenChecks = coalesce.New(256, s.checkTokens)
 	store.OnCommit(s.observe)
 	return s
 }

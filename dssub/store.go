@@ -174,6 +174,9 @@ type streamInfo struct {
 	AckedOffset string `json:"acked_offset"`
 	TailOffset  string `json:"tail_offset"`
 	HasPending  bool   `json:"has_pending"`
+	// Offset repeats TailOffset in an enriched webhook wake (the field Electric's
+	// runtimes read); empty elsewhere.
+	Offset string `json:"offset,omitempty"`
 }
 
 func (l *link) info() streamInfo {
@@ -193,12 +196,55 @@ func loadLinks(ctx context.Context, q querier, id string, rebase bool) ([]*link,
 	if err != nil || !rebase || !stale {
 		return links, err
 	}
-	// Rare: a stream was created or re-created since it was linked. The read above
-	// already shows the rebased cursors; the table follows.
+	return links, rebaseLinks(ctx, q, id)
+}
+
+// rebaseLinks resets the cursors of links whose stream was created or re-created since
+// they were linked. Rare; the read that found them already shows the rebased cursors.
+func rebaseLinks(ctx context.Context, q querier, id string) error {
 	if _, err := q.Exec(ctx, sqlRebaseLinks, id, streamRoot); err != nil {
-		return nil, fmt.Errorf("dssub: rebase links: %w", err)
+		return fmt.Errorf("dssub: rebase links: %w", err)
 	}
-	return links, nil
+	return nil
+}
+
+// lockWithLinks locks a subscription (lockSQL, by key: its id or its current wake) and
+// reads the links of subscription linksOf in the same round trip, rebasing stale ones
+// (see loadLinks). The links are read after the lock is taken, so they are what the
+// previous holder of the lock committed. links is nil when the locked subscription is
+// not linksOf (or none is): the caller then loads them itself, if it needs them.
+func lockWithLinks(ctx context.Context, tx *streamdb.Tx, lockSQL, key, linksOf string) (*sub, []*link, error) {
+	b := &pgx.Batch{}
+	b.Queue(lockSQL, key)
+	b.Queue(sqlSelectLinks, linksOf, streamRoot)
+	br := tx.Pipeline(ctx, b)
+	sb, err := scanSub(br.QueryRow())
+	var links []*link
+	var stale bool
+	if err == nil {
+		var rows pgx.Rows
+		if rows, err = br.Query(); err == nil {
+			links, stale, err = scanLinks(rows)
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if sb == nil || sb.ID != linksOf {
+		return sb, nil, nil
+	}
+	if links == nil {
+		links = []*link{} // read, and there are none: not "unknown"
+	}
+	if stale {
+		if err := rebaseLinks(ctx, tx, sb.ID); err != nil {
+			return nil, nil, err
+		}
+	}
+	return sb, links, nil
 }
 
 // scanLinks reads links, and reports whether any is stale: linked to no stream or to an

@@ -1,6 +1,7 @@
 package dssub
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -81,5 +82,20 @@ func TestCursorOrder(t *testing.T) {
 	}
 	if beforeFirst.String() != "-1" || (cursor{1, 7}).String() != "0000000000000001_0000000000000007" {
 		t.Fatal("cursor strings")
+	}
+}
+
+// protocolMembers must name every member of a webhook wake's body, or an Enricher could
+// add a member that the joined encoding repeats.
+func TestProtocolMembersAreTheWakeBody(t *testing.T) {
+	typ := reflect.TypeOf(webhookBody{})
+	if typ.NumField() != len(protocolMembers) {
+		t.Fatalf("webhookBody has %d members, protocolMembers %d", typ.NumField(), len(protocolMembers))
+	}
+	for i := range typ.NumField() {
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		if !protocolMembers[name] {
+			t.Fatalf("protocolMembers lacks %q", name)
+		}
 	}
 }

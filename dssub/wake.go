@@ -28,7 +28,7 @@ type delivery struct {
 	subID, wakeID string
 	generation    int64
 	url           string
-	body          []byte
+	body          webhookBody // encoded when it is sent (enrich)
 	// for an Enricher: the primary stream (relative) and its tail, the callback token,
 	// and the origin the subscription was created through
 	primary, primaryTail, token, origin string
@@ -65,7 +65,7 @@ func newWakeID() string {
 func (s *Service) evaluate(ctx context.Context, id string) error {
 	// Most evaluations come from commits to streams of a subscription whose wake is in
 	// flight: a read without a lock or a write settles those.
-	cur, err := s.reads.do(ctx, id)
+	cur, err := s.reads.Do(ctx, id)
 	if err != nil || cur == nil {
 		return err
 	}
@@ -76,11 +76,12 @@ func (s *Service) evaluate(ctx context.Context, id string) error {
 	var sb *sub
 	err = s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		job = nil
+		var links []*link
 		var err error
-		if sb, err = lockSub(ctx, tx, id); err != nil || sb == nil {
+		if sb, links, err = lockWithLinks(ctx, tx, sqlLockSub, id, id); err != nil || sb == nil {
 			return err
 		}
-		if job, err = s.step(ctx, tx, sb); err != nil {
+		if job, err = s.step(ctx, tx, sb, links); err != nil {
 			return err
 		}
 		saveSub(tx, sb)
@@ -102,12 +103,13 @@ func (s *Service) committed(sb *sub, job *delivery) {
 	}
 }
 
-// step applies the clock to a locked subscription. The caller saves sb.
-func (s *Service) step(ctx context.Context, tx *streamdb.Tx, sb *sub) (*delivery, error) {
+// step applies the clock to a locked subscription, whose links the caller may have read
+// (nil: not read). The caller saves sb.
+func (s *Service) step(ctx context.Context, tx *streamdb.Tx, sb *sub, links []*link) (*delivery, error) {
 	now := sb.now
 	switch {
 	case sb.WakeID == "":
-		return s.startWake(ctx, tx, sb, nil)
+		return s.startWake(ctx, tx, sb, links)
 	case sb.Phase == phaseDelivering:
 		if sb.AttemptOwner != "" && sb.AttemptUntil != nil && sb.AttemptUntil.After(now) {
 			sb.DueAt = sb.AttemptUntil // another attempt is under way
@@ -117,7 +119,7 @@ func (s *Service) step(ctx context.Context, tx *streamdb.Tx, sb *sub) (*delivery
 			sb.DueAt = sb.NextAttemptAt
 			return nil, nil
 		}
-		return s.takeAttempt(ctx, tx, sb, nil)
+		return s.takeAttempt(ctx, tx, sb, links)
 	case sb.Phase == phaseClaimed || (sb.Phase == phaseOpen && sb.Type == typeWebhook):
 		if sb.LeaseUntil != nil && sb.LeaseUntil.After(now) {
 			sb.DueAt = sb.LeaseUntil
@@ -126,7 +128,7 @@ func (s *Service) step(ctx context.Context, tx *streamdb.Tx, sb *sub) (*delivery
 		s.log.Info("wake lease expired", zap.String("subscription", sb.ID), zap.String("wake_id", sb.WakeID),
 			zap.Int64("generation", sb.Generation), zap.String("holder", sb.Holder))
 		endWake(sb)
-		return s.startWake(ctx, tx, sb, nil)
+		return s.startWake(ctx, tx, sb, links)
 	default: // a pull-wake announced on its wake stream, waiting to be claimed
 		sb.DueAt = nil
 		return nil, nil
@@ -171,16 +173,13 @@ func (s *Service) takeAttempt(ctx context.Context, tx *streamdb.Tx, sb *sub, lin
 	until := sb.now.Add(s.opts.DeliveryTimeout + 5*time.Second)
 	sb.AttemptOwner, sb.AttemptUntil, sb.DueAt = s.procID, &until, &until
 	token := s.keys.Load().mintToken(tokenClaims{Sub: sb.ID, Generation: sb.Generation, WakeID: sb.WakeID})
-	body, err := json.Marshal(webhookBody{
+	body := webhookBody{
 		SubscriptionID: sb.ID,
 		WakeID:         sb.WakeID,
 		Generation:     sb.Generation,
 		Streams:        infos(listed),
 		CallbackURL:    s.actionURL(sb.BaseURL, sb.ID, "callback"),
 		CallbackToken:  token,
-	})
-	if err != nil {
-		return nil, err
 	}
 	job := &delivery{subID: sb.ID, wakeID: sb.WakeID, generation: sb.Generation, url: sb.WebhookURL, body: body,
 		token: token, origin: s.origin(sb.BaseURL)}
@@ -377,7 +376,7 @@ func (s *Service) post(ctx context.Context, job *delivery, body []byte) result {
 // 2xx leaves the wake open for callbacks; a failure schedules a retry.
 func (s *Service) applyResult(ctx context.Context, job *delivery, res result) (*delivery, error) {
 	if res.ok && !res.done { // the common answer of an asynchronous handler: one statement, shared
-		_, err := s.accepts.do(ctx, acceptedWake{job.subID, job.wakeID, job.generation})
+		_, err := s.accepts.Do(ctx, acceptedWake{job.subID, job.wakeID, job.generation})
 		return nil, err
 	}
 	var next *delivery

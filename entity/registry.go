@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/entityd/entityd/internal/coalesce"
 	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/streamdb"
@@ -21,6 +22,8 @@ type Registry struct {
 	types    *typeCache
 	known    *entityCache
 	commands *slashcmd.Service
+	// current reads entities afresh for many callers in one statement (Current)
+	current *coalesce.Coalescer[string, *Entity]
 
 	// handled reports whether a Go handler runs entities of a type here (SIGTERM then
 	// lets the handler finish instead of stopping the entity at once).
@@ -53,7 +56,7 @@ func New(streams *streamdb.Store, schemaCache *schemas.Cache, log *zap.Logger) *
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Registry{
+	r := &Registry{
 		pool:     streams.DB(),
 		streams:  streams,
 		schemas:  schemaCache,
@@ -62,6 +65,8 @@ func New(streams *streamdb.Store, schemaCache *schemas.Cache, log *zap.Logger) *
 		known:    &entityCache{max: 100_000, m: map[string]*Entity{}},
 		commands: slashcmd.NewService(streams, slashcmd.DefaultLimits),
 	}
+	r.current = coalesce.New(256, r.readMany)
+	return r
 }
 
 // SetCommandLimits replaces the limits of the slash-command service (call before serving).

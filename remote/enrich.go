@@ -37,7 +37,7 @@ func notification(ctx context.Context, registry *entity.Registry, w dssub.WakeCo
 	if !ok || kind != entitypath.KindMain {
 		return nil, nil
 	}
-	e, err := registry.Get(ctx, url) // fresh: status and tags as they are now
+	e, err := registry.Current(ctx, url) // fresh: status and tags as they are now
 	if errors.Is(err, entity.ErrNotFound) {
 		return nil, nil
 	}

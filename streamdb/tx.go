@@ -109,20 +109,41 @@ func (t *Tx) pending() *pgx.Batch {
 // send sends what is pending followed by sql, and reads the results of everything but
 // sql, which the caller reads from the returned results (and then closes them).
 func (t *Tx) send(ctx context.Context, sql string, args ...any) (pgx.BatchResults, error) {
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	return t.sendBatch(ctx, b)
+}
+
+// sendBatch sends what is pending followed by b's statements, and reads the results of
+// what was pending: the caller reads b's from the returned results (and then closes them).
+func (t *Tx) sendBatch(ctx context.Context, b *pgx.Batch) (pgx.BatchResults, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
-	b := t.pending()
-	b.Queue(sql, args...)
-	br := t.conn.SendBatch(ctx, b)
-	for i := range b.Len() - 1 {
+	all := t.pending()
+	ahead := all.Len()
+	all.QueuedQueries = append(all.QueuedQueries, b.QueuedQueries...)
+	br := t.conn.SendBatch(ctx, all)
+	for i := range ahead {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
 			// say which statement: a queued write fails where a later one is sent
-			return nil, t.fail(fmt.Errorf("streamdb: %s: %w", statementName(b.QueuedQueries[i].SQL), err))
+			return nil, t.fail(fmt.Errorf("streamdb: %s: %w", statementName(all.QueuedQueries[i].SQL), err))
 		}
 	}
 	return br, nil
+}
+
+// Pipeline runs b's statements in the transaction in one round trip (with what is
+// pending), in order: each still sees what committed before it started, as it would
+// sent alone. The caller reads b's results in order and closes them; a failure ends the
+// transaction.
+func (t *Tx) Pipeline(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	br, err := t.sendBatch(ctx, b)
+	if err != nil {
+		return failedBatch{err}
+	}
+	return &txBatch{BatchResults: br, t: t}
 }
 
 // statementName is the start of a statement's SQL, to name it in an error.

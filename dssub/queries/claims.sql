@@ -8,7 +8,7 @@ SELECT {{subColumns}} FROM ds_subscriptions WHERE wake_id = $1 FOR UPDATE
 -- their write tokens, for the wakes that are their subscription's current one; the hashes
 -- of those stored are returned. One statement for the claims of many wakes (a
 -- subscription appears at most once), and no lock on the subscriptions: a wake that ends
--- meanwhile fences its token anyway (WriteTokenHolds requires the token's wake to be
+-- meanwhile fences its token anyway (WriteTokensHold requires the token's wake to be
 -- current), and a claim of an earlier wake that read the subscription before it moved on
 -- never replaces a later wake's token.
 INSERT INTO ds_write_tokens (subscription_id, token_hash, wake_id, generation)
@@ -24,11 +24,14 @@ INSERT INTO ds_write_tokens (subscription_id, token_hash, wake_id, generation)
 -- name: SelectSubByWake
 SELECT {{subColumns}} FROM ds_subscriptions WHERE wake_id = $1
 
--- name: WriteTokenHolds
--- A token writes to the streams its wake lists, while that wake is the subscription's
--- current one ($3 is the stream root the relative link paths hang from).
-SELECT EXISTS (SELECT 1 FROM ds_write_tokens t
-  JOIN ds_subscriptions s ON s.id = t.subscription_id
-  JOIN ds_subscription_streams l ON l.subscription_id = s.id
-  WHERE t.token_hash = $2 AND s.wake_id = t.wake_id AND s.generation = t.generation
-    AND $3 || l.path = $1 AND l.wake_seq IS NOT NULL)
+-- name: WriteTokensHold
+-- Which of the checks i (stream $1[i], token hash $2[i]) hold: a token writes to the
+-- streams its wake lists, while that wake is the subscription's current one ($3 is the
+-- stream root the relative link paths hang from). One statement for the writes of many
+-- handlers.
+SELECT u.i FROM unnest($1::text[], $2::bytea[]) WITH ORDINALITY AS u(path, hash, i)
+  WHERE EXISTS (SELECT 1 FROM ds_write_tokens t
+    JOIN ds_subscriptions s ON s.id = t.subscription_id
+    JOIN ds_subscription_streams l ON l.subscription_id = s.id
+    WHERE t.token_hash = u.hash AND s.wake_id = t.wake_id AND s.generation = t.generation
+      AND $3 || l.path = u.path AND l.wake_seq IS NOT NULL)

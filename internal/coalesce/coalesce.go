@@ -1,4 +1,6 @@
-package dssub
+// Package coalesce runs one database statement for the requests of many concurrent
+// callers (see Coalescer).
+package coalesce
 
 import (
 	"context"
@@ -8,12 +10,14 @@ import (
 	"github.com/entityd/entityd/internal/dberr"
 )
 
-// coalescer runs one statement for the requests of many callers, the way the send path's
+// Package coalesce runs one database statement for the requests of many callers.
+// Coalescer runs one statement for the requests of many callers, the way the send path's
 // group commit does for appends: while a statement runs, requests queue, and the next
-// statement takes all of them (up to max). Every webhook wake makes a claim and records
-// the webhook's answer; one statement and one commit for many wakes costs Postgres far
-// less than one each.
-type coalescer[Req, Res any] struct {
+// statement takes all of them (up to max). Every webhook wake makes a claim, records the
+// webhook's answer and reads its entity; one statement and one commit for many wakes
+// costs Postgres far less than one each. A request is answered by a statement that
+// started after it was made, so a read sees every commit that preceded the request.
+type Coalescer[Req, Res any] struct {
 	// run answers reqs in order; an error answers all of them.
 	run func(ctx context.Context, reqs []Req) ([]Res, error)
 	max int
@@ -35,13 +39,14 @@ type coalesced[Req, Res any] struct {
 // serves many), and a statement stuck on a lock must not hold the queue forever.
 const coalesceTimeout = 30 * time.Second
 
-func newCoalescer[Req, Res any](max int, run func(ctx context.Context, reqs []Req) ([]Res, error)) *coalescer[Req, Res] {
-	return &coalescer[Req, Res]{run: run, max: max}
+// New makes a Coalescer whose statements carry at most max requests each.
+func New[Req, Res any](max int, run func(ctx context.Context, reqs []Req) ([]Res, error)) *Coalescer[Req, Res] {
+	return &Coalescer[Req, Res]{run: run, max: max}
 }
 
-// do queues req and waits for its answer. A caller whose ctx ends stops waiting; its
+// Do queues req and waits for its answer. A caller whose ctx ends stops waiting; its
 // request is dropped if no statement took it yet, and may be carried out otherwise.
-func (c *coalescer[Req, Res]) do(ctx context.Context, req Req) (Res, error) {
+func (c *Coalescer[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 	call := &coalesced[Req, Res]{ctx: ctx, req: req, done: make(chan struct{})}
 	c.mu.Lock()
 	c.queue = append(c.queue, call)
@@ -59,7 +64,7 @@ func (c *coalescer[Req, Res]) do(ctx context.Context, req Req) (Res, error) {
 	}
 }
 
-func (c *coalescer[Req, Res]) loop() {
+func (c *Coalescer[Req, Res]) loop() {
 	for {
 		c.mu.Lock()
 		n := min(len(c.queue), c.max)
@@ -99,7 +104,7 @@ func (c *coalescer[Req, Res]) loop() {
 
 // runRetrying runs a statement, again when Postgres aborted it to break a deadlock or a
 // serialization conflict (dberr.Retry, as WithTx does).
-func (c *coalescer[Req, Res]) runRetrying(reqs []Req) ([]Res, error) {
+func (c *Coalescer[Req, Res]) runRetrying(reqs []Req) ([]Res, error) {
 	return dberr.Retry(func() ([]Res, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), coalesceTimeout)
 		defer cancel()

@@ -1,4 +1,4 @@
-package dssub
+package coalesce
 
 import (
 	"context"
@@ -16,7 +16,7 @@ func TestCoalescerAnswersEachCaller(t *testing.T) {
 	var mu sync.Mutex
 	var sizes []int
 	release := make(chan struct{})
-	c := newCoalescer(4, func(_ context.Context, reqs []int) ([]int, error) {
+	c := New(4, func(_ context.Context, reqs []int) ([]int, error) {
 		<-release
 		mu.Lock()
 		sizes = append(sizes, len(reqs))
@@ -42,7 +42,7 @@ func TestCoalescerAnswersEachCaller(t *testing.T) {
 			if i == 17 {
 				req = -1
 			}
-			got[i], errs[i] = c.do(context.Background(), req)
+			got[i], errs[i] = c.Do(context.Background(), req)
 		}()
 	}
 	close(release)
@@ -74,13 +74,13 @@ func TestCoalescerAnswersEachCaller(t *testing.T) {
 // A caller that stops waiting is answered with its context's error.
 func TestCoalescerCallerGivesUp(t *testing.T) {
 	block := make(chan struct{})
-	c := newCoalescer(4, func(_ context.Context, reqs []int) ([]int, error) {
+	c := New(4, func(_ context.Context, reqs []int) ([]int, error) {
 		<-block
 		return make([]int, len(reqs)), nil
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := c.do(ctx, 1); !errors.Is(err, context.Canceled) {
+	if _, err := c.Do(ctx, 1); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v", err)
 	}
 	close(block)
@@ -92,7 +92,7 @@ func TestCoalescerDropsAbandonedRequests(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var ran []int
-	c := newCoalescer(8, func(_ context.Context, reqs []int) ([]int, error) {
+	c := New(8, func(_ context.Context, reqs []int) ([]int, error) {
 		mu.Lock()
 		ran = append(ran, reqs...)
 		mu.Unlock()
@@ -103,17 +103,17 @@ func TestCoalescerDropsAbandonedRequests(t *testing.T) {
 		return make([]int, len(reqs)), nil
 	})
 	done := make(chan error, 1)
-	go func() { _, err := c.do(context.Background(), 1); done <- err }()
+	go func() { _, err := c.Do(context.Background(), 1); done <- err }()
 	<-first
 	ctx, cancel := context.WithCancel(context.Background())
 	gaveUp := make(chan error, 1)
-	go func() { _, err := c.do(ctx, 2); gaveUp <- err }()
+	go func() { _, err := c.Do(ctx, 2); gaveUp <- err }()
 	cancel()
 	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the abandoned caller: %v", err)
 	}
 	kept := make(chan error, 1)
-	go func() { _, err := c.do(context.Background(), 3); kept <- err }()
+	go func() { _, err := c.Do(context.Background(), 3); kept <- err }()
 	// 3 is queued behind the held statement (eventually: the goroutine may be late)
 	for {
 		c.mu.Lock()
@@ -141,14 +141,14 @@ func TestCoalescerDropsAbandonedRequests(t *testing.T) {
 // A statement Postgres aborted to break a deadlock is run again.
 func TestCoalescerRetriesDeadlocks(t *testing.T) {
 	calls := 0
-	c := newCoalescer(8, func(_ context.Context, reqs []int) ([]int, error) {
+	c := New(8, func(_ context.Context, reqs []int) ([]int, error) {
 		calls++
 		if calls == 1 {
 			return nil, &pgconn.PgError{Code: "40P01", Message: "deadlock detected"}
 		}
 		return []int{reqs[0] + 1}, nil
 	})
-	got, err := c.do(context.Background(), 41)
+	got, err := c.Do(context.Background(), 41)
 	if err != nil || got != 42 || calls != 2 {
 		t.Fatalf("got %d, %v after %d calls", got, err, calls)
 	}
