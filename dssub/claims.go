@@ -23,7 +23,22 @@ import (
 
 // ErrWakeNotCurrent answers a callback for a wake that is not (or no longer) any
 // subscription's current wake.
-var ErrWakeNotCurrent = fail(http.StatusConflict, codeFenced, "The wake is not in flight (it ended, or it never existed)")
+var ErrWakeNotCurrent = fail(http.StatusConflict, codeFenced, "The wake is not in flight (it ended)")
+
+// ErrWakeNotFound answers a callback for a wake that is no subscription's current one,
+// when its token does not show that the wake ever existed (Electric's 404
+// WAKE_CALLBACK_NOT_FOUND for a consumer it has no record of).
+var ErrWakeNotFound = fail(http.StatusNotFound, "WAKE_CALLBACK_NOT_FOUND", "Wake callback not found")
+
+// notCurrent says why a callback found no subscription whose current wake is wakeID: a
+// token this server minted for that wake shows the wake existed and has ended (409);
+// without one, the wake is unknown (404).
+func (s *Service) notCurrent(token, wakeID string) error {
+	if claims, ok := s.keys.Load().verifyToken(token); ok && claims.WakeID == wakeID {
+		return ErrWakeNotCurrent
+	}
+	return ErrWakeNotFound
+}
 
 // WakeCallback is a claim, a heartbeat or a done from a handler, for wake wakeID.
 type WakeCallback struct {
@@ -152,7 +167,7 @@ func (s *Service) claimRefused(ctx context.Context, cb WakeCallback) error {
 		return err
 	}
 	if sb == nil {
-		return ErrWakeNotCurrent
+		return s.notCurrent(cb.Token, cb.WakeID)
 	}
 	if err := s.fence(cb.Token, sb, cb.request(nil)); err != nil {
 		return err
@@ -164,17 +179,19 @@ func (s *Service) claimRefused(ctx context.Context, cb WakeCallback) error {
 
 // Callback is a heartbeat (keeps the lease, moves cursors) or, with Done, the end of the
 // wake; it reports whether another wake started at once. A done for a wake that already
-// ended is not an error (ended reports it): the consumer is idle or on a later wake.
+// ended is not an error (ended reports it): the consumer is idle or on a later wake. A
+// callback for a wake that is not current, without that wake's token, is
+// ErrWakeNotFound.
 func (s *Service) Callback(ctx context.Context, cb WakeCallback) (nextWake, ended bool, err error) {
 	req := cb.request(cb.Acks)
 	req.effects = cb.Effects
 	req.byWake = true
 	nextWake, err = s.ack(ctx, cb.WakeID, cb.Token, req, false)
 	if errors.Is(err, errNoWake) {
-		if cb.Done {
-			return false, true, nil
+		if err := s.notCurrent(cb.Token, cb.WakeID); !errors.Is(err, ErrWakeNotCurrent) || !cb.Done {
+			return false, false, err
 		}
-		return false, false, ErrWakeNotCurrent
+		return false, true, nil // a late done of the wake's own handler: harmless
 	}
 	return nextWake, false, err
 }
