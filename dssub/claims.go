@@ -186,6 +186,16 @@ func (s *Service) Callback(ctx context.Context, cb WakeCallback) (nextWake, ende
 	req := cb.request(cb.Acks)
 	req.effects = cb.Effects
 	req.byWake = true
+	if claims, ok := s.keys.Load().verifyToken(cb.Token); ok && cb.Done && cb.Effects == nil &&
+		claims.WakeID == cb.WakeID {
+		// The common end of a wake: ended together with the dones of other wakes
+		// (endWakes). A refused token, effects and heartbeats take the path below.
+		ans, err := s.dones.Do(ctx, doneRequest{sub: claims.Sub, token: cb.Token, req: req})
+		if err == nil {
+			err = ans.err
+		}
+		return ans.nextWake, ans.ended, err
+	}
 	nextWake, err = s.ack(ctx, cb.WakeID, cb.Token, req, false)
 	if errors.Is(err, errNoWake) {
 		if err := s.notCurrent(cb.Token, cb.WakeID); !errors.Is(err, ErrWakeNotCurrent) || !cb.Done {

@@ -57,6 +57,8 @@ var (
 	sqlBumpVersion           = queries.Get("BumpVersion")
 	sqlLinkExplicit          = queries.Get("LinkExplicit")
 	sqlLinkExplicitFromStart = queries.Get("LinkExplicitFromStart")
+	sqlLockSubs              = queries.Get("LockSubs")
+	sqlSelectLinksOf         = queries.Get("SelectLinksOf")
 
 	// wake.go
 	sqlAbandonAttempt   = queries.Get("AbandonAttempt")

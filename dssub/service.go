@@ -110,8 +110,10 @@ type Service struct {
 	claims  *coalesce.Coalescer[tokenClaim, bool]
 	accepts *coalesce.Coalescer[acceptedWake, struct{}]
 	reads   *coalesce.Coalescer[string, *sub]
-	// and the write-token checks of handlers' writes
+	// and the write-token checks of handlers' writes; and one transaction ends the
+	// wakes of many done callbacks (endWakes)
 	tokenChecks *coalesce.Coalescer[tokenCheck, bool]
+	dones       *coalesce.Coalescer[doneRequest, doneAnswer]
 
 	started atomic.Bool
 	logs    loopLogs
@@ -154,6 +156,7 @@ func New(store *streamdb.Store, opts Options) *Service {
 	s.accepts = coalesce.New(256, s.recordAccepted)
 	s.reads = coalesce.New(256, s.readSubs)
 	s.tokenChecks = coalesce.New(256, s.checkTokens)
+	s.dones = coalesce.New(128, s.endWakes)
 	store.OnCommit(s.observe)
 	return s
 }

@@ -252,21 +252,36 @@ func lockWithLinks(ctx context.Context, tx *streamdb.Tx, lockSQL, key, linksOf s
 func scanLinks(rows pgx.Rows) (out []*link, stale bool, err error) {
 	defer rows.Close()
 	for rows.Next() {
-		l := &link{}
-		var linkStream *int64
-		if err := rows.Scan(&l.Path, &l.Explicit, &l.Glob, &linkStream, &l.Acked.Seq, &l.Acked.Pos,
-			&l.StreamID, &l.Tail.Seq, &l.Tail.Pos); err != nil {
+		l, isStale, err := scanLink(rows)
+		if err != nil {
 			return nil, false, err
 		}
-		if l.StreamID != 0 && (linkStream == nil || *linkStream != l.StreamID) {
-			stale = true
-			if linkStream != nil {
-				l.Acked = beforeFirst
-			}
-		}
+		stale = stale || isStale
 		out = append(out, l)
 	}
 	return out, stale, rows.Err()
+}
+
+// scanLink reads one row of SelectLinks (after the columns of first, when the query
+// has some before them: SelectLinksOf's subscription id), and reports whether the
+// link is stale; a stale link's cursor reads as "-1" when it was linked to an earlier
+// stream.
+func scanLink(rows pgx.Rows, first ...any) (*link, bool, error) {
+	l := &link{}
+	var linkStream *int64
+	dest := append(first, &l.Path, &l.Explicit, &l.Glob, &linkStream, &l.Acked.Seq, &l.Acked.Pos,
+		&l.StreamID, &l.Tail.Seq, &l.Tail.Pos)
+	if err := rows.Scan(dest...); err != nil {
+		return nil, false, err
+	}
+	stale := false
+	if l.StreamID != 0 && (linkStream == nil || *linkStream != l.StreamID) {
+		stale = true
+		if linkStream != nil {
+			l.Acked = beforeFirst
+		}
+	}
+	return l, stale, nil
 }
 
 func anyPending(links []*link) bool {

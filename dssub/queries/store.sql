@@ -74,3 +74,18 @@ id, type, coalesce(pattern, ''), coalesce(webhook_url, ''), coalesce(wake_stream
   coalesce(description, ''), lease_ttl_ms, config_hash, base_url, created_at, status, generation,
   coalesce(wake_id, ''), coalesce(phase, ''), coalesce(holder, ''), lease_until, next_attempt_at,
   attempt_until, due_at, retry_count, coalesce(attempt_owner, ''), coalesce(last_error, ''), clock_timestamp()
+
+-- name: LockSubs
+-- The subscriptions named in $1, locked in id order (so that two such statements cannot
+-- deadlock), with the lock an UPDATE takes: it does not block the key-share locks that
+-- inserting links and write tokens takes.
+SELECT {{subColumns}} FROM ds_subscriptions WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE
+
+-- name: SelectLinksOf
+-- SelectLinks for the subscriptions named in $1 at once, by subscription.
+SELECT l.subscription_id, l.path, l.explicit, l.glob, l.stream_id, l.acked_seq, l.acked_pos,
+    coalesce(s.id, 0), coalesce(s.tail_seq, 0), coalesce(s.tail_pos, 0)
+  FROM ds_subscription_streams l
+  LEFT JOIN stream_heads s ON s.path = $2 || l.path AND NOT s.soft_deleted
+  WHERE l.subscription_id = ANY($1::text[])
+  ORDER BY l.subscription_id, l.path

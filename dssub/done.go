@@ -1,0 +1,148 @@
+package dssub
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/entityd/entityd/streamdb"
+)
+
+// Ending wakes together. Every wake of a handler outside the server ends with a done
+// callback; each was a transaction of its own (lock, links, acks, snapshot, state,
+// commit). A done whose token names its wake (the common case) is instead queued, and
+// one transaction ends the wakes of every done queued while the previous one ran: one
+// lock statement and one links read for all of them, their writes sent with the commit.
+// A done that is refused (stale, invalid acks) refuses only itself: it wrote nothing.
+
+// doneRequest is a done callback whose token this server minted for its wake.
+type doneRequest struct {
+	sub, token string
+	req        *ackRequest
+}
+
+// doneAnswer is what Callback answers a done request.
+type doneAnswer struct {
+	nextWake, ended bool
+	err             error // the request's own refusal
+}
+
+// endWakes ends the wakes of many done callbacks in one transaction (the dones
+// coalescer's statement).
+func (s *Service) endWakes(ctx context.Context, reqs []doneRequest) ([]doneAnswer, error) {
+	type after struct {
+		sb  *sub
+		job *delivery
+	}
+	var out []doneAnswer
+	var afters []after
+	err := s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+		out, afters = make([]doneAnswer, len(reqs)), afters[:0]
+		ids := make([]string, 0, len(reqs))
+		for _, r := range reqs {
+			ids = append(ids, r.sub)
+		}
+		subs, links, err := lockManyWithLinks(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		for i, r := range reqs {
+			sb := subs[r.sub]
+			if sb == nil || sb.WakeID != *r.req.WakeID {
+				out[i].ended = true // a late done (or a second one): the wake ended already
+				continue
+			}
+			if err := s.fence(r.token, sb, r.req); err != nil {
+				out[i].err = err
+				continue
+			}
+			l := links[r.sub]
+			if err := applyAcks(ctx, tx, sb, l, r.req); err != nil {
+				out[i].err = err // refused before any of its writes was queued
+				continue
+			}
+			endWake(sb)
+			job, err := s.startWake(ctx, tx, sb, l)
+			if err != nil {
+				return err
+			}
+			saveSub(tx, sb)
+			out[i].nextWake = sb.WakeID != ""
+			afters = append(afters, after{sb, job})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range afters {
+		s.committed(a.sb, a.job)
+	}
+	return out, nil
+}
+
+// lockManyWithLinks locks the subscriptions ids name (in id order) and reads their
+// links after the locks are taken, in one round trip; stale links are rebased as
+// loadLinks does. A subscription that does not exist is absent from the maps; one
+// without links has an empty, non-nil slice.
+func lockManyWithLinks(ctx context.Context, tx *streamdb.Tx, ids []string) (map[string]*sub, map[string][]*link, error) {
+	b := &pgx.Batch{}
+	b.Queue(sqlLockSubs, ids)
+	b.Queue(sqlSelectLinksOf, ids, streamRoot)
+	br := tx.Pipeline(ctx, b)
+	subs := make(map[string]*sub, len(ids))
+	links := make(map[string][]*link, len(ids))
+	var stale []string
+	err := func() error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			sb, err := scanSub(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			subs[sb.ID] = sb
+			links[sb.ID] = []*link{}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if rows, err = br.Query(); err != nil {
+			return err
+		}
+		defer rows.Close()
+		staleOf := map[string]bool{}
+		for rows.Next() {
+			var id string
+			l, isStale, err := scanLink(rows, &id)
+			if err != nil {
+				return err
+			}
+			if _, ok := links[id]; !ok {
+				continue // its subscription was deleted between the two statements
+			}
+			links[id] = append(links[id], l)
+			if isStale && !staleOf[id] {
+				staleOf[id] = true
+				stale = append(stale, id)
+			}
+		}
+		return rows.Err()
+	}()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("dssub: lock subscriptions: %w", err)
+	}
+	for _, id := range stale {
+		if err := rebaseLinks(ctx, tx, id); err != nil {
+			return nil, nil, err
+		}
+	}
+	return subs, links, nil
+}

@@ -1,0 +1,86 @@
+package dssub
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/entityd/entityd/internal/httpx"
+)
+
+// One transaction ends the wakes of many dones; each done is answered for itself: a
+// refused one (an ack beyond the tail, a stale generation) writes nothing and leaves
+// its wake in flight, and a second done of a wake that the first ended is a late one.
+func TestEndWakesAnswersEachDone(t *testing.T) {
+	h := startHarness(t, "", testOptions())
+	ctx := context.Background()
+	rc := newReceiver(t, answerAlways(200, `{}`))
+	wakes := map[string]webhookBody{}
+	for _, id := range []string{"d1", "d2", "d3"} {
+		cfg := webhookConfig(rc.URL)
+		cfg["pattern"] = "events/" + id
+		cfg["lease_ttl_ms"] = 60000
+		h.createSub(id, cfg)
+		h.createStream("events/"+id, `{"event":"created"}`)
+		w := rc.next(5 * time.Second).Body
+		wakes[w.SubscriptionID] = w
+	}
+	done := func(id string, gen int64, offset string) doneRequest {
+		w := wakes[id]
+		acks := []Ack{{Path: w.Streams[0].Path, Offset: offset}}
+		req := WakeCallback{WakeID: w.WakeID, Token: w.CallbackToken, Generation: gen, Done: true}.request(acks)
+		req.byWake = true
+		return doneRequest{sub: id, token: w.CallbackToken, req: req}
+	}
+	tail := func(id string) string { return wakes[id].Streams[0].TailOffset }
+	reqs := []doneRequest{
+		done("d1", wakes["d1"].Generation, tail("d1")),
+		done("d2", wakes["d2"].Generation, "9999999999999999_9999999999999999"),
+		done("d3", wakes["d3"].Generation+1, tail("d3")),
+		done("d1", wakes["d1"].Generation, tail("d1")),
+	}
+	out, err := h.Svc.endWakes(ctx, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCode := func(i int, status int, code string) {
+		t.Helper()
+		var he *httpx.Error
+		if !errors.As(out[i].err, &he) || he.Status != status || he.Code != code {
+			t.Fatalf("done %d: want %d %s, got %+v", i, status, code, out[i])
+		}
+	}
+	if out[0].err != nil || out[0].ended || out[0].nextWake {
+		t.Fatalf("done 0 ends its wake, nothing is pending: %+v", out[0])
+	}
+	wantCode(1, http.StatusConflict, codeInvalidOffset)
+	wantCode(2, http.StatusConflict, codeFenced)
+	if out[3].err != nil || !out[3].ended {
+		t.Fatalf("done 3 is late (done 0 ended its wake): %+v", out[3])
+	}
+
+	var wakeID *string
+	var acked string
+	for id, wantWake := range map[string]bool{"d1": false, "d2": true, "d3": true} {
+		if err := h.Pool.QueryRow(ctx, `SELECT wake_id FROM ds_subscriptions WHERE id = $1`, id).Scan(&wakeID); err != nil {
+			t.Fatal(err)
+		}
+		if got := wakeID != nil && *wakeID == wakes[id].WakeID; got != wantWake {
+			t.Fatalf("%s: wake in flight %v (%v), want %v", id, got, wakeID, wantWake)
+		}
+		err := h.Pool.QueryRow(ctx, `SELECT CASE WHEN acked_seq < 0 THEN '-1' ELSE lpad(acked_seq::text, 16, '0') || '_' || lpad(acked_pos::text, 16, '0') END
+			FROM ds_subscription_streams WHERE subscription_id = $1`, id).Scan(&acked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if moved := acked == tail(id); moved != (id == "d1") {
+			t.Fatalf("%s: acked %s (tail %s): only d1's done moved its cursor", id, acked, tail(id))
+		}
+	}
+	h.appendStream("events/d1", `{"event":"more"}`)
+	if next := rc.next(5 * time.Second).Body; next.SubscriptionID != "d1" || next.Generation != wakes["d1"].Generation+1 {
+		t.Fatalf("the next wake of d1: %+v", next)
+	}
+}
