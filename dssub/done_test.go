@@ -3,6 +3,7 @@ package dssub
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -82,5 +83,32 @@ func TestEndWakesAnswersEachDone(t *testing.T) {
 	h.appendStream("events/d1", `{"event":"more"}`)
 	if next := rc.next(5 * time.Second).Body; next.SubscriptionID != "d1" || next.Generation != wakes["d1"].Generation+1 {
 		t.Fatalf("the next wake of d1: %+v", next)
+	}
+}
+
+// One append pending for many subscriptions at once: their evaluations run together
+// (one read, one transaction), and each subscription gets exactly its own wake.
+func TestEvaluationsTogetherWakeEachSubscription(t *testing.T) {
+	h := startHarness(t, "", testOptions())
+	rc := newReceiver(t, answerAlways(200, `{}`))
+	const subs = 40
+	for i := range subs {
+		h.createSub(fmt.Sprintf("many-%02d", i), webhookConfig(rc.URL))
+	}
+	h.createStream("events/shared", `{"event":"created"}`)
+	seen := map[string]bool{}
+	for range subs {
+		w := rc.next(5 * time.Second).Body
+		if seen[w.SubscriptionID] {
+			t.Fatalf("%s woken twice", w.SubscriptionID)
+		}
+		seen[w.SubscriptionID] = true
+		if w.Generation != 1 || len(w.Streams) != 1 || w.Streams[0].Path != "events/shared" || !w.Streams[0].HasPending {
+			t.Fatalf("wake of %s: %+v", w.SubscriptionID, w)
+		}
+	}
+	rc.quiet(300 * time.Millisecond)
+	if n := rc.count(); n != subs {
+		t.Fatalf("%d wakes for %d subscriptions", n, subs)
 	}
 }

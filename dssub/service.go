@@ -105,13 +105,11 @@ type Service struct {
 
 	clients *outbound.Clients // webhook requests go only where outbound's rules allow
 
-	// statements shared by many wakes: claims' write tokens, webhooks' 2xx answers, and
-	// the reads evaluations start with
-	claims  *coalesce.Coalescer[tokenClaim, bool]
-	accepts *coalesce.Coalescer[acceptedWake, struct{}]
-	reads   *coalesce.Coalescer[string, *sub]
-	// and the write-token checks of handlers' writes; and one transaction ends the
-	// wakes of many done callbacks (endWakes)
+	// statements shared by many wakes: claims' write tokens, webhooks' 2xx answers and
+	// the write-token checks of handlers' writes; and one transaction ends the wakes of
+	// many done callbacks (endWakes). Evaluations are batched by the queue (dequeue).
+	claims      *coalesce.Coalescer[tokenClaim, bool]
+	accepts     *coalesce.Coalescer[acceptedWake, struct{}]
 	tokenChecks *coalesce.Coalescer[tokenCheck, bool]
 	dones       *coalesce.Coalescer[doneRequest, doneAnswer]
 
@@ -154,7 +152,6 @@ func New(store *streamdb.Store, opts Options) *Service {
 	s.clients = outbound.NewPolicyClients(opts.Outbound)
 	s.claims = coalesce.New(256, s.storeTokens)
 	s.accepts = coalesce.New(256, s.recordAccepted)
-	s.reads = coalesce.New(256, s.readSubs)
 	s.tokenChecks = coalesce.New(256, s.checkTokens)
 	s.dones = coalesce.New(128, s.endWakes)
 	store.OnCommit(s.observe)
@@ -279,25 +276,33 @@ func (s *Service) enqueue(ids ...string) {
 	signal(s.evalSig)
 }
 
-func (s *Service) dequeue() (string, bool) {
+// evalBatch is the most subscriptions one evaluation takes from the queue.
+const evalBatch = 64
+
+// dequeue takes up to evalBatch subscriptions to evaluate.
+func (s *Service) dequeue() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.evalQ) == 0 {
-		return "", false
+	n := min(len(s.evalQ), evalBatch)
+	if n == 0 {
+		return nil
 	}
-	id := s.evalQ[0]
-	s.evalQ = s.evalQ[1:]
-	delete(s.evalSet, id)
+	ids := make([]string, n)
+	copy(ids, s.evalQ)
+	s.evalQ = s.evalQ[n:]
+	for _, id := range ids {
+		delete(s.evalSet, id)
+	}
 	if len(s.evalQ) > 0 {
 		signal(s.evalSig) // keep the other workers going
 	}
-	return id, true
+	return ids
 }
 
 func (s *Service) evalLoop(ctx context.Context) {
 	for {
-		id, ok := s.dequeue()
-		if !ok {
+		ids := s.dequeue()
+		if len(ids) == 0 {
 			select {
 			case <-ctx.Done():
 				return
@@ -305,8 +310,9 @@ func (s *Service) evalLoop(ctx context.Context) {
 				continue
 			}
 		}
-		if err := s.evaluate(ctx, id); err != nil && ctx.Err() == nil {
-			s.logs.evaluate.Log(s.log, zapcore.WarnLevel, "could not advance subscription; the reconciliation retries", zap.String("subscription", id), zap.Error(err))
+		if err := s.evaluate(ctx, ids); err != nil && ctx.Err() == nil {
+			s.logs.evaluate.Log(s.log, zapcore.WarnLevel, "could not advance subscriptions; the reconciliation retries",
+				zap.String("subscription", ids[0]), zap.Int("subscriptions", len(ids)), zap.Error(err))
 			s.requestReconcile()
 		}
 	}

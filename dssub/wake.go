@@ -60,37 +60,57 @@ func newWakeID() string {
 	return "w_" + hex.EncodeToString(b[:])
 }
 
-// evaluate moves subscription id along: starts a wake for pending work, retries or
-// hands back a webhook attempt, ends a lapsed lease.
-func (s *Service) evaluate(ctx context.Context, id string) error {
+// evaluate moves subscriptions along: starts a wake for pending work, retries or hands
+// back a webhook attempt, ends a lapsed lease. The subscriptions ids name are evaluated
+// together: one read, and one transaction for those that need one.
+func (s *Service) evaluate(ctx context.Context, ids []string) error {
 	// Most evaluations come from commits to streams of a subscription whose wake is in
 	// flight: a read without a lock or a write settles those.
-	cur, err := s.reads.Do(ctx, id)
-	if err != nil || cur == nil {
+	cur, err := s.readSubs(ctx, ids)
+	if err != nil {
 		return err
 	}
-	if cur.busy() && (cur.DueAt == nil || cur.DueAt.After(cur.now)) {
+	todo := make([]string, 0, len(ids))
+	for i, sb := range cur {
+		if sb != nil && !(sb.busy() && (sb.DueAt == nil || sb.DueAt.After(sb.now))) {
+			todo = append(todo, ids[i])
+		}
+	}
+	if len(todo) == 0 {
 		return nil
 	}
-	var job *delivery
-	var sb *sub
+	type after struct {
+		sb  *sub
+		job *delivery
+	}
+	var afters []after
 	err = s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
-		job = nil
-		var links []*link
-		var err error
-		if sb, links, err = lockWithLinks(ctx, tx, sqlLockSub, id, id); err != nil || sb == nil {
+		afters = afters[:0]
+		subs, links, err := lockManyWithLinks(ctx, tx, todo)
+		if err != nil {
 			return err
 		}
-		if job, err = s.step(ctx, tx, sb, links); err != nil {
-			return err
+		for _, id := range todo {
+			sb := subs[id]
+			if sb == nil {
+				continue // deleted meanwhile
+			}
+			job, err := s.step(ctx, tx, sb, links[id])
+			if err != nil {
+				return err
+			}
+			saveSub(tx, sb)
+			afters = append(afters, after{sb, job})
 		}
-		saveSub(tx, sb)
 		return nil
 	})
-	if err == nil {
-		s.committed(sb, job)
+	if err != nil {
+		return err
 	}
-	return err
+	for _, a := range afters {
+		s.committed(a.sb, a.job)
+	}
+	return nil
 }
 
 // committed follows a transaction that advanced sb: it starts the webhook request the
@@ -267,7 +287,7 @@ func (s *Service) launch(job *delivery) {
 	}
 }
 
-// readSubs reads the subscriptions that evaluations are about to look at, in one
+// readSubs reads the subscriptions that an evaluation is about to look at, in one
 // statement (nil for one that does not exist).
 func (s *Service) readSubs(ctx context.Context, ids []string) ([]*sub, error) {
 	rows, err := s.pool.Query(ctx, sqlSelectSubs, ids)
