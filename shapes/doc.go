@@ -8,5 +8,6 @@
 // Changes come from shape_log, which triggers on entities and entity_types fill in the
 // writing transaction (migration 016). A reader takes only the changes of transactions
 // older than the oldest one still running, in (txid, id) order, so an offset never
-// skips a change that commits late.
+// skips a change that commits late. After a snapshot it also skips the changes of the
+// transactions the snapshot saw (snapshot.go), so none is served twice.
 package shapes

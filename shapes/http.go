@@ -38,7 +38,7 @@ type request struct {
 	handle string // the handle of this view now
 	sent   string // the handle the client sent ("" on a first request)
 	offset string
-	from   position
+	from   offset
 	cursor *snapshotCursor // the offset continues a snapshot
 	live   bool
 }
@@ -101,20 +101,22 @@ func (s *Service) parse(ctx context.Context, r *http.Request) (*request, error) 
 			return nil, bad("live needs an offset from an earlier response")
 		}
 	default:
-		p, ok := parsePosition(req.offset)
-		if c, isCursor := parseSnapshotCursor(req.offset); isCursor {
-			req.cursor, p, ok = &c, position{txid: c.horizon}, true
+		o, ok := parseOffset(req.offset)
+		c, isCursor, stale := parseSnapshotCursor(req.offset)
+		if isCursor {
+			// a page reads the changes from the previous page's horizon on
+			req.cursor, o, ok = &c, offset{pos: position{txid: c.seen.xmin}}, true
 			req.live = false // a snapshot is not live yet
 		}
-		if !ok {
+		if !ok && !stale {
 			return nil, bad("offset must be -1, now, or an offset from an earlier response")
 		}
 		if req.sent == "" {
 			return nil, bad("handle is required with an offset")
 		}
-		req.from = p
+		req.from = o
 		cut, _ := strconv.ParseUint(trimmed, 10, 64)
-		if req.sent != req.handle || (cut > 0 && p.txid <= cut) {
+		if stale || req.sent != req.handle || (cut > 0 && o.pos.txid <= cut) {
 			return req, errMustRefetch
 		}
 	}
@@ -157,14 +159,14 @@ func (s *Service) shape(w http.ResponseWriter, r *http.Request) error {
 		h.Set("electric-schema", req.v.t.schemaHeader(req.v.cols))
 	}
 	var out []message
-	var offset string // where the client continues from
+	var next string // the offset the client continues from
 	switch req.offset {
 	case "-1":
-		rows, c, more, err := snapshot(r.Context(), s.db, req.v, s.opts.SnapshotRows)
+		page, c, more, err := snapshotPage(r.Context(), s.db, req.v, nil, s.opts.SnapshotRows)
 		if err != nil {
 			return err
 		}
-		if out, offset, err = s.afterSnapshotPage(r.Context(), w, req.v, rows, c, more); err != nil {
+		if out, next, err = s.afterSnapshotPage(r.Context(), w, req.v, page, c, more); err != nil {
 			return err
 		}
 	case "now":
@@ -172,16 +174,15 @@ func (s *Service) shape(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		out, offset = append(out, upToDate(at)), at.String()
+		out, next = append(out, upToDate(at)), at.String()
 		h.Set("electric-up-to-date", "")
 	default:
 		if req.cursor != nil {
-			rows, last, more, err := snapshotPage(r.Context(), s.db, req.v, req.cursor.after, s.opts.SnapshotRows)
+			page, c, more, err := snapshotPage(r.Context(), s.db, req.v, req.cursor, s.opts.SnapshotRows)
 			if err != nil {
 				return err
 			}
-			c := snapshotCursor{horizon: req.cursor.horizon, after: last}
-			if out, offset, err = s.afterSnapshotPage(r.Context(), w, req.v, rows, c, more); err != nil {
+			if out, next, err = s.afterSnapshotPage(r.Context(), w, req.v, page, c, more); err != nil {
 				return err
 			}
 			break
@@ -190,16 +191,16 @@ func (s *Service) shape(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		out, offset = changed, at.String()
+		out, next = changed, at.String()
 		if exhausted {
-			out = append(out, upToDate(at))
+			out = append(out, upToDate(at.pos))
 			h.Set("electric-up-to-date", "")
 		}
 	}
 	if out, err = s.scope(r.Context(), req.v.t.name, out); err != nil {
 		return err
 	}
-	h.Set("electric-offset", offset)
+	h.Set("electric-offset", next)
 	if out == nil {
 		out = []message{} // a page of a snapshot may hold none of the shape's rows
 	}
@@ -212,19 +213,19 @@ func (s *Service) shape(w http.ResponseWriter, r *http.Request) error {
 
 // afterSnapshotPage completes a response holding a page of a snapshot, and returns it
 // with the offset to continue from: another page follows (the cursor), or this was the
-// last one and the changes since the first page's horizon follow in the same response,
-// up to date when they are exhausted.
-func (s *Service) afterSnapshotPage(ctx context.Context, w http.ResponseWriter, v *view, rows []message, c snapshotCursor, more bool) ([]message, string, error) {
+// last one and the changes its snapshot did not see follow in the same response, up to
+// date when they are exhausted.
+func (s *Service) afterSnapshotPage(ctx context.Context, w http.ResponseWriter, v *view, page []message, c snapshotCursor, more bool) ([]message, string, error) {
 	if more {
-		return rows, c.String(), nil
+		return page, c.String(), nil
 	}
-	changed, at, exhausted, err := changes(ctx, s.db, v, position{txid: c.horizon}, s.opts.ChunkRows)
+	changed, at, exhausted, err := changes(ctx, s.db, v, offset{pos: position{txid: c.seen.xmin}, seen: c.seen}, s.opts.ChunkRows)
 	if err != nil {
 		return nil, "", err
 	}
-	out := append(rows, changed...)
+	out := append(page, changed...)
 	if exhausted {
-		out = append(out, upToDate(at))
+		out = append(out, upToDate(at.pos))
 		w.Header().Set("electric-up-to-date", "")
 	}
 	return out, at.String(), nil
@@ -264,7 +265,7 @@ func (s *Service) scope(ctx context.Context, table string, out []message) ([]mes
 
 // read answers an offset: the changes after it, or for a live request that is up to
 // date, the first changes to become final within the long-poll (else none).
-func (s *Service) read(ctx context.Context, req *request) ([]message, position, bool, error) {
+func (s *Service) read(ctx context.Context, req *request) ([]message, offset, bool, error) {
 	var deadline <-chan time.Time
 	for {
 		var changed <-chan struct{}

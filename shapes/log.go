@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -77,9 +79,60 @@ func (v *view) row(value []byte, op string) (json.RawMessage, bool, error) {
 	return b, true, err
 }
 
+// offset is where a client continues in shape_log: it holds every change at or before
+// pos, and those of the transactions seen sees: the snapshot its rows were read at, kept
+// from pos.txid on (zero once pos is past every transaction it sees). A transaction the
+// snapshot saw may sort after pos (it is younger than one that was still running), and
+// its changes are in the rows already: they are skipped, not served again. Its string
+// is "<txid>_<id>", or with such transactions ahead "<txid>_<id>_<xmax>", followed by
+// ":<xip>,…" when the snapshot saw some of [txid, xmax) running: every transaction in
+// [txid, xmax) but those is skipped.
+type offset struct {
+	pos  position
+	seen snap
+}
+
+func (o offset) String() string {
+	if o.seen.xmax <= o.pos.txid {
+		return o.pos.String()
+	}
+	s := o.pos.String() + "_" + strconv.FormatUint(o.seen.xmax, 10)
+	for i, x := range o.seen.xip {
+		if i == 0 {
+			s += ":"
+		} else {
+			s += ","
+		}
+		s += strconv.FormatUint(x, 10)
+	}
+	return s
+}
+
+// parseOffset reads an offset String wrote.
+func parseOffset(s string) (offset, bool) {
+	p, rest, _ := strings.Cut(s, "_")
+	id, seen, hasSeen := strings.Cut(rest, "_")
+	pos, ok := parsePosition(p + "_" + id)
+	if !ok {
+		return offset{}, false
+	}
+	o := offset{pos: pos}
+	if !hasSeen {
+		return o, true
+	}
+	xmax, xips, listed := strings.Cut(seen, ":")
+	o.seen.xmin = pos.txid
+	var err error
+	if o.seen.xmax, err = strconv.ParseUint(xmax, 10, 64); err != nil || o.seen.xmax <= pos.txid || (listed && xips == "") {
+		return offset{}, false
+	}
+	o.seen.xip, ok = parseXip(xips, pos.txid, o.seen.xmax)
+	return o, ok
+}
+
 // changes reads the view's final changes after from, at most limit of them, and the
-// position to continue from; exhausted reports that nothing final is left after it.
-func changes(ctx context.Context, db streamdb.DB, v *view, from position, limit int) ([]message, position, bool, error) {
+// offset to continue from; exhausted reports that nothing final is left after it.
+func changes(ctx context.Context, db streamdb.DB, v *view, from offset, limit int) ([]message, offset, bool, error) {
 	// The horizon before the read: every change older than it is final and, when the
 	// read is exhausted, was returned; so the offset may move up to it.
 	var horizon string
@@ -90,26 +143,45 @@ func changes(ctx context.Context, db streamdb.DB, v *view, from position, limit 
 	if err != nil {
 		return nil, from, false, fmt.Errorf("shapes: horizon %q: %w", horizon, err)
 	}
-	rows, err := db.Query(ctx, sqlChangesSince, v.t.name, strconv.FormatUint(from.txid, 10), from.id, limit)
+	xmax, xip := from.seen.skipArgs()
+	rows, err := db.Query(ctx, sqlChangesSince, v.t.name, strconv.FormatUint(from.pos.txid, 10), from.pos.id, limit, xmax, xip)
 	if err != nil {
 		return nil, from, false, err
 	}
+	out, at, n, err := readChanges(rows, v)
+	if err != nil {
+		return nil, from, false, err
+	}
+	if n == 0 {
+		at = from.pos
+	}
+	exhausted := n < limit
+	if exhausted && at.less(position{txid: h}) {
+		at = position{txid: h}
+	}
+	return out, offset{pos: at, seen: from.seen.from(at.txid)}, exhausted, nil
+}
+
+// readChanges renders the view's changes among rows (txid, id, key, operation, value)
+// and closes them. last is the position of the last one read, n how many were read.
+func readChanges(rows pgx.Rows, v *view) (out []message, last position, n int, err error) {
 	defer rows.Close()
-	var out []message
-	at, n := from, 0
 	for rows.Next() {
 		var txid, key, op string
 		var id int64
 		var value []byte
 		if err := rows.Scan(&txid, &id, &key, &op, &value); err != nil {
-			return nil, from, false, err
+			return nil, last, 0, err
 		}
 		n++
-		t, _ := strconv.ParseUint(txid, 10, 64)
-		at = position{t, id}
+		t, err := strconv.ParseUint(txid, 10, 64)
+		if err != nil {
+			return nil, last, 0, fmt.Errorf("shapes: txid %q: %w", txid, err)
+		}
+		last = position{t, id}
 		val, in, err := v.row(value, op)
 		if err != nil {
-			return nil, from, false, err
+			return nil, last, 0, err
 		}
 		if !in {
 			// An update that takes a row out of a where is a delete for this shape; an
@@ -119,18 +191,11 @@ func changes(ctx context.Context, db streamdb.DB, v *view, from position, limit 
 			}
 			op = "delete"
 			if val, _, err = v.row(value, "delete"); err != nil {
-				return nil, from, false, err
+				return nil, last, 0, err
 			}
 		}
 		out = append(out, message{pk: key, Key: v.t.keyOf(key), Value: val,
 			Headers: map[string]any{"operation": op, "relation": []string{"public", v.t.name}}})
 	}
-	if err := rows.Err(); err != nil {
-		return nil, from, false, err
-	}
-	exhausted := n < limit
-	if exhausted && at.less(position{txid: h}) {
-		at = position{txid: h}
-	}
-	return out, at, exhausted, nil
+	return out, last, n, rows.Err()
 }

@@ -23,7 +23,7 @@ func TestChangesInTransactionOrder(t *testing.T) {
 		require.NoError(t, err)
 	}
 	v := &view{t: tables["entities"], cols: []string{"url"}}
-	out, _, exhausted, err := changes(ctx, pool, v, position{}, 10)
+	out, _, exhausted, err := changes(ctx, pool, v, offset{}, 10)
 	require.NoError(t, err)
 	require.True(t, exhausted)
 	var keys []string

@@ -12,44 +12,152 @@ import (
 	"github.com/entityd/entityd/streamdb"
 )
 
-// A snapshot larger than one response is served in pages, in key order. The first page
-// is read in a repeatable-read transaction that fixes the horizon; the next ones read
-// the rows after the last key served, as they are then. The changes after the horizon
-// follow the last page, so a row that changed while the pages were read is corrected
-// by its change (a shape applies rows and changes as upserts, and a delete of a row it
-// never had is a no-op): the shape ends as the rows are, as with a one-page snapshot.
+// A snapshot is read in a repeatable-read transaction, and the Postgres snapshot that
+// transaction read at (pg_current_snapshot) goes with it: the changes that follow it
+// are those of the transactions it does not see. Its horizon (xmin, the oldest
+// transaction running) is not enough: a younger transaction may have committed before
+// the snapshot, and its changes are in the rows already. Read again as changes after
+// the horizon, they would be an insert of a row the client holds, or an update it has
+// (in the same response when the older transaction has ended by then, else in a later
+// one).
+//
+// A snapshot larger than one response is served in pages, in key order, each read in
+// its own repeatable-read transaction: the rows after the last key served, and the
+// changes of the rows served before that the page's snapshot sees and the previous
+// page's did not. So every row the client holds is as the latest page's snapshot shows
+// it, and the changes after that snapshot follow the last page.
 
-// snapshotCursor is where the next page of a snapshot starts: the first page's horizon
-// and the last key served. Its offset is "s<horizon>_<last key, base64url>", which no
-// log position can be (those are "<txid>_<id>").
+// snap is a Postgres snapshot as pg_current_snapshot writes it ("xmin:xmax:xip,…"): a
+// transaction below xmin is seen (it ended before the snapshot), one at or above xmax
+// is not, and one between them is unless xip lists it (it was running).
+type snap struct {
+	xmin, xmax uint64
+	xip        []uint64 // ascending, each in [xmin, xmax)
+}
+
+func (s snap) String() string {
+	var b strings.Builder
+	b.WriteString(strconv.FormatUint(s.xmin, 10) + ":" + strconv.FormatUint(s.xmax, 10) + ":")
+	for i, x := range s.xip {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatUint(x, 10))
+	}
+	return b.String()
+}
+
+// parseSnap reads a snapshot String (or Postgres) wrote.
+func parseSnap(s string) (snap, bool) {
+	parts := strings.Split(s, ":")
+	if len(parts) != 3 {
+		return snap{}, false
+	}
+	xmin, err1 := strconv.ParseUint(parts[0], 10, 64)
+	xmax, err2 := strconv.ParseUint(parts[1], 10, 64)
+	if err1 != nil || err2 != nil || xmin > xmax {
+		return snap{}, false
+	}
+	xip, ok := parseXip(parts[2], xmin, xmax)
+	return snap{xmin: xmin, xmax: xmax, xip: xip}, ok
+}
+
+// parseXip reads a comma-separated, strictly ascending list of transactions in
+// [lo, hi).
+func parseXip(s string, lo, hi uint64) ([]uint64, bool) {
+	if s == "" {
+		return nil, true
+	}
+	var out []uint64
+	for _, p := range strings.Split(s, ",") {
+		x, err := strconv.ParseUint(p, 10, 64)
+		if err != nil || x < lo || x >= hi || (len(out) > 0 && x <= out[len(out)-1]) {
+			return nil, false
+		}
+		out = append(out, x)
+	}
+	return out, true
+}
+
+// sees reports whether the snapshot sees transaction txid.
+func (s snap) sees(txid uint64) bool {
+	if txid < s.xmin {
+		return true
+	}
+	if txid >= s.xmax {
+		return false
+	}
+	for _, x := range s.xip {
+		if x == txid {
+			return false
+		}
+	}
+	return true
+}
+
+// from is the part of the snapshot that matters to transactions at or after txid: it
+// sees the same of those (and every older one). Zero when it sees none of them.
+func (s snap) from(txid uint64) snap {
+	if txid >= s.xmax {
+		return snap{}
+	}
+	if txid <= s.xmin {
+		return s
+	}
+	out := snap{xmin: txid, xmax: s.xmax}
+	for _, x := range s.xip {
+		if x >= txid {
+			out.xip = append(out.xip, x)
+		}
+	}
+	return out
+}
+
+// skipArgs are the ChangesSince and PageChanges arguments that leave out the changes of
+// the transactions the snapshot sees at or above its xmin: those below xmax that xip
+// does not list.
+func (s snap) skipArgs() (xmax string, xip []string) {
+	xip = make([]string, len(s.xip))
+	for i, x := range s.xip {
+		xip[i] = strconv.FormatUint(x, 10)
+	}
+	return strconv.FormatUint(s.xmax, 10), xip
+}
+
+// snapshotCursor is where the next page of a snapshot starts: the snapshot the last
+// page was read at and the last key served. Its offset is
+// "s<xmin>:<xmax>:<xip,…>_<last key, base64url>", which no log offset can be (those
+// start with a digit).
 type snapshotCursor struct {
-	horizon uint64
-	after   string
+	seen  snap
+	after string
 }
 
 func (c snapshotCursor) String() string {
-	return "s" + strconv.FormatUint(c.horizon, 10) + "_" + base64.RawURLEncoding.EncodeToString([]byte(c.after))
+	return "s" + c.seen.String() + "_" + base64.RawURLEncoding.EncodeToString([]byte(c.after))
 }
 
-// parseSnapshotCursor reads an offset String wrote.
-func parseSnapshotCursor(s string) (snapshotCursor, bool) {
+// parseSnapshotCursor reads an offset String wrote. stale reports a cursor of the
+// earlier form "s<horizon>_<key>", which carried too little to finish its snapshot.
+func parseSnapshotCursor(s string) (c snapshotCursor, ok, stale bool) {
 	rest, ok := strings.CutPrefix(s, "s")
 	if !ok {
-		return snapshotCursor{}, false
+		return c, false, false
 	}
-	h, k, ok := strings.Cut(rest, "_")
+	sn, k, ok := strings.Cut(rest, "_")
 	if !ok {
-		return snapshotCursor{}, false
-	}
-	horizon, err := strconv.ParseUint(h, 10, 64)
-	if err != nil {
-		return snapshotCursor{}, false
+		return c, false, false
 	}
 	after, err := base64.RawURLEncoding.DecodeString(k)
 	if err != nil || len(after) == 0 {
-		return snapshotCursor{}, false
+		return c, false, false
 	}
-	return snapshotCursor{horizon: horizon, after: string(after)}, true
+	seen, ok := parseSnap(sn)
+	if !ok {
+		_, err := strconv.ParseUint(sn, 10, 64)
+		return c, false, err == nil
+	}
+	return snapshotCursor{seen: seen, after: string(after)}, true, false
 }
 
 // querier is a connection, pool or transaction.
@@ -57,9 +165,51 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// snapshotPage reads up to limit rows after key after and renders those in the view.
+// snapshotPage reads a page of the view in one repeatable-read transaction: up to limit
+// rows after the previous page's last key (every row for the first page, prev nil),
+// preceded by the changes of the rows served before that this transaction's snapshot
+// sees and prev's did not. next is where the following page starts, or, when no rows
+// remain (more false), the snapshot the changes after the page follow.
+func snapshotPage(ctx context.Context, db streamdb.DB, v *view, prev *snapshotCursor, limit int) (out []message, next snapshotCursor, more bool, err error) {
+	tx, err := db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, next, false, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	// the first statement: it fixes the transaction's snapshot, and returns it
+	var s string
+	if err := tx.QueryRow(ctx, sqlSnapshot).Scan(&s); err != nil {
+		return nil, next, false, err
+	}
+	var ok bool
+	if next.seen, ok = parseSnap(s); !ok {
+		return nil, next, false, fmt.Errorf("shapes: snapshot %q", s)
+	}
+	if prev != nil {
+		xmax, xip := prev.seen.skipArgs()
+		rows, err := tx.Query(ctx, sqlPageChanges, v.t.name, prev.after, strconv.FormatUint(prev.seen.xmin, 10), xmax, xip)
+		if err != nil {
+			return nil, next, false, err
+		}
+		if out, _, _, err = readChanges(rows, v); err != nil {
+			return nil, next, false, err
+		}
+	}
+	after := ""
+	if prev != nil {
+		after = prev.after
+	}
+	rows, last, more, err := pageRows(ctx, tx, v, after, limit)
+	if err != nil {
+		return nil, next, false, err
+	}
+	next.after = last
+	return append(out, rows...), next, more, nil
+}
+
+// pageRows reads up to limit rows after key after and renders those in the view.
 // more reports that rows remain after the last one read (last).
-func snapshotPage(ctx context.Context, q querier, v *view, after string, limit int) (out []message, last string, more bool, err error) {
+func pageRows(ctx context.Context, q querier, v *view, after string, limit int) (out []message, last string, more bool, err error) {
 	sql, args, pushed := v.pageQuery(after, limit+1)
 	if pushed {
 		// With conditions pushed down the best plan depends on their values (a type with
@@ -95,28 +245,6 @@ func snapshotPage(ctx context.Context, q querier, v *view, after string, limit i
 		}
 	}
 	return out, last, more, rows.Err()
-}
-
-// snapshot reads the first page of the view's rows in one repeatable-read transaction,
-// and the horizon from which changes follow the snapshot: every transaction older than
-// it is in the rows; younger ones are read as changes, some perhaps again.
-func snapshot(ctx context.Context, db streamdb.DB, v *view, limit int) ([]message, snapshotCursor, bool, error) {
-	var c snapshotCursor
-	tx, err := db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return nil, c, false, err
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	var horizon string
-	if err := tx.QueryRow(ctx, sqlHorizon).Scan(&horizon); err != nil {
-		return nil, c, false, err
-	}
-	if c.horizon, err = strconv.ParseUint(horizon, 10, 64); err != nil {
-		return nil, c, false, fmt.Errorf("shapes: horizon %q: %w", horizon, err)
-	}
-	out, last, more, err := snapshotPage(ctx, tx, v, "", limit)
-	c.after = last
-	return out, c, more, err
 }
 
 // pageQuery is the snapshot page query with the where's equality conditions on the

@@ -14,9 +14,10 @@ import (
 )
 
 // A snapshot larger than a page comes in pages that continue after the last key served;
-// rows that change while the pages are read end as they are, because the changes since
-// the first page's horizon follow the last page. A where that matches nothing in a page
-// gives an empty page that still continues.
+// rows that change while the pages are read end as they are: a page brings the changes
+// of the rows served before it since the previous page, and the changes after the last
+// page's snapshot follow it. A where that matches nothing in a page gives an empty page
+// that still continues.
 func TestSnapshotInPages(t *testing.T) {
 	t.Parallel()
 	e := &env{t: t, srv: testserver.Start(t, testserver.Options{QuietLogs: true, ShapeSnapshotRows: 3})}

@@ -4,18 +4,36 @@
 -- The oldest transaction still running: changes of older transactions are final.
 SELECT pg_snapshot_xmin(pg_current_snapshot())::text
 
+-- name: Snapshot
+-- The first statement of a snapshot's repeatable-read transaction: the snapshot it reads
+-- at, "xmin:xmax:xip,…".
+SELECT pg_current_snapshot()::text
+
 -- name: State
 SELECT epoch, trimmed_txid::text FROM shape_state
 
 -- name: ChangesSince
--- The final changes of one relation after position ($2, $3), in order. The ORDER BY
--- names the table's columns: a bare "txid" would be the text output column, sorted as
--- text ("10" before "9") and by a scan of the whole log instead of its index.
+-- The final changes of one relation after position ($2, $3), in order, but those of
+-- the transactions below $5 not listed in $6: the client's snapshot saw them (its rows
+-- hold them already). The ORDER BY names the table's columns: a bare "txid" would be
+-- the text output column, sorted as text ("10" before "9") and by a scan of the whole
+-- log instead of its index.
 SELECT l.txid::text AS txid_text, l.id, l.key, l.operation, l.value::text FROM shape_log l
   WHERE l.relation = $1 AND (l.txid, l.id) > ($2::text::xid8, $3)
     AND l.txid < pg_snapshot_xmin(pg_current_snapshot())
+    AND NOT (l.txid < $5::text::xid8 AND l.txid <> ALL ($6::text[]::xid8[]))
   ORDER BY l.txid, l.id
   LIMIT $4
+
+-- name: PageChanges
+-- In the repeatable-read transaction of a snapshot page: the changes of one relation's
+-- rows up to key $2 (served by the pages before) that this transaction sees and the
+-- previous page's snapshot (xmin $3, xmax $4, running $5) did not, in order. Every
+-- change it sees is final: its transaction ended before the snapshot.
+SELECT l.txid::text AS txid_text, l.id, l.key, l.operation, l.value::text FROM shape_log l
+  WHERE l.relation = $1 AND l.key <= $2 AND l.txid >= $3::text::xid8
+    AND NOT (l.txid < $4::text::xid8 AND l.txid <> ALL ($5::text[]::xid8[]))
+  ORDER BY l.txid, l.id
 
 -- name: Frontier
 -- The last final change: a waiter looks again when it moves.
