@@ -111,4 +111,11 @@ func TestEvaluationsTogetherWakeEachSubscription(t *testing.T) {
 	if n := rc.count(); n != subs {
 		t.Fatalf("%d wakes for %d subscriptions", n, subs)
 	}
+	// each wake's snapshot is recorded (the statement that writes those of many)
+	var snapped int
+	err := h.Pool.QueryRow(context.Background(), `SELECT count(*) FROM ds_subscription_streams
+		WHERE path = 'events/shared' AND wake_seq IS NOT NULL AND wake_seq > 0`).Scan(&snapped)
+	if err != nil || snapped != subs {
+		t.Fatalf("%d snapshots for %d wakes, %v", snapped, subs, err)
+	}
 }
