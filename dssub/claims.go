@@ -191,10 +191,12 @@ func (s *Service) Callback(ctx context.Context, cb WakeCallback) (nextWake, ende
 		// The common end of a wake: ended together with the dones of other wakes
 		// (endWakes). A refused token, effects and heartbeats take the path below.
 		ans, err := s.dones.Do(ctx, doneRequest{sub: claims.Sub, token: cb.Token, req: req})
-		if err == nil {
-			err = ans.err
+		if err != nil {
+			return false, false, err
 		}
-		return ans.nextWake, ans.ended, err
+		if !ans.alone {
+			return ans.nextWake, ans.ended, ans.err
+		}
 	}
 	nextWake, err = s.ack(ctx, cb.WakeID, cb.Token, req, false)
 	if errors.Is(err, errNoWake) {

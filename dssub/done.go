@@ -3,6 +3,7 @@ package dssub
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	"github.com/jackc/pgx/v5"
 
@@ -14,7 +15,16 @@ import (
 // commit). A done whose token names its wake (the common case) is instead queued, and
 // one transaction ends the wakes of every done queued while the previous one ran: one
 // lock statement and one links read for all of them, their writes sent with the commit.
-// A done that is refused (stale, invalid acks) refuses only itself: it wrote nothing.
+// A done that is refused (stale, invalid acks) refuses only itself: none of its writes
+// is sent (links of a re-created stream are rebased all the same, as any transaction
+// that locks the subscription would). A subscription another transaction holds is not
+// waited for: its done takes a transaction of its own (alone), so that one busy
+// subscription does not hold up the others.
+//
+// The subscriptions are stepped in the order of their wake streams, then ids: a
+// pull-wake's new wake is appended to its wake stream, which stays locked until the
+// commit, and two batches that appended to two wake streams in opposite orders would
+// deadlock.
 
 // doneRequest is a done callback whose token this server minted for its wake.
 type doneRequest struct {
@@ -22,10 +32,11 @@ type doneRequest struct {
 	req        *ackRequest
 }
 
-// doneAnswer is what Callback answers a done request.
+// doneAnswer is what Callback answers a done request; alone: the batch did not take
+// it (its subscription was held), the done needs a transaction of its own.
 type doneAnswer struct {
-	nextWake, ended bool
-	err             error // the request's own refusal
+	nextWake, ended, alone bool
+	err                    error // the request's own refusal
 }
 
 // endWakes ends the wakes of many done callbacks in one transaction (the dones
@@ -47,9 +58,14 @@ func (s *Service) endWakes(ctx context.Context, reqs []doneRequest) ([]doneAnswe
 		if err != nil {
 			return err
 		}
-		for i, r := range reqs {
+		for _, i := range stepOrder(len(reqs), func(i int) string { return reqs[i].sub }, subs) {
+			r := reqs[i]
 			sb := subs[r.sub]
-			if sb == nil || sb.WakeID != *r.req.WakeID {
+			if sb == nil {
+				out[i].alone = true // held by another transaction, or deleted
+				continue
+			}
+			if sb.WakeID != *r.req.WakeID {
 				out[i].ended = true // a late done (or a second one): the wake ended already
 				continue
 			}
@@ -82,10 +98,10 @@ func (s *Service) endWakes(ctx context.Context, reqs []doneRequest) ([]doneAnswe
 	return out, nil
 }
 
-// lockManyWithLinks locks the subscriptions ids name (in id order) and reads their
-// links after the locks are taken, in one round trip; stale links are rebased as
-// loadLinks does. A subscription that does not exist is absent from the maps; one
-// without links has an empty, non-nil slice.
+// lockManyWithLinks locks the subscriptions ids name that no other transaction holds
+// (LockSubs) and reads their links after the locks are taken, in one round trip; stale
+// links are rebased as loadLinks does. A subscription that is held, or does not exist,
+// is absent from the maps; one without links has an empty, non-nil slice.
 func lockManyWithLinks(ctx context.Context, tx *streamdb.Tx, ids []string) (map[string]*sub, map[string][]*link, error) {
 	b := &pgx.Batch{}
 	b.Queue(sqlLockSubs, ids)
@@ -145,4 +161,26 @@ func lockManyWithLinks(ctx context.Context, tx *streamdb.Tx, ids []string) (map[
 		}
 	}
 	return subs, links, nil
+}
+
+// stepOrder is the order in which a batch steps its n items (idOf gives an item's
+// subscription): those of subscriptions it locked by wake stream, then id (see above),
+// then the others in their own order.
+func stepOrder(n int, idOf func(int) string, subs map[string]*sub) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		sa, sb := subs[idOf(order[a])], subs[idOf(order[b])]
+		switch {
+		case sa == nil || sb == nil:
+			return sa != nil && sb == nil
+		case sa.WakeStream != sb.WakeStream:
+			return sa.WakeStream < sb.WakeStream
+		default:
+			return sa.ID < sb.ID
+		}
+	})
+	return order
 }

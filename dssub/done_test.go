@@ -119,3 +119,92 @@ func TestEvaluationsTogetherWakeEachSubscription(t *testing.T) {
 		t.Fatalf("%d snapshots for %d wakes, %v", snapped, subs, err)
 	}
 }
+
+// A batch steps the subscriptions it locked in the order of their wake streams, then
+// ids: a pull-wake's wake is appended to its wake stream, locked until the commit, and
+// two batches appending to two wake streams in opposite orders deadlocked (26 of 40
+// rounds in a review's test). Those it did not lock come last, in their own order.
+func TestStepOrderFollowsWakeStreams(t *testing.T) {
+	subs := map[string]*sub{
+		"a": {ID: "a", WakeStream: "w2"}, "b": {ID: "b", WakeStream: "w1"},
+		"c": {ID: "c", WakeStream: "w1"}, "d": {ID: "d", WakeStream: "w2"}, "e": {ID: "e"},
+	}
+	for _, tc := range []struct{ ids, want string }{
+		{"ab", "ba"}, {"cd", "cd"}, {"dcbxa", "bcadx"}, {"xeda", "eadx"},
+	} {
+		ids := []byte(tc.ids)
+		order := stepOrder(len(ids), func(i int) string { return string(ids[i]) }, subs)
+		got := make([]byte, len(order))
+		for i, j := range order {
+			got[i] = ids[j]
+		}
+		if string(got) != tc.want {
+			t.Errorf("%s: stepped %s, want %s", tc.ids, got, tc.want)
+		}
+	}
+}
+
+// A subscription another transaction holds does not hold up a batch: its done is
+// answered "alone" at once (Callback then gives it a transaction of its own), and the
+// other dones of the batch end their wakes.
+func TestEndWakesLeavesHeldSubscriptionsAlone(t *testing.T) {
+	h := startHarness(t, "", testOptions())
+	ctx := context.Background()
+	rc := newReceiver(t, answerAlways(200, `{}`))
+	wakes := map[string]webhookBody{}
+	for _, id := range []string{"free", "held"} {
+		cfg := webhookConfig(rc.URL)
+		cfg["pattern"] = "events/" + id
+		cfg["lease_ttl_ms"] = 60000
+		h.createSub(id, cfg)
+		h.createStream("events/"+id, `{"event":"created"}`)
+		w := rc.next(5 * time.Second).Body
+		wakes[w.SubscriptionID] = w
+	}
+	done := func(id string) doneRequest {
+		w := wakes[id]
+		acks := []Ack{{Path: w.Streams[0].Path, Offset: w.Streams[0].TailOffset}}
+		req := WakeCallback{WakeID: w.WakeID, Token: w.CallbackToken, Generation: w.Generation, Done: true}.request(acks)
+		req.byWake = true
+		return doneRequest{sub: id, token: w.CallbackToken, req: req}
+	}
+	tx, err := h.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM ds_subscriptions WHERE id = 'held' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	answered := make(chan []doneAnswer, 1)
+	go func() {
+		out, err := h.Svc.endWakes(ctx, []doneRequest{done("held"), done("free")})
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- out
+	}()
+	var out []doneAnswer
+	select {
+	case out = <-answered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the batch waited for a held subscription")
+	}
+	if len(out) != 2 || !out[0].alone || out[1].alone || out[1].ended || out[1].err != nil {
+		t.Fatalf("answers: %+v", out)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Through Callback, the held one's done takes its own transaction once the row is free.
+	w := wakes["held"]
+	next, ended, err := h.Svc.Callback(ctx, WakeCallback{WakeID: w.WakeID, Token: w.CallbackToken, Generation: w.Generation, Done: true,
+		Acks: []Ack{{Path: w.Streams[0].Path, Offset: w.Streams[0].TailOffset}}})
+	if err != nil || ended || next {
+		t.Fatalf("the held subscription's done: next %v ended %v err %v", next, ended, err)
+	}
+	var inFlight int
+	if err := h.Pool.QueryRow(ctx, `SELECT count(*) FROM ds_subscriptions WHERE id IN ('free', 'held') AND wake_id IS NOT NULL`).Scan(&inFlight); err != nil || inFlight != 0 {
+		t.Fatalf("wakes still in flight: %d, %v", inFlight, err)
+	}
+}

@@ -84,16 +84,20 @@ func (s *Service) evaluate(ctx context.Context, ids []string) error {
 		job *delivery
 	}
 	var afters []after
+	var alone []string
 	err = s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
-		afters = afters[:0]
+		afters, alone = afters[:0], alone[:0]
 		subs, links, err := lockManyWithLinks(ctx, tx, todo)
 		if err != nil {
 			return err
 		}
-		for _, id := range todo {
+		// in wake-stream order, as endWakes (see there)
+		for _, i := range stepOrder(len(todo), func(i int) string { return todo[i] }, subs) {
+			id := todo[i]
 			sb := subs[id]
 			if sb == nil {
-				continue // deleted meanwhile
+				alone = append(alone, id) // held by another transaction, or deleted
+				continue
 			}
 			job, err := s.step(ctx, tx, sb, links[id])
 			if err != nil {
@@ -110,7 +114,36 @@ func (s *Service) evaluate(ctx context.Context, ids []string) error {
 	for _, a := range afters {
 		s.committed(a.sb, a.job)
 	}
+	for _, id := range alone {
+		if err := s.evaluateAlone(ctx, id); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// evaluateAlone evaluates one subscription that a batch found held by another
+// transaction: in a transaction of its own, which waits for the lock.
+func (s *Service) evaluateAlone(ctx context.Context, id string) error {
+	var job *delivery
+	var sb *sub
+	err := s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+		job = nil
+		var links []*link
+		var err error
+		if sb, links, err = lockWithLinks(ctx, tx, sqlLockSub, id, id); err != nil || sb == nil {
+			return err
+		}
+		if job, err = s.step(ctx, tx, sb, links); err != nil {
+			return err
+		}
+		saveSub(tx, sb)
+		return nil
+	})
+	if err == nil {
+		s.committed(sb, job)
+	}
+	return err
 }
 
 // committed follows a transaction that advanced sb: it starts the webhook request the

@@ -76,10 +76,11 @@ id, type, coalesce(pattern, ''), coalesce(webhook_url, ''), coalesce(wake_stream
   attempt_until, due_at, retry_count, coalesce(attempt_owner, ''), coalesce(last_error, ''), clock_timestamp()
 
 -- name: LockSubs
--- The subscriptions named in $1, locked in id order (so that two such statements cannot
--- deadlock), with the lock an UPDATE takes: it does not block the key-share locks that
--- inserting links and write tokens takes.
-SELECT {{subColumns}} FROM ds_subscriptions WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE
+-- The subscriptions named in $1 that no other transaction holds, locked (in id order)
+-- with the lock an UPDATE takes: it does not block the key-share locks that inserting
+-- links and write tokens takes. A held one is skipped, not waited for: a batch must not
+-- make every subscription in it wait for one (the caller handles those on their own).
+SELECT {{subColumns}} FROM ds_subscriptions WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE SKIP LOCKED
 
 -- name: SelectLinksOf
 -- SelectLinks for the subscriptions named in $1 at once, by subscription.

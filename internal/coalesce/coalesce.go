@@ -10,7 +10,6 @@ import (
 	"github.com/entityd/entityd/internal/dberr"
 )
 
-// Package coalesce runs one database statement for the requests of many callers.
 // Coalescer runs one statement for the requests of many callers, the way the send path's
 // group commit does for appends: while a statement runs, requests queue, and the next
 // statement takes all of them (up to max). Every webhook wake makes a claim, records the
