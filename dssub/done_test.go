@@ -17,17 +17,7 @@ import (
 func TestEndWakesAnswersEachDone(t *testing.T) {
 	h := startHarness(t, "", testOptions())
 	ctx := context.Background()
-	rc := newReceiver(t, answerAlways(200, `{}`))
-	wakes := map[string]webhookBody{}
-	for _, id := range []string{"d1", "d2", "d3"} {
-		cfg := webhookConfig(rc.URL)
-		cfg["pattern"] = "events/" + id
-		cfg["lease_ttl_ms"] = 60000
-		h.createSub(id, cfg)
-		h.createStream("events/"+id, `{"event":"created"}`)
-		w := rc.next(5 * time.Second).Body
-		wakes[w.SubscriptionID] = w
-	}
+	wakes, rc := openWakes(t, h, "d1", "d2", "d3")
 	done := func(id string, gen int64, offset string) doneRequest {
 		w := wakes[id]
 		acks := []Ack{{Path: w.Streams[0].Path, Offset: offset}}
@@ -150,17 +140,7 @@ func TestStepOrderFollowsWakeStreams(t *testing.T) {
 func TestEndWakesLeavesHeldSubscriptionsAlone(t *testing.T) {
 	h := startHarness(t, "", testOptions())
 	ctx := context.Background()
-	rc := newReceiver(t, answerAlways(200, `{}`))
-	wakes := map[string]webhookBody{}
-	for _, id := range []string{"free", "held"} {
-		cfg := webhookConfig(rc.URL)
-		cfg["pattern"] = "events/" + id
-		cfg["lease_ttl_ms"] = 60000
-		h.createSub(id, cfg)
-		h.createStream("events/"+id, `{"event":"created"}`)
-		w := rc.next(5 * time.Second).Body
-		wakes[w.SubscriptionID] = w
-	}
+	wakes, _ := openWakes(t, h, "free", "held")
 	done := func(id string) doneRequest {
 		w := wakes[id]
 		acks := []Ack{{Path: w.Streams[0].Path, Offset: w.Streams[0].TailOffset}}
@@ -207,4 +187,23 @@ func TestEndWakesLeavesHeldSubscriptionsAlone(t *testing.T) {
 	if err := h.Pool.QueryRow(ctx, `SELECT count(*) FROM ds_subscriptions WHERE id IN ('free', 'held') AND wake_id IS NOT NULL`).Scan(&inFlight); err != nil || inFlight != 0 {
 		t.Fatalf("wakes still in flight: %d, %v", inFlight, err)
 	}
+}
+
+// openWakes gives each id a webhook subscription of its own stream (events/<id>),
+// creates the stream, and returns the wake each receives (answered 2xx: in flight) and
+// the receiver.
+func openWakes(t *testing.T, h *harness, ids ...string) (map[string]webhookBody, *receiver) {
+	t.Helper()
+	rc := newReceiver(t, answerAlways(200, `{}`))
+	wakes := map[string]webhookBody{}
+	for _, id := range ids {
+		cfg := webhookConfig(rc.URL)
+		cfg["pattern"] = "events/" + id
+		cfg["lease_ttl_ms"] = 60000
+		h.createSub(id, cfg)
+		h.createStream("events/"+id, `{"event":"created"}`)
+		w := rc.next(5 * time.Second).Body
+		wakes[w.SubscriptionID] = w
+	}
+	return wakes, rc
 }
