@@ -26,10 +26,14 @@ import (
 // commit, and two batches that appended to two wake streams in opposite orders would
 // deadlock.
 
-// doneRequest is a done callback whose token this server minted for its wake.
+// doneRequest ends wake wakeID of subscription sub: a done callback whose token this
+// server minted for the wake (req), or a webhook's synchronous {"done":true} (req nil),
+// which acknowledges what the wake listed, at the generation it was delivered for.
 type doneRequest struct {
-	sub, token string
-	req        *ackRequest
+	sub, wakeID string
+	generation  int64
+	token       string
+	req         *ackRequest
 }
 
 // doneAnswer is what Callback answers a done request; alone: the batch did not take
@@ -65,18 +69,26 @@ func (s *Service) endWakes(ctx context.Context, reqs []doneRequest) ([]doneAnswe
 				out[i].alone = true // held by another transaction, or deleted
 				continue
 			}
-			if sb.WakeID != *r.req.WakeID {
-				out[i].ended = true // a late done (or a second one): the wake ended already
-				continue
-			}
-			if err := s.fence(r.token, sb, r.req); err != nil {
-				out[i].err = err
-				continue
-			}
 			l := links[r.sub]
-			if err := applyAcks(ctx, tx, sb, l, r.req); err != nil {
-				out[i].err = err // refused before any of its writes was queued
-				continue
+			if r.req == nil { // a webhook's synchronous done
+				if sb.WakeID != r.wakeID || sb.Generation != r.generation {
+					continue // the wake ended meanwhile (a callback's done, a deletion)
+				}
+				sb.Status, sb.LastError = statusActive, ""
+				ackListed(tx, sb, l)
+			} else {
+				if sb.WakeID != r.wakeID {
+					out[i].ended = true // a late done (or a second one): the wake ended already
+					continue
+				}
+				if err := s.fence(r.token, sb, r.req); err != nil {
+					out[i].err = err
+					continue
+				}
+				if err := applyAcks(ctx, tx, sb, l, r.req); err != nil {
+					out[i].err = err // refused before any of its writes was queued
+					continue
+				}
 			}
 			endWake(sb)
 			job, err := s.startWake(ctx, tx, sb, l)
@@ -134,9 +146,13 @@ func lockManyWithLinks(ctx context.Context, tx *streamdb.Tx, ids []string) (map[
 		staleOf := map[string]bool{}
 		for rows.Next() {
 			var id string
-			l, isStale, err := scanLink(rows, &id)
+			var listedSeq, listedPos *int64
+			l, isStale, err := scanLink(rows, []any{&id}, &listedSeq, &listedPos)
 			if err != nil {
 				return err
+			}
+			if listedSeq != nil && listedPos != nil && !isStale { // a rebase clears the snapshot
+				l.Listed = &cursor{*listedSeq, *listedPos}
 			}
 			if _, ok := links[id]; !ok {
 				continue // its subscription was deleted between the two statements
@@ -183,4 +199,15 @@ func stepOrder(n int, idOf func(int) string, subs map[string]*sub) []int {
 		}
 	})
 	return order
+}
+
+// ackListed acknowledges what the current wake listed (a synchronous done), as
+// ackSnapshot does in SQL: cursors only move forward.
+func ackListed(tx *streamdb.Tx, sb *sub, links []*link) {
+	for _, l := range links {
+		if l.Listed != nil && l.Acked.less(*l.Listed) {
+			setAcked(tx, sb.ID, l, *l.Listed)
+			l.Acked = *l.Listed
+		}
+	}
 }

@@ -23,7 +23,7 @@ func TestEndWakesAnswersEachDone(t *testing.T) {
 		acks := []Ack{{Path: w.Streams[0].Path, Offset: offset}}
 		req := WakeCallback{WakeID: w.WakeID, Token: w.CallbackToken, Generation: gen, Done: true}.request(acks)
 		req.byWake = true
-		return doneRequest{sub: id, token: w.CallbackToken, req: req}
+		return doneRequest{sub: id, wakeID: w.WakeID, token: w.CallbackToken, req: req}
 	}
 	tail := func(id string) string { return wakes[id].Streams[0].TailOffset }
 	reqs := []doneRequest{
@@ -146,7 +146,7 @@ func TestEndWakesLeavesHeldSubscriptionsAlone(t *testing.T) {
 		acks := []Ack{{Path: w.Streams[0].Path, Offset: w.Streams[0].TailOffset}}
 		req := WakeCallback{WakeID: w.WakeID, Token: w.CallbackToken, Generation: w.Generation, Done: true}.request(acks)
 		req.byWake = true
-		return doneRequest{sub: id, token: w.CallbackToken, req: req}
+		return doneRequest{sub: id, wakeID: w.WakeID, token: w.CallbackToken, req: req}
 	}
 	tx, err := h.Pool.Begin(ctx)
 	if err != nil {
@@ -206,4 +206,40 @@ func openWakes(t *testing.T, h *harness, ids ...string) (map[string]webhookBody,
 		wakes[w.SubscriptionID] = w
 	}
 	return wakes, rc
+}
+
+// A webhook's synchronous {"done":true} ends its wake in the dones' transaction: what
+// the wake listed is acknowledged, and a done for a wake that already moved on changes
+// nothing.
+func TestEndWakesOfSynchronousDones(t *testing.T) {
+	h := startHarness(t, "", testOptions())
+	ctx := context.Background()
+	wakes, _ := openWakes(t, h, "s1", "s2")
+	s1, s2 := wakes["s1"], wakes["s2"]
+	out, err := h.Svc.endWakes(ctx, []doneRequest{
+		{sub: "s1", wakeID: s1.WakeID, generation: s1.Generation},
+		{sub: "s2", wakeID: s2.WakeID, generation: s2.Generation + 1}, // not the wake in flight
+	})
+	if err != nil || len(out) != 2 || out[0] != (doneAnswer{}) || out[1] != (doneAnswer{}) {
+		t.Fatalf("answers %+v, %v", out, err)
+	}
+	type row struct {
+		wake   *string
+		acked  int64
+		listed *int64
+	}
+	read := func(id string) (r row) {
+		err := h.Pool.QueryRow(ctx, `SELECT s.wake_id, l.acked_seq, l.wake_seq FROM ds_subscriptions s
+			JOIN ds_subscription_streams l ON l.subscription_id = s.id WHERE s.id = $1`, id).Scan(&r.wake, &r.acked, &r.listed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := read("s1"); r.wake != nil || r.listed == nil || r.acked != *r.listed {
+		t.Fatalf("s1: wake %v, acked %d, listed %v: the wake ends with what it listed acknowledged", r.wake, r.acked, r.listed)
+	}
+	if r := read("s2"); r.wake == nil || *r.wake != s2.WakeID || (r.listed != nil && r.acked == *r.listed) {
+		t.Fatalf("s2: wake %v, acked %d, listed %v: another generation's done changes nothing", r.wake, r.acked, r.listed)
+	}
 }

@@ -156,6 +156,9 @@ type link struct {
 	Acked          cursor // effective: "-1" when the stream was re-created since
 	StreamID       int64  // 0: no such stream now
 	Tail           streamdb.Offset
+	// Listed is the tail the current wake listed for the link (its snapshot), when the
+	// link was read with it (SelectLinksOf); nil when it lists none or was not read.
+	Listed *cursor
 }
 
 func (l *link) pending() bool { return l.StreamID != 0 && l.Tail.Seq > max(l.Acked.Seq, 0) }
@@ -252,7 +255,7 @@ func lockWithLinks(ctx context.Context, tx *streamdb.Tx, lockSQL, key, linksOf s
 func scanLinks(rows pgx.Rows) (out []*link, stale bool, err error) {
 	defer rows.Close()
 	for rows.Next() {
-		l, isStale, err := scanLink(rows)
+		l, isStale, err := scanLink(rows, nil)
 		if err != nil {
 			return nil, false, err
 		}
@@ -262,15 +265,15 @@ func scanLinks(rows pgx.Rows) (out []*link, stale bool, err error) {
 	return out, stale, rows.Err()
 }
 
-// scanLink reads one row of SelectLinks (after the columns of first, when the query
-// has some before them: SelectLinksOf's subscription id), and reports whether the
-// link is stale; a stale link's cursor reads as "-1" when it was linked to an earlier
-// stream.
-func scanLink(rows pgx.Rows, first ...any) (*link, bool, error) {
+// scanLink reads one row of SelectLinks, between the columns of lead and trail when the
+// query has more (SelectLinksOf: the subscription id before, the wake's snapshot
+// after), and reports whether the link is stale; a stale link's cursor reads as "-1"
+// when it was linked to an earlier stream.
+func scanLink(rows pgx.Rows, lead []any, trail ...any) (*link, bool, error) {
 	l := &link{}
 	var linkStream *int64
-	dest := append(first, &l.Path, &l.Explicit, &l.Glob, &linkStream, &l.Acked.Seq, &l.Acked.Pos,
-		&l.StreamID, &l.Tail.Seq, &l.Tail.Pos)
+	dest := append(append(lead, &l.Path, &l.Explicit, &l.Glob, &linkStream, &l.Acked.Seq, &l.Acked.Pos,
+		&l.StreamID, &l.Tail.Seq, &l.Tail.Pos), trail...)
 	if err := rows.Scan(dest...); err != nil {
 		return nil, false, err
 	}

@@ -432,6 +432,14 @@ func (s *Service) applyResult(ctx context.Context, job *delivery, res result) (*
 		_, err := s.accepts.Do(ctx, acceptedWake{job.subID, job.wakeID, job.generation})
 		return nil, err
 	}
+	if res.ok && res.done {
+		// The answer of a handler that finished at once: the wake ends in the dones'
+		// shared transaction (endWakes), which also starts and launches the next one.
+		ans, err := s.dones.Do(ctx, doneRequest{sub: job.subID, wakeID: job.wakeID, generation: job.generation})
+		if err != nil || !ans.alone {
+			return nil, err
+		}
+	}
 	var next *delivery
 	var sb *sub
 	err := s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {

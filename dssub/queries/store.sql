@@ -83,9 +83,10 @@ id, type, coalesce(pattern, ''), coalesce(webhook_url, ''), coalesce(wake_stream
 SELECT {{subColumns}} FROM ds_subscriptions WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE SKIP LOCKED
 
 -- name: SelectLinksOf
--- SelectLinks for the subscriptions named in $1 at once, by subscription.
+-- SelectLinks for the subscriptions named in $1 at once, by subscription, with the tail
+-- each link's current wake listed (its snapshot).
 SELECT l.subscription_id, l.path, l.explicit, l.glob, l.stream_id, l.acked_seq, l.acked_pos,
-    coalesce(s.id, 0), coalesce(s.tail_seq, 0), coalesce(s.tail_pos, 0)
+    coalesce(s.id, 0), coalesce(s.tail_seq, 0), coalesce(s.tail_pos, 0), l.wake_seq, l.wake_pos
   FROM ds_subscription_streams l
   LEFT JOIN stream_heads s ON s.path = $2 || l.path AND NOT s.soft_deleted
   WHERE l.subscription_id = ANY($1::text[])
