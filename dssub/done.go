@@ -10,21 +10,20 @@ import (
 	"github.com/entityd/entityd/streamdb"
 )
 
-// Ending wakes together. Every wake of a handler outside the server ends with a done
-// callback; each was a transaction of its own (lock, links, acks, snapshot, state,
-// commit). A done whose token names its wake (the common case) is instead queued, and
-// one transaction ends the wakes of every done queued while the previous one ran: one
-// lock statement and one links read for all of them, their writes sent with the commit.
-// A done that is refused (stale, invalid acks) refuses only itself: none of its writes
-// is sent (links of a re-created stream are rebased all the same, as any transaction
-// that locks the subscription would). A subscription another transaction holds is not
-// waited for: its done takes a transaction of its own (alone), so that one busy
-// subscription does not hold up the others.
+// Ending wakes together. Every wake of a webhook handler ends with a done: a callback,
+// or the webhook's own answer {"done":true}. Each was a transaction of its own (lock,
+// links, acks, snapshot, state, commit). A done is instead queued, and one transaction
+// ends the wakes of every done queued while the previous one ran: one lock statement
+// and one links read for all of them, their writes sent with the commit. A done that
+// is refused (stale, invalid acks) refuses only itself: none of its writes is sent
+// (links of a re-created stream are rebased all the same, as any transaction that
+// locks the subscription would).
 //
-// The subscriptions are stepped in the order of their wake streams, then ids: a
-// pull-wake's new wake is appended to its wake stream, which stays locked until the
-// commit, and two batches that appended to two wake streams in opposite orders would
-// deadlock.
+// A batch waits for no other transaction, so that one busy subscription cannot hold up
+// the others: a subscription another transaction holds is skipped (SKIP LOCKED), and a
+// pull-wake subscription, whose next wake would be appended to its wake stream (a lock
+// shared with every other wake of that stream), is left too. Their dones are answered
+// "alone" and take a transaction of their own, as before batches.
 
 // doneRequest ends wake wakeID of subscription sub: a done callback whose token this
 // server minted for the wake (req), or a webhook's synchronous {"done":true} (req nil),
@@ -36,15 +35,16 @@ type doneRequest struct {
 	req         *ackRequest
 }
 
-// doneAnswer is what Callback answers a done request; alone: the batch did not take
-// it (its subscription was held), the done needs a transaction of its own.
+// doneAnswer is what Callback answers a done request; alone: the batch did not take it
+// (its subscription was held, deleted, or is a pull-wake), the done needs a transaction
+// of its own.
 type doneAnswer struct {
 	nextWake, ended, alone bool
 	err                    error // the request's own refusal
 }
 
-// endWakes ends the wakes of many done callbacks in one transaction (the dones
-// coalescer's statement).
+// endWakes ends the wakes of many dones in one transaction (the dones coalescer's
+// statement).
 func (s *Service) endWakes(ctx context.Context, reqs []doneRequest) ([]doneAnswer, error) {
 	type after struct {
 		sb  *sub
@@ -65,8 +65,8 @@ func (s *Service) endWakes(ctx context.Context, reqs []doneRequest) ([]doneAnswe
 		for _, i := range stepOrder(len(reqs), func(i int) string { return reqs[i].sub }, subs) {
 			r := reqs[i]
 			sb := subs[r.sub]
-			if sb == nil {
-				out[i].alone = true // held by another transaction, or deleted
+			if sb == nil || sb.Type == typePullWake {
+				out[i].alone = true // held by another transaction, deleted, or a pull-wake
 				continue
 			}
 			l := links[r.sub]
@@ -180,8 +180,8 @@ func lockManyWithLinks(ctx context.Context, tx *streamdb.Tx, ids []string) (map[
 }
 
 // stepOrder is the order in which a batch steps its n items (idOf gives an item's
-// subscription): those of subscriptions it locked by wake stream, then id (see above),
-// then the others in their own order.
+// subscription): those of subscriptions it locked in id order, the order of their
+// locks, then the others in their own order.
 func stepOrder(n int, idOf func(int) string, subs map[string]*sub) []int {
 	order := make([]int, n)
 	for i := range order {
@@ -189,14 +189,10 @@ func stepOrder(n int, idOf func(int) string, subs map[string]*sub) []int {
 	}
 	sort.SliceStable(order, func(a, b int) bool {
 		sa, sb := subs[idOf(order[a])], subs[idOf(order[b])]
-		switch {
-		case sa == nil || sb == nil:
+		if sa == nil || sb == nil {
 			return sa != nil && sb == nil
-		case sa.WakeStream != sb.WakeStream:
-			return sa.WakeStream < sb.WakeStream
-		default:
-			return sa.ID < sb.ID
 		}
+		return sa.ID < sb.ID
 	})
 	return order
 }

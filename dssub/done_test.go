@@ -110,18 +110,11 @@ func TestEvaluationsTogetherWakeEachSubscription(t *testing.T) {
 	}
 }
 
-// A batch steps the subscriptions it locked in the order of their wake streams, then
-// ids: a pull-wake's wake is appended to its wake stream, locked until the commit, and
-// two batches appending to two wake streams in opposite orders deadlocked (26 of 40
-// rounds in a review's test). Those it did not lock come last, in their own order.
-func TestStepOrderFollowsWakeStreams(t *testing.T) {
-	subs := map[string]*sub{
-		"a": {ID: "a", WakeStream: "w2"}, "b": {ID: "b", WakeStream: "w1"},
-		"c": {ID: "c", WakeStream: "w1"}, "d": {ID: "d", WakeStream: "w2"}, "e": {ID: "e"},
-	}
-	for _, tc := range []struct{ ids, want string }{
-		{"ab", "ba"}, {"cd", "cd"}, {"dcbxa", "bcadx"}, {"xeda", "eadx"},
-	} {
+// A batch steps the subscriptions it locked in id order (the order of their locks), then
+// the others in their own order.
+func TestStepOrderFollowsTheLocks(t *testing.T) {
+	subs := map[string]*sub{"a": {ID: "a"}, "b": {ID: "b"}, "c": {ID: "c"}}
+	for _, tc := range []struct{ ids, want string }{{"ba", "ab"}, {"cxbya", "abcxy"}, {"yx", "yx"}} {
 		ids := []byte(tc.ids)
 		order := stepOrder(len(ids), func(i int) string { return string(ids[i]) }, subs)
 		got := make([]byte, len(order))
@@ -131,6 +124,30 @@ func TestStepOrderFollowsWakeStreams(t *testing.T) {
 		if string(got) != tc.want {
 			t.Errorf("%s: stepped %s, want %s", tc.ids, got, tc.want)
 		}
+	}
+}
+
+// A pull-wake's next wake is appended to its wake stream, a lock shared with every other
+// wake of that stream: batches leave pull-wakes to a transaction of their own, so that a
+// batch waits for no stream. Its wake is still announced, and its done is answered
+// "alone" (Callback's own transaction then ends the wake).
+func TestBatchesLeavePullWakesAlone(t *testing.T) {
+	h := startHarness(t, "", testOptions())
+	ctx := context.Background()
+	h.createStream("wake/pool", `[]`)
+	h.createSub("pull", map[string]any{"type": "pull-wake", "pattern": "events/*", "wake_stream": "wake/pool", "lease_ttl_ms": 60000})
+	h.createStream("events/p", `{"event":"created"}`)
+	eventually(t, 3*time.Second, "wake record", func() bool { return len(wakeRecords(t, h, "wake/pool")) == 1 })
+	wakeID, gen, token, _ := claimBody(t, h.do("POST", subPath("pull")+"/claim", map[string]any{"worker": "w1"}))
+	req := WakeCallback{WakeID: wakeID, Token: token, Generation: gen, Done: true}.request(nil)
+	req.byWake = true
+	out, err := h.Svc.endWakes(ctx, []doneRequest{{sub: "pull", wakeID: wakeID, token: token, req: req}})
+	if err != nil || len(out) != 1 || !out[0].alone {
+		t.Fatalf("a pull-wake's done in a batch: %+v, %v", out, err)
+	}
+	var current string
+	if err := h.Pool.QueryRow(ctx, `SELECT coalesce(wake_id, '') FROM ds_subscriptions WHERE id = 'pull'`).Scan(&current); err != nil || current != wakeID {
+		t.Fatalf("the batch left the wake in flight: %q, %v", current, err)
 	}
 }
 

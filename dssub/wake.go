@@ -91,12 +91,13 @@ func (s *Service) evaluate(ctx context.Context, ids []string) error {
 		if err != nil {
 			return err
 		}
-		// in wake-stream order, as endWakes (see there)
 		for _, i := range stepOrder(len(todo), func(i int) string { return todo[i] }, subs) {
 			id := todo[i]
 			sb := subs[id]
-			if sb == nil {
-				alone = append(alone, id) // held by another transaction, or deleted
+			if sb == nil || sb.Type == typePullWake {
+				// held by another transaction, deleted, or a pull-wake, whose wake would
+				// be appended to its wake stream: alone (see endWakes)
+				alone = append(alone, id)
 				continue
 			}
 			job, err := s.step(ctx, tx, sb, links[id])
