@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/entityd/entityd/internal/coalesce"
 	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/streamdb"
 )
@@ -340,11 +341,7 @@ func (s *Service) readSubs(ctx context.Context, ids []string) ([]*sub, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	out := make([]*sub, len(ids))
-	for i, id := range ids {
-		out[i] = byID[id]
-	}
-	return out, nil
+	return coalesce.InOrder(ids, byID), nil
 }
 
 // acceptedWake is a webhook's 2xx without done, for the statement that records those of

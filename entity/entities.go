@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/entityd/entityd/internal/coalesce"
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/slashcmd"
@@ -293,11 +294,7 @@ func (r *Registry) readMany(ctx context.Context, urls []string) ([]*Entity, erro
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	out := make([]*Entity, len(urls))
-	for i, u := range urls {
-		out[i] = byURL[u]
-	}
-	return out, nil
+	return coalesce.InOrder(urls, byURL), nil
 }
 
 // Known returns an entity for the send path: from memory when it was seen before. Its

@@ -110,3 +110,14 @@ func (c *Coalescer[Req, Res]) runRetrying(reqs []Req) ([]Res, error) {
 		return c.run(ctx, reqs)
 	})
 }
+
+// InOrder answers keys from what a statement read, byKey, in the order of keys (the zero
+// value for a key it read nothing for): how a statement that read the rows of many
+// requests answers each of them.
+func InOrder[K comparable, V any](keys []K, byKey map[K]V) []V {
+	out := make([]V, len(keys))
+	for i, k := range keys {
+		out[i] = byKey[k]
+	}
+	return out
+}

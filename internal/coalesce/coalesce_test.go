@@ -153,3 +153,12 @@ func TestCoalescerRetriesDeadlocks(t *testing.T) {
 		t.Fatalf("got %d, %v after %d calls", got, err, calls)
 	}
 }
+
+// InOrder answers each key in its place, a missing one with the zero value, a repeated
+// one each time.
+func TestInOrder(t *testing.T) {
+	got := InOrder([]string{"b", "x", "a", "b"}, map[string]int{"a": 1, "b": 2})
+	if len(got) != 4 || got[0] != 2 || got[1] != 0 || got[2] != 1 || got[3] != 2 {
+		t.Fatalf("InOrder: %v", got)
+	}
+}
