@@ -91,7 +91,7 @@ func (g *GrantRequest) check(forType bool, now time.Time) error {
 		if len(g.SubjectValue) > maxSubjectBytes {
 			return &InvalidError{"/subject_value", fmt.Sprintf("must be at most %d bytes", maxSubjectBytes)}
 		}
-		p, ok := principal.Parse(g.SubjectValue)
+		p, ok := principal.ParseAny(g.SubjectValue)
 		if !ok {
 			return &InvalidError{"/subject_value", "must be a principal: kind:id or /principal/<kind%3Aid>, kind user, agent, service or system"}
 		}
@@ -327,7 +327,7 @@ func (s *Store) OnSpawn(ctx context.Context, tx *streamdb.Tx, url, parent, creat
 			return err
 		}
 	}
-	who, ok := principal.Parse(createdBy)
+	who, ok := principal.ParseAny(createdBy)
 	if !ok {
 		who = principal.Dev
 	}

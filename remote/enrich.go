@@ -61,7 +61,7 @@ func notification(ctx context.Context, registry *entity.Registry, w dssub.WakeCo
 		"entity":         entityContext(e),
 	}
 	if e.CreatedBy != nil {
-		if p, ok := principal.Parse(*e.CreatedBy); ok {
+		if p, ok := principal.ParseAny(*e.CreatedBy); ok {
 			out["principal"] = map[string]any{"url": p.URL(), "key": p.Kind + ":" + p.ID, "kind": p.Kind, "id": p.ID}
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
 
@@ -159,15 +158,17 @@ func (j *JWT) Verify(ctx context.Context, tok string) (principal.Principal, erro
 	return p, nil
 }
 
-// principalOf maps the principal claim: "kind:id" for kind user, agent or service, or
-// else a user of that id. A token cannot name a system principal (those bypass every
-// check; they are the server's own).
+// principalOf maps the principal claim, taken literally: "kind:id" for kind user, agent
+// or service, and anything else is a user of that id. Nothing is trimmed or decoded, so
+// no other string becomes the same principal; a claim with a control, format or space
+// character anywhere is refused rather than shown as a look-alike. A token cannot name
+// a system principal (those bypass every check; they are the server's own).
 func (j *JWT) principalOf(claims jwt.MapClaims) (principal.Principal, error) {
 	v, _ := claims[j.cfg.PrincipalClaim].(string)
 	if v == "" {
 		return principal.Principal{}, &Error{Reason: "the token has no " + j.cfg.PrincipalClaim + " claim"}
 	}
-	if len(v) > 256 || !utf8.ValidString(v) || strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+	if !principal.ValidID(v) {
 		return principal.Principal{}, &Error{Reason: "the " + j.cfg.PrincipalClaim + " claim is not a usable principal"}
 	}
 	if p, ok := principal.Parse(v); ok {
@@ -175,6 +176,10 @@ func (j *JWT) principalOf(claims jwt.MapClaims) (principal.Principal, error) {
 			return principal.Principal{}, &Error{Reason: "a token cannot name a system principal"}
 		}
 		return p, nil
+	}
+	if kind, _, found := strings.Cut(v, ":"); found && (kind == "system" || kind == "user" || kind == "agent" || kind == "service") {
+		// "user:" with nothing after it: not a principal, and not to become user:user:
+		return principal.Principal{}, &Error{Reason: "the " + j.cfg.PrincipalClaim + " claim is not a usable principal"}
 	}
 	return principal.Principal{Kind: "user", ID: v}, nil
 }

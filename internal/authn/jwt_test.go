@@ -348,3 +348,36 @@ func writeFileB(b *testing.B, name string, data []byte) string {
 	}
 	return p
 }
+
+// TestJWTSubjectTakenLiterally: a token's subject is never trimmed, decoded or folded
+// into another principal; look-alikes with control, format or space characters are
+// refused (issue 24, finding 5).
+func TestJWTSubjectTakenLiterally(t *testing.T) {
+	ed := newEd(t, "ed")
+	j, err := NewJWT(JWTConfig{Keys: writeFile(t, "keys.json", jwks(t, ed))})
+	require.NoError(t, err)
+	as := func(sub string) (principal.Principal, error) {
+		p, _, err := j.Authenticate(bearer(ed.sign(t, claims(sub, time.Hour))))
+		return p, err
+	}
+	p, err := as("service:ops")
+	require.NoError(t, err)
+	require.Equal(t, principal.Principal{Kind: "service", ID: "ops"}, p)
+
+	for _, sub := range []string{" service:ops", "service:ops ", "service:ops\u00a0", "\u00a0service:ops",
+		"service:ops\u200b", "service:\u202eops", "service:ops\t", "service:ops\n", "service:o\u0000ps",
+		"service:ops\u3000", "service:ops\u2028", "user:", "agent:", "service:", "system:"} {
+		_, err := as(sub)
+		var ae *Error
+		require.ErrorAs(t, err, &ae, "subject %q must be refused", sub)
+	}
+	// the URL form is not decoded: it is a user whose id is that literal string
+	p, err = as("/principal/service%3Aops")
+	require.NoError(t, err)
+	require.Equal(t, principal.Principal{Kind: "user", ID: "/principal/service%3Aops"}, p)
+	require.NotEqual(t, "service:ops", p.String())
+	// case is significant: not the service kind
+	p, err = as("Service:ops")
+	require.NoError(t, err)
+	require.Equal(t, principal.Principal{Kind: "user", ID: "Service:ops"}, p)
+}

@@ -9,6 +9,8 @@ import (
 	"context"
 	"net/url"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Principal is a caller identity of kind user, agent, service or system.
@@ -23,18 +25,13 @@ var Dev = Principal{Kind: "system", ID: "dev-local"}
 // Header is the request header that names the principal.
 const Header = "Electric-Principal"
 
-// Parse reads "kind:id" or "/principal/<kind%3Aid>"; ok is false when v is neither.
+// Parse reads a principal written literally as "kind:id": nothing is trimmed or
+// decoded, so two different strings never name the same principal. ok is false for
+// anything else, including an id with a control, format or space character (which
+// would print like another principal's id in logs and answers).
 func Parse(v string) (p Principal, ok bool) {
-	v = strings.TrimSpace(v)
-	if rest, found := strings.CutPrefix(v, "/principal/"); found {
-		dec, err := url.PathUnescape(rest)
-		if err != nil {
-			return Principal{}, false
-		}
-		v = dec
-	}
 	kind, id, found := strings.Cut(v, ":")
-	if !found || id == "" {
+	if !found || !ValidID(id) {
 		return Principal{}, false
 	}
 	switch kind {
@@ -44,9 +41,50 @@ func Parse(v string) (p Principal, ok bool) {
 	return Principal{}, false
 }
 
-// FromHeader returns the principal named by header value v, or Dev.
+// ParseURL reads a principal's entity URL, "/principal/<kind%3Aid>" (URL), as stored in
+// created_by columns and accepted where a principal is named by its URL.
+func ParseURL(v string) (p Principal, ok bool) {
+	rest, found := strings.CutPrefix(v, "/principal/")
+	if !found {
+		return Principal{}, false
+	}
+	dec, err := url.PathUnescape(rest)
+	if err != nil {
+		return Principal{}, false
+	}
+	return Parse(dec)
+}
+
+// ParseAny reads either form, "kind:id" or its URL.
+func ParseAny(v string) (p Principal, ok bool) {
+	if p, ok := ParseURL(v); ok {
+		return p, true
+	}
+	return Parse(v)
+}
+
+// ValidID reports whether id can be a principal's id: non-empty valid UTF-8 of at most
+// MaxIDBytes with no control, format (zero-width, bidirectional) or space characters.
+func ValidID(id string) bool {
+	if id == "" || len(id) > MaxIDBytes || !utf8.ValidString(id) {
+		return false
+	}
+	for _, r := range id {
+		if unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) || unicode.IsSpace(r) || unicode.Is(unicode.Z, r) {
+			return false
+		}
+	}
+	return true
+}
+
+// MaxIDBytes bounds a principal's id.
+const MaxIDBytes = 256
+
+// FromHeader returns the principal named by the dev-mode header value v ("kind:id" or
+// its URL, surrounding spaces ignored: in dev mode anyone may name any principal), or
+// Dev.
 func FromHeader(v string) Principal {
-	if p, ok := Parse(v); ok {
+	if p, ok := ParseAny(strings.TrimSpace(v)); ok {
 		return p
 	}
 	return Dev
