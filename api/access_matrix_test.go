@@ -265,6 +265,9 @@ var specAccess = func() map[string]string {
 		"POST /_electric/runners/{id}/disable":                         "principal",
 		"POST /_electric/runners/{id}/claim":                           "principal",
 		"GET /_electric/electric/v1/shape":                             "principal",
+		"GET /_electric/stream-grants":                                 "principal",
+		"POST /_electric/stream-grants":                                "principal",
+		"DELETE /_electric/stream-grants/{grantId}":                    "principal",
 		"GET /_electric/console":                                       "public",
 		"HEAD /_electric/console":                                      "public",
 		"GET /_electric/console/*":                                     "public",
@@ -340,11 +343,16 @@ func TestStreamAccess(t *testing.T) {
 			require.Equal(t, want, status, "GET %s as %q: %s", path, who, body)
 		}
 	}
-	// a stream nobody owns: any authenticated principal
+	// a plain stream belongs to its creator; grants share it
 	s.must(t, "", "PUT", "/notes/a", "", http.StatusUnauthorized)
 	s.must(t, "user:sam", "PUT", "/notes/a", "", http.StatusCreated)
 	s.must(t, "", "GET", "/notes/a", "", http.StatusUnauthorized)
+	s.must(t, "user:sam", "GET", "/notes/a?offset=-1", "", http.StatusOK)
+	s.must(t, "user:rita", "GET", "/notes/a?offset=-1", "", http.StatusForbidden)
+	s.must(t, "user:sam", "POST", "/_electric/stream-grants?stream=/notes/a",
+		`{"subject_kind":"principal","subject_value":"user:rita","permission":"read"}`, http.StatusCreated)
 	s.must(t, "user:rita", "GET", "/notes/a?offset=-1", "", http.StatusOK)
+	s.must(t, "user:rita", "POST", "/notes/a", `{"x":1}`, http.StatusForbidden)
 	// an entity stream's appends take its write token, never a principal's token
 	status, body := s.call(t, "user:carol", "POST", "/doc/d1/main", `{"type":"x","key":"k","value":1,"headers":{"operation":"insert"}}`)
 	require.Equal(t, http.StatusUnauthorized, status, body)

@@ -95,6 +95,12 @@ var routeRules = withDSPrefixes(map[string]accessRule{
 	"POST /_electric/entities/{type}/{id}/grants":             onEntity(authz.Manage),
 	"DELETE /_electric/entities/{type}/{id}/grants/{grantId}": onEntity(authz.Manage),
 
+	// Grants on plain streams (?stream=<path>): the stream's access decision asks for
+	// manage on it.
+	"GET /_electric/stream-grants/":             anyone,
+	"POST /_electric/stream-grants/":            anyone,
+	"DELETE /_electric/stream-grants/{grantId}": anyone,
+
 	// Electric's wake callbacks: the claim token is the credential.
 	"POST /_electric/wake-callbacks/{consumerId}": token,
 	// Runners: any principal registers its own; the handlers check the owner.

@@ -63,6 +63,12 @@ func (s *Server) spawn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := s.quotas.grants(r.Context(), p, len(grants)); err != nil {
+		return err
+	}
+	if n := s.registry.TagLimit(); n > 0 && len(tags) > n {
+		return s.tooManyTags()
+	}
 	req := entity.SpawnRequest{Type: typ, InstanceID: id, Args: args, Tags: tags, Parent: parent, CreatedBy: p.URL()}
 	if err := s.registry.CheckArgs(t, args); err != nil {
 		return spawnError(err, url)

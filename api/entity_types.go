@@ -89,6 +89,14 @@ func (s *Server) registerType(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if isNew {
+		if err := s.quotas.typ(r.Context(), caller(r)); err != nil {
+			return err
+		}
+	}
+	if err := s.quotas.grants(r.Context(), caller(r), len(typeGrants)); err != nil {
+		return err
+	}
 	if err := authz.CheckTypeGrants(typeGrants); err != nil {
 		return grantError(err)
 	}
@@ -113,6 +121,7 @@ func (s *Server) registerType(w http.ResponseWriter, r *http.Request) error {
 	if err := s.registry.Precompile(t); err != nil {
 		return schemaCompileError(err)
 	}
+	t.RegisteredBy = caller(r).String() // kept by the type when it exists already
 	out, err := s.registry.RegisterType(r.Context(), t)
 	if err != nil {
 		return err

@@ -37,6 +37,9 @@ func (s *Server) addEntityGrant(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := s.quotas.grant(r.Context(), caller(r)); err != nil {
+		return err
+	}
 	out, err := s.grants.AddEntityGrant(r.Context(), e.URL, caller(r), g)
 	if err != nil {
 		return grantError(err)
@@ -77,6 +80,9 @@ func (s *Server) addTypeGrant(w http.ResponseWriter, r *http.Request) error {
 	}
 	g, err := s.decodeGrant(w, r)
 	if err != nil {
+		return err
+	}
+	if err := s.quotas.grant(r.Context(), caller(r)); err != nil {
 		return err
 	}
 	out, err := s.grants.AddTypeGrant(r.Context(), name, caller(r), g)

@@ -56,20 +56,21 @@ func TestReservedPrefixesAreNotStreams(t *testing.T) {
 	requireError(t, h.do(http.MethodPut, "/v1/stream/", `[]`), http.StatusNotFound, "STREAM_NOT_FOUND", "A stream path needs a name")
 }
 
-// TestEntityShapedPathsBelongToRegisteredTypes: /<type>/<id>/main is an entity stream
-// when <type> is registered (created by spawning, written with the write token); under a
-// name that is no type it is a plain stream like any other.
-func TestEntityShapedPathsBelongToRegisteredTypes(t *testing.T) {
+// TestEntityShapedPathsAreReserved: /<type>/<id>/main and /<type>/<id>/slash-commands
+// are created by spawning only, whether or not <type> is registered yet, so that no
+// plain stream pre-empts an entity of a type registered later (issue 24, finding 6);
+// an entity's stream is written with its write token.
+func TestEntityShapedPathsAreReserved(t *testing.T) {
 	h := setup(t)
 	h.registerType(`{"name":"chat","description":"d"}`)
-	requireError(t, h.do(http.MethodPut, "/chat/x/main", `[]`), http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED",
-		"Entity streams are created by spawning the entity (PUT /_electric/entities/:type/:id)")
-	requireError(t, h.do(http.MethodPut, "/v1/stream/chat/x/slash-commands", `[]`), http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED",
-		"Entity streams are created by spawning the entity (PUT /_electric/entities/:type/:id)")
-
-	requireStatus(t, h.do(http.MethodPut, "/notatype/x/main", `[]`), http.StatusCreated)
-	requireStatus(t, h.do(http.MethodPost, "/notatype/x/main", `{"free":true}`), http.StatusNoContent)
-	requireStatus(t, h.do(http.MethodDelete, "/notatype/x/main", nil), http.StatusNoContent)
+	const reserved = "Entity streams are created by spawning the entity (PUT /_electric/entities/:type/:id); /<type>/<id>/main and /<type>/<id>/slash-commands are reserved for them"
+	for _, path := range []string{"/chat/x/main", "/v1/stream/chat/x/slash-commands", "/notatype/x/main", "/later/x/slash-commands"} {
+		requireError(t, h.do(http.MethodPut, path, `[]`), http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", reserved)
+	}
+	requireStatus(t, h.do(http.MethodPut, "/notatype/x/other", `[]`), http.StatusCreated)
+	requireStatus(t, h.do(http.MethodPut, "/notatype/main", `[]`), http.StatusCreated)
+	requireError(t, h.do(http.MethodPut, "/runners/r1/wake", `[]`), http.StatusForbidden, "FORBIDDEN",
+		"Runner wake streams are created by registering the runner (POST /_electric/runners)")
 
 	r := h.spawn("chat", "w", nil)
 	requireStatus(t, r, http.StatusCreated)

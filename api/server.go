@@ -20,6 +20,7 @@ import (
 	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/internal/outbound"
+	"github.com/entityd/entityd/internal/quota"
 	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
@@ -55,6 +56,13 @@ type Config struct {
 	// LoopbackOnly is dev mode on a loopback address: loopback origins are allowed too,
 	// and a Host header that is not a loopback name is refused (DNS rebinding).
 	LoopbackOnly bool
+	// PublicStreamPrefixes are path prefixes under which plain streams are public: every
+	// authenticated principal may read and append (deleting and grants stay with the
+	// owner). Empty: no stream is public.
+	PublicStreamPrefixes []string
+	// Quotas bound what one principal may create (429 QUOTA_EXCEEDED beyond); the
+	// zero value means quota.Defaults, a negative field turns that quota off.
+	Quotas quota.Limits
 	// Grants and Checker are the permission grants and their checks (nil: made over the
 	// store's database, with no admin principals).
 	Grants  *authz.Store
@@ -79,6 +87,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.SSELifetime <= 0 {
 		c.SSELifetime = 60 * time.Second
+	}
+	if c.Quotas == (quota.Limits{}) {
+		c.Quotas = quota.Defaults()
 	}
 }
 
@@ -106,6 +117,7 @@ type Server struct {
 	auth    authn.Authenticator
 	checker *authz.Checker
 	grants  *authz.Store
+	quotas  quotas
 }
 
 // Routes registers a package's routes on r; wrap turns its handlers into http handlers
@@ -141,6 +153,7 @@ func New(cfg Config, log *zap.Logger, streams *streamdb.Store, registry *entity.
 		s.grants, s.checker = authz.New(streams.DB(), registry, nil)
 	}
 	s.outage = newOutage(s.log, live, streams.DB().Ping, s.bg.Go)
+	s.quotas = quotas{s: s, limits: cfg.Quotas}
 	return s
 }
 
@@ -191,6 +204,11 @@ func (s *Server) Handler() http.Handler {
 			r.Get("/{type}/{id}/grants", s.handle(s.listEntityGrants))
 			r.Post("/{type}/{id}/grants", s.handle(s.addEntityGrant))
 			r.Delete("/{type}/{id}/grants/{grantId}", s.handle(s.revokeEntityGrant))
+		})
+		r.Route("/stream-grants", func(r chi.Router) {
+			r.Get("/", s.handle(s.listStreamGrants))
+			r.Post("/", s.handle(s.addStreamGrant))
+			r.Delete("/{grantId}", s.handle(s.revokeStreamGrant))
 		})
 	})
 

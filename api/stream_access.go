@@ -3,46 +3,127 @@ package api
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/principal"
+	"github.com/entityd/entityd/streamdb"
 )
 
-// streamAccess is the stream rule. An entity's streams (main and slash-command
-// collection) are read with read permission on the entity and appended to with its
-// write token (authorizeEntityWrite), never with a principal; a caller who may not read
-// gets 403. Every other stream needs
-// an authenticated principal (anyone in dev mode; root streams have no owner).
-func (s *Server) streamAccess(r *http.Request, path string) (*http.Request, error) {
-	typ, url, _, isEntity := entitypath.Parse(path)
-	if isEntity {
-		if _, err := s.registry.Type(r.Context(), typ); errors.Is(err, entity.ErrTypeNotFound) {
-			isEntity = false // a plain stream whose path looks like an entity's
-		} else if err != nil {
+// streamOp is what a request does with a stream.
+type streamOp int
+
+const (
+	// opRead: catch-up, long-poll and SSE reads, HEAD, and forking the stream (a fork
+	// serves the source's bytes).
+	opRead streamOp = iota
+	// opWrite: appending messages.
+	opWrite
+	// opClose: closing the stream (Stream-Closed: true), with or without messages.
+	opClose
+	// opDelete: deleting the stream.
+	opDelete
+	// opRecreate: PUT at the path of a stream that exists.
+	opRecreate
+	// opManage: the stream's grants.
+	opManage
+)
+
+var opPermission = map[streamOp]authz.Permission{opRead: authz.Read, opWrite: authz.Write, opClose: authz.Write,
+	opDelete: authz.Delete, opRecreate: authz.Write, opManage: authz.Manage}
+
+// decideStream is the one access decision about a stream. Every request that reaches a
+// stream's bytes or changes a stream asks it — reads of every kind, HEAD, a fork's
+// source, appends, closes, deletes, a PUT over an existing stream, grants — and it
+// decides from what was recorded when the stream was created (id.Access), never from
+// what else exists now:
+//   - an entity's stream is read with read permission on its entity and appended to
+//     with the entity's write token (never a principal); it is never closed, deleted or
+//     created through the stream API;
+//   - a wake stream (a runner's) is read by its owner and written by the server only;
+//   - a plain stream belongs to its creator; others need a grant of the permission,
+//     except under a configured public prefix, where every authenticated principal may
+//     read and append.
+//
+// Privileged principals pass every principal check. It returns the request with the
+// caller on its context.
+func (s *Server) decideStream(r *http.Request, id streamdb.Identity, path string, op streamOp) (*http.Request, error) {
+	switch id.Access.Kind {
+	case streamdb.AccessEntity:
+		return s.decideEntityStream(r, id, path, op)
+	case streamdb.AccessWake:
+		r, err := s.authenticated(r)
+		if err != nil {
 			return r, err
 		}
-	}
-	if isEntity && r.Method == http.MethodPost {
-		return r, nil // the write token decides
-	}
-	p, err := s.authenticate(r)
-	if err != nil {
-		return r, err
-	}
-	r = r.WithContext(principal.WithContext(r.Context(), p))
-	if !isEntity || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+		if op != opRead {
+			return r, newError(http.StatusForbidden, CodeForbidden, "This stream is written by the server only (a runner's wake stream)")
+		}
+		if p := caller(r); !s.checker.Privileged(p) && id.Access.Owner != p.String() {
+			return r, s.streamDenied(authz.Read, path)
+		}
 		return r, nil
 	}
-	e, err := s.registry.Known(r.Context(), url)
+	r, err := s.authenticated(r)
+	if err != nil {
+		return r, err
+	}
+	if (op == opRead || op == opWrite || op == opClose) && s.publicStream(path) {
+		return r, nil
+	}
+	perm := opPermission[op]
+	ok, err := s.checker.Stream(r.Context(), caller(r), id, perm)
+	if err != nil {
+		return r, err
+	}
+	if !ok {
+		if op == opRecreate {
+			return r, newError(http.StatusConflict, CodeStreamExists, "A stream exists at this path")
+		}
+		return r, s.streamDenied(perm, path)
+	}
+	return r, nil
+}
+
+// decideEntityStream decides for an entity's main or slash-command collection stream.
+func (s *Server) decideEntityStream(r *http.Request, id streamdb.Identity, path string, op streamOp) (*http.Request, error) {
+	switch op {
+	case opWrite, opClose:
+		if strings.HasSuffix(path, entitypath.CollectionSuffix) {
+			return r, newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+				"The slash-command collection is written through PUT and DELETE /_electric/entities/:type/:id/slash-commands/:name")
+		}
+		if err := s.authorizeEntityWrite(r, id.Access.Entity); err != nil {
+			return r, err
+		}
+		if op == opClose {
+			return r, newError(http.StatusForbidden, CodeForbidden,
+				"A write token cannot close an entity's stream: it is closed when the entity is killed (DELETE /_electric/entities/:type/:id)")
+		}
+		return r, nil
+	case opDelete:
+		return r, newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+			"Entity streams are closed by killing the entity (DELETE /_electric/entities/:type/:id)")
+	case opRecreate:
+		return r, newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+			"Entity streams are created by spawning the entity (PUT /_electric/entities/:type/:id)")
+	case opManage:
+		return r, badRequest("An entity's streams are shared with the entity's grants (/_electric/entities/:type/:id/grants)")
+	}
+	r, err := s.authenticated(r)
+	if err != nil {
+		return r, err
+	}
+	e, err := s.registry.Known(r.Context(), id.Access.Entity)
 	if errors.Is(err, entity.ErrNotFound) {
-		return r, nil // the read answers 404
+		return r, newError(http.StatusNotFound, CodeStreamNotFound, "Stream not found")
 	}
 	if err != nil {
 		return r, err
 	}
-	ok, err := s.checker.Entity(r.Context(), p, e, authz.Read)
+	ok, err := s.checker.Entity(r.Context(), caller(r), e, authz.Read)
 	if err != nil {
 		return r, err
 	}
@@ -52,4 +133,60 @@ func (s *Server) streamAccess(r *http.Request, path string) (*http.Request, erro
 		return r, newError(http.StatusForbidden, CodeForbidden, "Principal is not allowed to read "+e.URL)
 	}
 	return r, nil
+}
+
+// authenticated finds the caller (401 without valid credentials) and carries it on the
+// request's context.
+func (s *Server) authenticated(r *http.Request) (*http.Request, error) {
+	if _, ok := principal.FromContext(r.Context()); ok {
+		return r, nil
+	}
+	p, err := s.authenticate(r)
+	if err != nil {
+		return r, err
+	}
+	return r.WithContext(principal.WithContext(r.Context(), p)), nil
+}
+
+// streamDenied is the answer to a known principal without perm on a stream: 403 (a
+// Durable Streams client takes 401 for credentials to refresh).
+func (s *Server) streamDenied(perm authz.Permission, path string) error {
+	return newError(http.StatusForbidden, CodeForbidden, "Principal is not allowed to "+string(perm)+" the stream "+path)
+}
+
+// publicStream reports whether path is under a prefix the operator made public.
+func (s *Server) publicStream(path string) bool {
+	for _, p := range s.cfg.PublicStreamPrefixes {
+		if under(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// under reports whether path is prefix or below it ("/pub" covers "/pub" and "/pub/x",
+// not "/public").
+func under(path, prefix string) bool {
+	prefix = strings.TrimSuffix(prefix, "/")
+	return path == prefix || strings.HasPrefix(path, prefix+"/")
+}
+
+// reservedStreamPath refuses a plain stream at a path the server creates streams at
+// itself: an entity's streams (whether or not its type exists yet: a plain stream there
+// would pre-empt the entity), a runner's wake stream, and the API's own prefixes.
+func reservedStreamPath(path string) error {
+	for _, reserved := range ReservedPrefixes {
+		if under(path, reserved) {
+			return badRequest("The stream path is under the reserved prefix " + reserved)
+		}
+	}
+	if _, _, _, ok := entitypath.Parse(path); ok {
+		return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+			"Entity streams are created by spawning the entity (PUT /_electric/entities/:type/:id); /<type>/<id>/main and /<type>/<id>/slash-commands are reserved for them")
+	}
+	if entitypath.IsRunnerWake(path) {
+		return newError(http.StatusForbidden, CodeForbidden,
+			"Runner wake streams are created by registering the runner (POST /_electric/runners)")
+	}
+	return nil
 }

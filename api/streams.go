@@ -44,10 +44,9 @@ func streamPath(urlPath string) string {
 }
 
 // streamRoutes serves the Durable Streams protocol at every path outside the reserved
-// prefixes (and under the /v1/stream alias) with one implementation. Entity streams
-// (/<type>/<id>/main and /<type>/<id>/slash-commands of a registered type) are created
-// and deleted only through the entity API, and direct appends to a main stream need the
-// entity's write token; every other path is a plain stream anyone may create.
+// prefixes (and under the /v1/stream alias) with one implementation. Who may do what to
+// a stream is decided by decideStream from what is recorded about the stream; the
+// handlers below ask it before they touch a stream's bytes.
 func (s *Server) streamRoutes() http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		path := streamPath(r.URL.Path)
@@ -62,46 +61,16 @@ func (s *Server) streamRoutes() http.Handler {
 		if len(path) > s.cfg.MaxStreamPathBytes {
 			return badRequest(fmt.Sprintf("Stream paths must be at most %d bytes", s.cfg.MaxStreamPathBytes))
 		}
-		r, err := s.streamAccess(r, path)
-		if err != nil {
-			return err
-		}
 		switch r.Method {
 		case http.MethodGet:
 			return s.readStream(w, r, path)
 		case http.MethodHead:
 			return s.headStream(w, r, path)
-		}
-		kind, err := s.entityStreamKind(r.Context(), path)
-		if err != nil {
-			return err
-		}
-		switch r.Method {
 		case http.MethodPost:
-			switch kind {
-			case entitypath.KindCollection:
-				return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
-					"The slash-command collection is written through PUT and DELETE /_electric/entities/:type/:id/slash-commands/:name")
-			case entitypath.KindMain:
-				if err := s.authorizeEntityWrite(r, path); err != nil {
-					return err
-				}
-			}
 			return s.appendStream(w, r, path)
 		case http.MethodPut:
-			if kind != "" {
-				return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
-					"Entity streams are created by spawning the entity (PUT /_electric/entities/:type/:id)")
-			}
-			if err := s.checkNewStreamPath(r, path); err != nil {
-				return err
-			}
 			return s.createStream(w, r, path)
 		case http.MethodDelete:
-			if kind != "" {
-				return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
-					"Entity streams are closed by killing the entity (DELETE /_electric/entities/:type/:id)")
-			}
 			return s.deleteStream(w, r, path)
 		}
 		w.Header().Set("Allow", "GET, HEAD, POST, PUT, DELETE, OPTIONS")
@@ -109,25 +78,9 @@ func (s *Server) streamRoutes() http.Handler {
 	})
 }
 
-// entityStreamKind says whether path is one of an entity type's stream paths (main or
-// collection), or "" for a plain stream. The namespace /<type>/… belongs to a type once
-// it is registered, whether or not the entity exists yet.
-func (s *Server) entityStreamKind(ctx context.Context, path string) (string, error) {
-	typ, _, kind, ok := entitypath.Parse(path)
-	if !ok {
-		return "", nil
-	}
-	if _, err := s.registry.Type(ctx, typ); err != nil {
-		if errors.Is(err, entity.ErrTypeNotFound) {
-			return "", nil
-		}
-		return "", err
-	}
-	return kind, nil
-}
-
-// checkNewStreamPath applies the stream path rules (internal/textpolicy.CheckPath) to a
-// stream being created: existing streams stay readable and deletable whatever their name.
+// checkNewStreamPath applies the stream path rules (internal/textpolicy.CheckPath) and
+// the reserved paths to a stream being created: existing streams stay readable and
+// deletable whatever their name.
 func (s *Server) checkNewStreamPath(r *http.Request, path string) error {
 	if textpolicy.HasEncodedSlash(r.URL.EscapedPath()) {
 		return badRequest("Stream paths must not contain an encoded slash (%2F)")
@@ -135,35 +88,29 @@ func (s *Server) checkNewStreamPath(r *http.Request, path string) error {
 	if p := textpolicy.CheckPath(path, s.cfg.MaxStreamPathBytes); p != "" {
 		return badRequest("The stream path " + p)
 	}
-	for _, reserved := range ReservedPrefixes {
-		if path == reserved || strings.HasPrefix(path, reserved+"/") {
-			return badRequest("The stream path is under the reserved prefix " + reserved)
-		}
-	}
-	return nil
+	return reservedStreamPath(path)
 }
 
-// authorizeEntityWrite is the hook that guards direct appends to an entity's stream:
-// only a holder of the entity's write token (Authorization: Bearer, or
-// Electric-Claim-Token) may append.
-func (s *Server) authorizeEntityWrite(r *http.Request, path string) error {
-	e, err := s.registry.ByStream(r.Context(), path)
-	if err != nil {
-		return err
-	}
-	if e == nil {
-		return newError(http.StatusNotFound, CodeStreamNotFound, "Stream not found")
-	}
+// authorizeEntityWrite guards direct appends to an entity's stream: only a holder of
+// the entity's write token (Authorization: Bearer, or Electric-Claim-Token) may append.
+func (s *Server) authorizeEntityWrite(r *http.Request, entityURL string) error {
 	token := bearerToken(r)
 	if token == "" {
 		return newError(http.StatusUnauthorized, CodeUnauthorized,
 			"Missing write token: appending to an entity stream needs Authorization: Bearer <X-Write-Token from spawn>")
 	}
+	e, err := s.registry.Known(r.Context(), entityURL)
+	if errors.Is(err, entity.ErrNotFound) {
+		return newError(http.StatusNotFound, CodeStreamNotFound, "Stream not found")
+	}
+	if err != nil {
+		return err
+	}
 	if constantTimeEqual(token, e.WriteToken) {
 		return nil
 	}
 	if s.cfg.ClaimTokens != nil {
-		ok, err := s.cfg.ClaimTokens(r.Context(), path, token)
+		ok, err := s.cfg.ClaimTokens(r.Context(), entitypath.Main(entityURL), token)
 		if err != nil {
 			return err
 		}

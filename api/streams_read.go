@@ -49,9 +49,25 @@ func parseReadQuery(r *http.Request) (readQuery, error) {
 	return rq, nil
 }
 
+// lookupToRead finds the stream at path for a reader the stream's access decision lets
+// read it. The caller is authenticated first, so that a request without credentials
+// learns nothing, not even whether the stream exists.
+func (s *Server) lookupToRead(r *http.Request, path string) (*streamdb.Meta, *http.Request, error) {
+	r, err := s.authenticated(r)
+	if err != nil {
+		return nil, r, err
+	}
+	m, err := s.streams.Lookup(r.Context(), path)
+	if err != nil {
+		return nil, r, err
+	}
+	r, err = s.decideStream(r, streamdb.IdentityOf(m), path, opRead)
+	return m, r, err
+}
+
 // headStream is HEAD on a stream: its metadata, no body. HEAD does not refresh a TTL.
 func (s *Server) headStream(w http.ResponseWriter, r *http.Request, path string) error {
-	m, err := s.streams.Lookup(r.Context(), path)
+	m, r, err := s.lookupToRead(r, path)
 	if err != nil {
 		if apiErr, ok := streamError(w, err).(*Error); ok {
 			w.WriteHeader(apiErr.Status)
@@ -79,11 +95,15 @@ func writeExpiry(h http.Header, m *streamdb.Meta) {
 
 // readStream is GET on a stream: catch-up, long-poll or SSE.
 func (s *Server) readStream(w http.ResponseWriter, r *http.Request, path string) error {
+	r, err := s.authenticated(r)
+	if err != nil {
+		return err
+	}
 	rq, err := parseReadQuery(r)
 	if err != nil {
 		return err
 	}
-	m, err := s.streams.Lookup(r.Context(), path)
+	m, r, err := s.lookupToRead(r, path)
 	if err != nil {
 		return streamError(w, err)
 	}
@@ -99,14 +119,8 @@ func (s *Server) readStream(w http.ResponseWriter, r *http.Request, path string)
 	// A read "from the beginning" (-1 or no offset) gets the snapshot; an explicit offset,
 	// even 0_0, gets the changes after it, so a client parked at an empty collection's
 	// tail waits instead of receiving the (empty) snapshot again and again.
-	if rq.kind == streamdb.OffsetBeginning && strings.HasSuffix(path, entitypath.CollectionSuffix) {
-		kind, err := s.entityStreamKind(r.Context(), path)
-		if err != nil {
-			return err
-		}
-		if kind == entitypath.KindCollection {
-			return s.readCollectionSnapshot(w, r, m, rq)
-		}
+	if rq.kind == streamdb.OffsetBeginning && m.Access.Kind == streamdb.AccessEntity && strings.HasSuffix(path, entitypath.CollectionSuffix) {
+		return s.readCollectionSnapshot(w, r, m, rq)
 	}
 	switch rq.live {
 	case "long-poll":

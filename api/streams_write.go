@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -11,10 +12,29 @@ import (
 )
 
 // createStream is PUT on a stream: create it (201), confirm an identical one (200), or
-// refuse a different configuration (409). With Stream-Forked-From it creates a fork.
+// refuse a different configuration (409). With Stream-Forked-From it creates a fork,
+// which needs read access to the source. The caller owns the new stream.
 func (s *Server) createStream(w http.ResponseWriter, r *http.Request, path string) error {
+	r, err := s.authenticated(r)
+	if err != nil {
+		return err
+	}
+	if err := s.checkNewStreamPath(r, path); err != nil {
+		return err
+	}
 	h := r.Header
-	cfg := streamdb.CreateConfig{ContentType: h.Get("Content-Type"), Closed: headerTrue(h, hStreamClosed)}
+	cfg := streamdb.CreateConfig{ContentType: h.Get("Content-Type"), Closed: headerTrue(h, hStreamClosed),
+		Access: streamdb.Access{Kind: streamdb.AccessPlain, Owner: caller(r).String()}}
+	// Both checks run under the locks of the create: what they judge is what is used.
+	cfg.CheckExisting = func(existing *streamdb.Meta) error {
+		_, err := s.decideStream(r, streamdb.IdentityOf(existing), path, opRecreate)
+		return err
+	}
+	cfg.CheckForkSource = func(src *streamdb.Meta) error {
+		_, err := s.decideStream(r, streamdb.IdentityOf(src), src.Path, opRead)
+		return err
+	}
+	cfg.CheckNew = func() error { return s.quotas.stream(r.Context(), caller(r)) }
 	ttl, hasTTL := h.Get(hStreamTTL), h.Get(hStreamTTL) != ""
 	exp, hasExp := h.Get(hStreamExpiresAt), h.Get(hStreamExpiresAt) != ""
 	if hasTTL && hasExp {
@@ -111,6 +131,14 @@ func forkConfig(h http.Header, cfg *streamdb.CreateConfig) error {
 func (s *Server) appendStream(w http.ResponseWriter, r *http.Request, path string) error {
 	h := r.Header
 	req := &streamdb.AppendRequest{Path: path, Close: headerTrue(h, hStreamClosed), StreamSeq: h.Get(hStreamSeq)}
+	op := opWrite
+	if req.Close {
+		op = opClose
+	}
+	id, r, err := s.identifyToWrite(r, path, op)
+	if err != nil {
+		return streamError(w, err)
+	}
 	producer, err := producerHeaders(h)
 	if err != nil {
 		return err
@@ -144,7 +172,27 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request, path strin
 			req.Messages = [][]byte{data}
 		}
 	}
+	if id.Access.Kind == streamdb.AccessEntity {
+		if err := s.checkHandlerWrite(r, id.Access.Entity, req.Messages); err != nil {
+			return err
+		}
+	}
+	req.StreamID = id.ID
 	res, err := s.streams.Append(r.Context(), req)
+	if errors.Is(err, streamdb.ErrStreamReplaced) {
+		// deleted and created again since it was identified: decide about the new one
+		s.streams.Forget(path)
+		if id, r, err = s.identifyToWrite(r, path, op); err != nil {
+			return streamError(w, err)
+		}
+		if id.Access.Kind == streamdb.AccessEntity {
+			if err := s.checkHandlerWrite(r, id.Access.Entity, req.Messages); err != nil {
+				return err
+			}
+		}
+		req.StreamID = id.ID
+		res, err = s.streams.Append(r.Context(), req)
+	}
 	if err != nil {
 		return streamError(w, err)
 	}
@@ -159,6 +207,25 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request, path strin
 	}
 	w.WriteHeader(status)
 	return nil
+}
+
+// identifyToWrite finds the stream at path for an append or close the stream's access
+// decision allows. An entity's stream takes its write token, which is not a principal's
+// credential; for any other stream, and for a path with no stream, the caller is
+// authenticated first, so that a request without credentials learns nothing.
+func (s *Server) identifyToWrite(r *http.Request, path string, op streamOp) (streamdb.Identity, *http.Request, error) {
+	id, err := s.streams.Identify(r.Context(), path)
+	if err != nil || id.Access.Kind != streamdb.AccessEntity {
+		var aerr error
+		if r, aerr = s.authenticated(r); aerr != nil {
+			return id, r, aerr
+		}
+	}
+	if err != nil {
+		return id, r, err
+	}
+	r, err = s.decideStream(r, id, path, op)
+	return id, r, err
 }
 
 func producerHeaders(h http.Header) (*streamdb.ProducerTuple, error) {
@@ -183,7 +250,15 @@ func producerHeaders(h http.Header) (*streamdb.ProducerTuple, error) {
 }
 
 func (s *Server) deleteStream(w http.ResponseWriter, r *http.Request, path string) error {
-	if err := s.streams.Delete(r.Context(), path); err != nil {
+	r, err := s.authenticated(r)
+	if err != nil {
+		return err
+	}
+	err = s.streams.Delete(r.Context(), path, func(m *streamdb.Meta) error {
+		_, err := s.decideStream(r, streamdb.IdentityOf(m), path, opDelete)
+		return err
+	})
+	if err != nil {
 		return streamError(w, err)
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -34,7 +34,7 @@ func (s *Server) setTag(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	res, err := s.registry.SetTag(r.Context(), e.URL, key, value)
-	return writeTagResult(w, res, err)
+	return s.writeTagResult(w, res, err)
 }
 
 // deleteTag is DELETE /_electric/entities/:type/:id/tags/:tagKey.
@@ -44,7 +44,7 @@ func (s *Server) deleteTag(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	res, err := s.registry.DeleteTag(r.Context(), e.URL, key)
-	return writeTagResult(w, res, err)
+	return s.writeTagResult(w, res, err)
 }
 
 func (s *Server) tagTarget(r *http.Request) (*entity.Entity, string, error) {
@@ -60,12 +60,14 @@ func (s *Server) tagTarget(r *http.Request) (*entity.Entity, string, error) {
 	return e, key, nil
 }
 
-func writeTagResult(w http.ResponseWriter, res *entity.TagResult, err error) error {
+func (s *Server) writeTagResult(w http.ResponseWriter, res *entity.TagResult, err error) error {
 	switch {
 	case errors.Is(err, entity.ErrNotRunning):
 		return newError(http.StatusConflict, CodeNotRunning, "Entity is not accepting writes")
 	case errors.Is(err, entity.ErrNotFound):
 		return newError(http.StatusNotFound, CodeNotFound, "Entity not found")
+	case errors.Is(err, entity.ErrTooManyTags):
+		return s.tooManyTags()
 	case err != nil:
 		return err
 	}

@@ -84,8 +84,26 @@ type GrantRequest struct {
 	ExpiresAt      *time.Time `json:"expires_at,omitempty"`
 }
 
-// check normalises g for an entity (forType false) or a type grant.
-func (g *GrantRequest) check(forType bool, now time.Time) error {
+// grantTarget is what a grant is on: each kind has its own permissions.
+type grantTarget int
+
+const (
+	onEntity grantTarget = iota
+	onType
+	onStream
+)
+
+var targetPermissions = map[grantTarget]struct {
+	perms map[Permission]bool
+	names string
+}{
+	onEntity: {entityPermissions, "read, write, delete, signal, fork, schedule, spawn or manage"},
+	onType:   {typePermissions, "spawn or manage"},
+	onStream: {streamPermissions, "read, write, delete or manage"},
+}
+
+// check normalises g for a grant on target.
+func (g *GrantRequest) check(target grantTarget, now time.Time) error {
 	switch g.SubjectKind {
 	case "principal":
 		if len(g.SubjectValue) > maxSubjectBytes {
@@ -105,22 +123,11 @@ func (g *GrantRequest) check(forType bool, now time.Time) error {
 	default:
 		return &InvalidError{"/subject_kind", "must be principal or principal_kind"}
 	}
-	perms := entityPermissions
-	if forType {
-		perms = typePermissions
+	tp := targetPermissions[target]
+	if !tp.perms[Permission(g.Permission)] {
+		return &InvalidError{"/permission", "must be " + tp.names}
 	}
-	if !perms[Permission(g.Permission)] {
-		names := "read, write, delete, signal, fork, schedule, spawn or manage"
-		if forType {
-			names = "spawn or manage"
-		}
-		return &InvalidError{"/permission", "must be " + names}
-	}
-	if forType {
-		if g.Propagation != "" || g.CopyToChildren {
-			return &InvalidError{"/propagation", "type grants have no propagation or copy_to_children"}
-		}
-	} else {
+	if target == onEntity {
 		switch g.Propagation {
 		case "":
 			g.Propagation = "self"
@@ -128,6 +135,8 @@ func (g *GrantRequest) check(forType bool, now time.Time) error {
 		default:
 			return &InvalidError{"/propagation", "must be self or descendants"}
 		}
+	} else if g.Propagation != "" || g.CopyToChildren {
+		return &InvalidError{"/propagation", "only entity grants have propagation or copy_to_children"}
 	}
 	if g.ExpiresAt != nil && !g.ExpiresAt.After(now) {
 		return &InvalidError{"/expires_at", "must be in the future"}
@@ -149,7 +158,7 @@ type Store struct {
 
 // AddEntityGrant stores a grant on entity url, made by who.
 func (s *Store) AddEntityGrant(ctx context.Context, url string, who principal.Principal, g GrantRequest) (*Grant, error) {
-	if err := g.check(false, time.Now()); err != nil {
+	if err := g.check(onEntity, time.Now()); err != nil {
 		return nil, err
 	}
 	defer s.checker.changed()
@@ -205,7 +214,7 @@ func (s *Store) RevokeEntityGrant(ctx context.Context, url, id string) error {
 
 // AddTypeGrant stores a grant on type name, made by who.
 func (s *Store) AddTypeGrant(ctx context.Context, name string, who principal.Principal, g GrantRequest) (*Grant, error) {
-	if err := g.check(true, time.Now()); err != nil {
+	if err := g.check(onType, time.Now()); err != nil {
 		return nil, err
 	}
 	defer s.checker.changed()
@@ -226,7 +235,7 @@ func CheckTypeGrants(gs []GrantRequest) error {
 	}
 	now := time.Now()
 	for i := range gs {
-		if err := gs[i].check(true, now); err != nil {
+		if err := gs[i].check(onType, now); err != nil {
 			var ie *InvalidError
 			if errors.As(err, &ie) {
 				return &InvalidError{fmt.Sprintf("/permission_grants/%d%s", i, ie.Path), ie.Message}
@@ -244,7 +253,7 @@ func CheckEntityGrants(gs []GrantRequest) error {
 	}
 	now := time.Now()
 	for i := range gs {
-		if err := gs[i].check(false, now); err != nil {
+		if err := gs[i].check(onEntity, now); err != nil {
 			var ie *InvalidError
 			if errors.As(err, &ie) {
 				return &InvalidError{fmt.Sprintf("/grants/%d%s", i, ie.Path), ie.Message}

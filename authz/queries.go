@@ -6,7 +6,7 @@ import (
 	"github.com/entityd/entityd/internal/sqlfile"
 )
 
-// queryFiles are this package's SQL: it owns entity_grants and type_grants.
+// queryFiles are this package's SQL: it owns entity_grants, type_grants and stream_grants.
 //
 //go:embed queries/*.sql
 var queryFiles embed.FS
@@ -26,4 +26,9 @@ var (
 	sqlTypeGranted       = queries.Get("TypeGranted")
 	sqlGrantsOf          = queries.Get("GrantsOf")
 	sqlTypesGrantedTo    = queries.Get("TypesGrantedTo")
+	sqlInsertStreamGrant = queries.Get("InsertStreamGrant")
+	sqlListStreamGrants  = queries.Get("ListStreamGrants")
+	sqlDeleteStreamGrant = queries.Get("DeleteStreamGrant")
+	sqlStreamGranted     = queries.Get("StreamGranted")
+	sqlCountGrantsBy     = queries.Get("CountGrantsBy")
 )

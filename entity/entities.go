@@ -182,7 +182,8 @@ func (r *Registry) Spawn(ctx context.Context, t *Type, req SpawnRequest) (*Spawn
 		commandEvents := slashcmd.StaticEvents(defs, now)
 		events := append([][]byte{createdEvent(t.Name, req.Args, parent, now)}, commandEvents...)
 		events = append(events, req.Initial...)
-		m, created, err := tx.Create(ctx, entitypath.Main(url), streamdb.CreateConfig{ContentType: "application/json"}, events)
+		m, created, err := tx.Create(ctx, entitypath.Main(url), streamdb.CreateConfig{ContentType: "application/json",
+			Access: streamdb.Access{Kind: streamdb.AccessEntity, Entity: url}}, events)
 		if err != nil {
 			if isUniqueViolation(err) {
 				return ErrDuplicate

@@ -34,18 +34,20 @@ var (
 	sqlSetTags = queries.Get("SetTags")
 
 	// types.go
-	sqlDeleteType     = queries.Get("DeleteType")
-	sqlInsertEntity   = queries.Get("InsertEntity")
-	sqlSelectEntity   = queries.Get("SelectEntity")
-	sqlSelectEntities = queries.Get("SelectEntities")
-	sqlLockEntity     = queries.Get("LockEntity")
-	sqlListEntities   = queries.Get("ListEntities")
-	sqlUpsertType     = queries.Get("UpsertType")
-	sqlSelectType     = queries.Get("SelectType")
-	sqlSelectTypes    = queries.Get("SelectTypes")
-	sqlLockType       = queries.Get("LockType")
-	sqlSetTypeSchemas = queries.Get("SetTypeSchemas")
-	sqlSendAdmission  = queries.GetWith("SendAdmission", map[string]string{
+	sqlDeleteType             = queries.Get("DeleteType")
+	sqlInsertEntity           = queries.Get("InsertEntity")
+	sqlSelectEntity           = queries.Get("SelectEntity")
+	sqlSelectEntities         = queries.Get("SelectEntities")
+	sqlLockEntity             = queries.Get("LockEntity")
+	sqlListEntities           = queries.Get("ListEntities")
+	sqlUpsertType             = queries.Get("UpsertType")
+	sqlSelectType             = queries.Get("SelectType")
+	sqlSelectTypes            = queries.Get("SelectTypes")
+	sqlSelectDispatchingTypes = queries.Get("SelectDispatchingTypes")
+	sqlCountTypesRegisteredBy = queries.Get("CountTypesRegisteredBy")
+	sqlLockType               = queries.Get("LockType")
+	sqlSetTypeSchemas         = queries.Get("SetTypeSchemas")
+	sqlSendAdmission          = queries.GetWith("SendAdmission", map[string]string{
 		"statuses": sqlArray(append(NotAcceptingWrites(), string(StatusPaused))),
 	})
 )

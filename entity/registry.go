@@ -33,7 +33,15 @@ type Registry struct {
 	// onSpawn runs inside the transaction that spawns an entity; what it returns runs
 	// after the commit.
 	onSpawn func(ctx context.Context, tx *streamdb.Tx, e *Entity, t *Type) (after func(), err error)
+	// maxTags bounds the tags of one entity (0: no bound).
+	maxTags int
 }
+
+// SetTagLimit bounds the tags of one entity: a tag beyond it is ErrTooManyTags.
+func (r *Registry) SetTagLimit(n int) { r.maxTags = n }
+
+// TagLimit is the bound SetTagLimit set (0: none).
+func (r *Registry) TagLimit() int { return r.maxTags }
 
 // SetHandled tells the registry which entity types have handlers: for those, SIGTERM
 // moves an idle entity to "stopping" and the entity stops after its handler has been

@@ -14,6 +14,9 @@ import (
 // tags collection).
 const TagEventType = "tags"
 
+// ErrTooManyTags is a tag beyond the registry's tag limit.
+var ErrTooManyTags = errors.New("entity: too many tags")
+
 // TagResult is the entity after a tag change and the transaction that made it.
 type TagResult struct {
 	Entity *Entity
@@ -71,6 +74,9 @@ func (r *Registry) changeTag(ctx context.Context, url, key string, change func(m
 			tags[k] = v
 		}
 		op, value := change(tags)
+		if r.maxTags > 0 && len(tags) > r.maxTags && len(tags) > len(e.Tags) {
+			return ErrTooManyTags
+		}
 		if op != "" {
 			now := time.Now()
 			ev := streamdb.Event{Type: TagEventType, Key: key, Value: value, Operation: op, Timestamp: now}.Marshal()

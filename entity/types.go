@@ -27,8 +27,12 @@ type Type struct {
 	DefaultDispatchPolicy         json.RawMessage
 	ExternallyWritableCollections json.RawMessage
 	Revision                      int
-	CreatedAt                     time.Time
-	UpdatedAt                     time.Time
+	// RegisteredBy is the principal that registered the type first ("" for the
+	// server's own types): the runners it names are bound to it unless a target names
+	// another owner.
+	RegisteredBy string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 
 	inbox compiledSchemas
 	state compiledSchemas
@@ -89,7 +93,7 @@ func scanType(row pgx.Row) (*Type, error) {
 	t := &Type{}
 	var cs, is, ss, sc, ddp, ewc []byte
 	err := row.Scan(&t.Name, &t.Description, &cs, &is, &ss, &sc, &t.ServeEndpoint, &ddp, &ewc,
-		&t.Revision, &t.CreatedAt, &t.UpdatedAt)
+		&t.Revision, &t.CreatedAt, &t.UpdatedAt, &t.RegisteredBy)
 	if err != nil {
 		return nil, err
 	}
@@ -113,11 +117,13 @@ func nullable(r json.RawMessage) any {
 }
 
 // RegisterType creates the type or replaces its definition (an upsert); the revision
-// goes up by one on every registration.
+// goes up by one on every registration. t.RegisteredBy is recorded when the type is
+// created and kept by later registrations.
 func (r *Registry) RegisterType(ctx context.Context, t *Type) (*Type, error) {
 	out, err := scanType(r.pool.QueryRow(ctx, sqlUpsertType,
 		t.Name, t.Description, nullable(t.CreationSchema), nullable(t.InboxSchemas), nullable(t.StateSchemas),
-		nullable(t.SlashCommands), t.ServeEndpoint, nullable(t.DefaultDispatchPolicy), nullable(t.ExternallyWritableCollections)))
+		nullable(t.SlashCommands), t.ServeEndpoint, nullable(t.DefaultDispatchPolicy), nullable(t.ExternallyWritableCollections),
+		t.RegisteredBy))
 	if err != nil {
 		return nil, fmt.Errorf("entity: register type: %w", err)
 	}
@@ -244,4 +250,11 @@ func mergeSchemas(cur json.RawMessage, add map[string]json.RawMessage) (json.Raw
 		o.Raw(k, add[k])
 	}
 	return o.Bytes(), nil
+}
+
+// CountRegisteredBy is how many types p registered, counted up to limit (for quotas).
+func (r *Registry) CountRegisteredBy(ctx context.Context, p string, limit int) (int, error) {
+	var n int
+	err := r.pool.QueryRow(ctx, sqlCountTypesRegisteredBy, p, limit).Scan(&n)
+	return n, err
 }

@@ -31,6 +31,7 @@ var Owners = map[string]string{
 	"runners":                 "remote",
 	"entity_grants":           "authz",
 	"type_grants":             "authz",
+	"stream_grants":           "authz",
 }
 
 // Published are read-only views an owner offers to other packages for joins (see

@@ -11,6 +11,7 @@ import (
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/httpx"
+	"github.com/entityd/entityd/internal/principal"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -60,6 +61,12 @@ func (d *Dispatch) OnSpawn(ctx context.Context, tx *streamdb.Tx, e *entity.Entit
 				return nil, httpx.New(http.StatusConflict, "NOT_RUNNING",
 					"Type "+t.Name+" dispatches to runner "+jsonQuote(tg.RunnerID)+", which is not registered")
 			}
+			if want := runnerOwner(tg, e); run.OwnerPrincipal != want {
+				// The runner's claims hand out this entity's wakes and write tokens: only
+				// the principal the type binds the runner to may hold them.
+				return nil, httpx.New(http.StatusConflict, "NOT_RUNNING",
+					"Type "+t.Name+" dispatches to runner "+jsonQuote(tg.RunnerID)+", which is registered by another principal than "+want)
+			}
 			after, err = d.Subs.DispatchLinkPull(ctx, tx, subscriptionFor(tg, e.URL), run.WakeStream, e.MainStream())
 			if err != nil {
 				return nil, err
@@ -99,4 +106,19 @@ func (d *Dispatch) OnEnd(ctx context.Context, tx *streamdb.Tx, url, _ string) er
 		}
 	}
 	return nil
+}
+
+// runnerOwner is the principal a runner target's runner must belong to: the one the
+// type binds it to, or for a type without one (the server's own), the entity's
+// creator, as the reference asks of a runner target.
+func runnerOwner(tg entity.DispatchTarget, e *entity.Entity) string {
+	if tg.RunnerOwner != "" {
+		return tg.RunnerOwner
+	}
+	if e.CreatedBy != nil {
+		if p, ok := principal.ParseAny(*e.CreatedBy); ok {
+			return p.String()
+		}
+	}
+	return principal.Dev.String()
 }

@@ -20,4 +20,5 @@ var (
 	sqlListRunners    = queries.Get("ListRunners")
 	sqlHeartbeat      = queries.Get("Heartbeat")
 	sqlSetAdminStatus = queries.Get("SetAdminStatus")
+	sqlCountRunnersOf = queries.Get("CountRunnersOf")
 )

@@ -13,8 +13,10 @@ import (
 
 	"github.com/entityd/entityd/dssub"
 	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/principal"
+	"github.com/entityd/entityd/internal/quota"
 	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/streamdb"
 )
@@ -38,6 +40,8 @@ type Runners struct {
 	Origin   func(r *http.Request) string // where callbacks point (the request's origin)
 	// Privileged reports principals that may act on any runner (nil: system ones).
 	Privileged func(principal.Principal) bool
+	// MaxPerOwner bounds the runners one principal registers (0: no bound).
+	MaxPerOwner int
 }
 
 // Routes registers the routes under RunnersPrefix.
@@ -172,6 +176,9 @@ func (rs *Runners) register(w http.ResponseWriter, r *http.Request) error {
 	if body.OwnerPrincipal != nil && *body.OwnerPrincipal != owner {
 		return httpx.New(http.StatusForbidden, "FORBIDDEN", "A runner's owner_principal must be the caller ("+owner+")")
 	}
+	if err := rs.checkBindings(r.Context(), body.ID, owner); err != nil {
+		return err
+	}
 	if body.Kind == "" {
 		body.Kind = "local"
 	}
@@ -187,11 +194,15 @@ func (rs *Runners) register(w http.ResponseWriter, r *http.Request) error {
 		return bad("admin_status must be enabled or disabled")
 	}
 	if body.WakeStream == "" {
-		body.WakeStream = "/runners/" + body.ID + "/wake"
+		body.WakeStream = entitypath.RunnerWake(body.ID)
 	}
 	if !strings.HasPrefix(body.WakeStream, "/") || textpolicy.CheckPath(body.WakeStream, 1024) != "" ||
 		strings.HasPrefix(body.WakeStream, "/_electric") || strings.HasPrefix(body.WakeStream, "/__ds") {
 		return bad("wake_stream must be a stream path outside /_electric and /__ds")
+	}
+	if _, _, _, ok := entitypath.Parse(body.WakeStream); ok ||
+		(entitypath.IsRunnerWake(body.WakeStream) && body.WakeStream != entitypath.RunnerWake(body.ID)) {
+		return bad("wake_stream must not be an entity's stream path or another runner's wake stream")
 	}
 	if len(body.SandboxProfiles) == 0 || string(body.SandboxProfiles) == "null" {
 		body.SandboxProfiles = json.RawMessage("[]")
@@ -202,8 +213,38 @@ func (rs *Runners) register(w http.ResponseWriter, r *http.Request) error {
 	created := false
 	err := rs.Store.WithTx(r.Context(), func(ctx context.Context, tx *streamdb.Tx) error {
 		created = false
-		if _, _, err := tx.Create(ctx, body.WakeStream, streamdb.CreateConfig{ContentType: "application/json"}, nil); err != nil &&
-			!errors.Is(err, streamdb.ErrExists) {
+		existing, err := scanRunner(tx.QueryRow(ctx, sqlSelectRunner, body.ID))
+		if err != nil {
+			return err
+		}
+		if existing != nil && existing.OwnerPrincipal != owner {
+			return httpx.New(http.StatusForbidden, "FORBIDDEN", "Runner "+jsonQuote(body.ID)+" belongs to another principal")
+		}
+		if existing != nil {
+			body.WakeStream = existing.WakeStream // a runner keeps the wake stream it was registered with
+		} else if rs.MaxPerOwner > 0 && !quota.Exempt(who) {
+			var n int
+			if err := tx.QueryRow(ctx, sqlCountRunnersOf, owner, rs.MaxPerOwner+1).Scan(&n); err != nil {
+				return err
+			}
+			if err := quota.Check(who, n, 1, rs.MaxPerOwner, "runners", "ENTITYD_QUOTA_RUNNERS"); err != nil {
+				return err
+			}
+		}
+		// The wake stream is the server's: created here, owned by the runner's owner and
+		// written only by the server. A stream already at the path must be this
+		// owner's wake stream (the runner registering again), never someone's stream
+		// that wakes would then be appended into.
+		_, _, err = tx.Create(ctx, body.WakeStream, streamdb.CreateConfig{ContentType: "application/json",
+			Access: streamdb.Access{Kind: streamdb.AccessWake, Owner: owner},
+			CheckExisting: func(m *streamdb.Meta) error {
+				if m.Access.Kind != streamdb.AccessWake || m.Access.Owner != owner {
+					return httpx.New(http.StatusConflict, "STREAM_EXISTS",
+						"wake_stream "+jsonQuote(body.WakeStream)+" is an existing stream that is not a wake stream of "+owner)
+				}
+				return nil
+			}}, nil)
+		if err != nil && !errors.Is(err, streamdb.ErrExists) {
 			return err
 		}
 		got, err := scanRunner(tx.QueryRow(ctx, sqlInsertRunner, body.ID, body.Label, owner, body.Kind, body.AdminStatus,
@@ -215,8 +256,7 @@ func (rs *Runners) register(w http.ResponseWriter, r *http.Request) error {
 			out, created = got, true
 			return nil
 		}
-		existing, err := scanRunner(tx.QueryRow(ctx, sqlSelectRunner, body.ID))
-		if err != nil || existing == nil {
+		if existing, err = scanRunner(tx.QueryRow(ctx, sqlSelectRunner, body.ID)); err != nil || existing == nil {
 			return err
 		}
 		if existing.OwnerPrincipal != owner {
@@ -403,5 +443,22 @@ func (rs *Runners) claim(w http.ResponseWriter, r *http.Request) error {
 	n["streams"] = streams
 	n["subscription_id"] = sub
 	httpx.WriteJSON(w, http.StatusOK, n)
+	return nil
+}
+
+// checkBindings refuses to register runner id for owner when an entity type names the
+// id for another principal: the name is theirs, and a runner registered under it by
+// anyone else would never be dispatched to anyway.
+func (rs *Runners) checkBindings(ctx context.Context, id, owner string) error {
+	bindings, err := rs.Registry.RunnerBindings(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, b := range bindings {
+		if b.Owner != owner {
+			return httpx.New(http.StatusForbidden, "FORBIDDEN", "Runner id "+jsonQuote(id)+" is named by entity type "+
+				jsonQuote(b.Type)+" for another principal; choose another id")
+		}
+	}
 	return nil
 }

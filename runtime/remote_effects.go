@@ -21,13 +21,6 @@ const (
 	maxTimerIDLength = 128
 )
 
-// systemEventTypes are written by the server only: a handler writing one would forge a
-// message, a spawn, a signal or a timer for the next wake.
-var systemEventTypes = map[string]bool{
-	inbox.EventType: true, "entity_created": true, "entity_stopped": true, "signal": true, "wake": true,
-	"slash_command": true,
-}
-
 // EffectsError is a done callback's effects that the server refuses; nothing of the done
 // is committed.
 type EffectsError struct{ Msg string }
@@ -102,7 +95,7 @@ func (r *Runtime) checkRemoteRun(ctx context.Context, d *effectsDoc) (remoteRun,
 		return remoteRun{}, err
 	}
 	for i, raw := range d.Events {
-		if err := r.checkRemoteEvent(raw, e, t); err != nil {
+		if err := r.checkRemoteEvent(ctx, raw, e, t); err != nil {
 			return bad("events[%d]: %v", i, err)
 		}
 		run.events = append(run.events, raw)
@@ -153,7 +146,7 @@ func (r *Runtime) checkRemoteRun(ctx context.Context, d *effectsDoc) (remoteRun,
 // RemoveContext) and are not subject to the type's state schemas.
 var builtinEventTypes = map[string]bool{"text": true, "context_inserted": true, "context_removed": true}
 
-func (r *Runtime) checkRemoteEvent(raw json.RawMessage, e *entity.Entity, t *entity.Type) error {
+func (r *Runtime) checkRemoteEvent(ctx context.Context, raw json.RawMessage, e *entity.Entity, t *entity.Type) error {
 	var ev wake.Event
 	if err := json.Unmarshal(raw, &ev); err != nil {
 		return errors.New("not a State Protocol event")
@@ -161,21 +154,15 @@ func (r *Runtime) checkRemoteEvent(raw json.RawMessage, e *entity.Entity, t *ent
 	if ev.Type == "" || ev.Key == "" {
 		return errors.New("an event needs a type and a key")
 	}
-	if ev.Headers.Control != "" {
-		return errors.New("control events are not written by handlers")
+	// the rule every handler write follows, through a write token or here
+	if err := entity.CheckHandlerEvents(e.URL, [][]byte{raw}, r.originals(ctx, e)); err != nil {
+		var hw *entity.HandlerWriteError
+		if errors.As(err, &hw) {
+			return errors.New(hw.Msg)
+		}
+		return err
 	}
-	if ev.Type == inbox.EventType && ev.Headers.Operation == streamdb.OpUpdate && marksFailed(ev.Value) {
-		return nil // a unit of work given up on (wake.FailureEvents)
-	}
-	if systemEventTypes[ev.Type] {
-		return fmt.Errorf("event type %q is written by the server only", ev.Type)
-	}
-	switch ev.Headers.Operation {
-	case streamdb.OpInsert, streamdb.OpUpdate, streamdb.OpUpsert, streamdb.OpDelete:
-	default:
-		return fmt.Errorf("unknown operation %q", ev.Headers.Operation)
-	}
-	if builtinEventTypes[ev.Type] || ev.Headers.Operation == streamdb.OpDelete {
+	if entity.ServerEventTypes[ev.Type] || builtinEventTypes[ev.Type] || ev.Headers.Operation == streamdb.OpDelete {
 		return nil
 	}
 	compiled, declared, err := r.registry.StateSchema(e, t, ev.Type)
@@ -233,18 +220,19 @@ func (e *RemoteEffects) Committed() {
 	}
 }
 
-// marksFailed reports an inbox update that only marks a message failed.
-func marksFailed(v json.RawMessage) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(v, &m) != nil || string(m["status"]) != `"failed"` {
-		return false
-	}
-	for k := range m {
-		switch k {
-		case "status", "failed_at", "error", "attempts":
-		default:
-			return false
+
+// originals finds the newest version of a server event on e's main stream (for the
+// updates of them a handler may write).
+func (r *Runtime) originals(ctx context.Context, e *entity.Entity) entity.Originals {
+	return func(typ, key string) (json.RawMessage, bool, error) {
+		data, ok, err := r.streams.LastEvent(ctx, e.StreamID, typ, key)
+		if err != nil || !ok {
+			return nil, ok, err
 		}
+		var ev struct {
+			Value json.RawMessage `json:"value"`
+		}
+		_ = json.Unmarshal(data, &ev)
+		return ev.Value, true, nil
 	}
-	return true
 }

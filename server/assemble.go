@@ -18,6 +18,7 @@ import (
 	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/lifecycle"
 	"github.com/entityd/entityd/internal/metrics"
+	"github.com/entityd/entityd/internal/quota"
 	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/mcpserve"
 	"github.com/entityd/entityd/remote"
@@ -63,6 +64,11 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	}
 	a.Registry = entity.New(a.Store, schemas.NewCache(), s.log)
 	a.Registry.SetCommandLimits(commandLimits(s.cfg.SlashCommands))
+	quotas := s.cfg.API.Quotas
+	if quotas == (quota.Limits{}) {
+		quotas = quota.Defaults()
+	}
+	a.Registry.SetTagLimit(quotas.TagsPerEntity)
 	a.Sender = inbox.NewSender(a.Registry, a.Store, s.cfg.Limits)
 	a.Runtime = runtime.New(a.Registry, a.Store, a.Sender, s.log)
 	if err := a.Runtime.Define(s.defs...); err != nil {
@@ -97,6 +103,7 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	a.Runtime.SetTimerPoke(a.Wake.PokeTimers)
 	a.Sender.OnUnpause(a.Wake.Poke)
 	apiCfg := s.cfg.API
+	apiCfg.Quotas = quotas
 	apiCfg.ClaimTokens = a.Subs.CheckWriteToken // write tokens claimed through wake callbacks
 	apiCfg.Grants, apiCfg.Checker = grants, checker
 	a.API = api.New(apiCfg, s.log, a.Store, a.Registry, a.Sender)
@@ -108,7 +115,7 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 			return a.Runtime.DecodeRemoteEffects(ctx, raw)
 		}}).Routes)
 	a.API.MountRoutes(remote.RunnersPrefix, (&remote.Runners{Store: a.Store, Subs: a.Subs, Registry: a.Registry,
-		Privileged: checker.Privileged,
+		Privileged: checker.Privileged, MaxPerOwner: quotas.Runners,
 		Origin: func(r *http.Request) string {
 			if subOpts.PublicURL != "" {
 				return subOpts.PublicURL

@@ -24,7 +24,8 @@ func StaticEvents(defs []Definition, at time.Time) [][]byte {
 // transaction: it creates the entity's collection stream holding events (the same
 // inserts as the main stream), and records the static rows in the slash_commands table.
 func SeedStatic(ctx context.Context, tx *streamdb.Tx, entityURL string, defs []Definition, events [][]byte, at time.Time) error {
-	_, created, err := tx.Create(ctx, entitypath.Collection(entityURL), streamdb.CreateConfig{ContentType: "application/json"}, events)
+	_, created, err := tx.Create(ctx, entitypath.Collection(entityURL), streamdb.CreateConfig{ContentType: "application/json",
+		Access: streamdb.Access{Kind: streamdb.AccessEntity, Entity: entityURL}}, events)
 	if err != nil {
 		return fmt.Errorf("slashcmd: create collection stream: %w", err)
 	}

@@ -24,6 +24,10 @@ type AppendRequest struct {
 	Producer *ProducerTuple
 	// Dedupe makes the append idempotent per (stream, key).
 	Dedupe *Dedupe
+	// StreamID, when not 0, is the stream the caller decided it may append to: if the
+	// stream at Path is another one (deleted and created again since), the append is
+	// refused with ErrStreamReplaced.
+	StreamID int64
 	// Admission lets the caller judge the append from its own rows, in the same
 	// transaction; Subject is what it checks.
 	Admission *Admission
@@ -231,6 +235,9 @@ func (st *appendState) plan(r *AppendRequest, w *writeSet) (AppendResult, error)
 	}
 	if m.SoftDeleted {
 		return AppendResult{}, ErrGone
+	}
+	if r.StreamID != 0 && r.StreamID != m.ID {
+		return AppendResult{}, ErrStreamReplaced
 	}
 	// A retried keyed append is answered like the first one, whatever happened since.
 	if r.Dedupe != nil {

@@ -28,6 +28,19 @@ type CreateConfig struct {
 	ForkFrom      string
 	ForkOffset    *Offset
 	ForkSubOffset int64
+
+	// Access is recorded with the stream (the zero value: a plain stream of the server's).
+	Access Access
+	// CheckExisting, when set, judges a live stream already at the path before the
+	// create is answered from it (the caller's access decision, under the path's lock);
+	// its error is returned as it is.
+	CheckExisting func(existing *Meta) error
+	// CheckForkSource, when set, judges the fork source under its row lock; its error is
+	// returned as it is.
+	CheckForkSource func(src *Meta) error
+	// CheckNew, when set, is asked before a new stream is inserted (a quota); its error
+	// is returned as it is.
+	CheckNew func() error
 }
 
 // Create creates the stream at path with initial messages. It returns the stream and
@@ -69,14 +82,26 @@ func (t *Tx) Create(ctx context.Context, path string, cfg CreateConfig, initial 
 			if err := t.hardDelete(ctx, existing); err != nil {
 				return nil, false, err
 			}
-		case sameConfig(existing, cfg):
-			return existing, false, nil
 		default:
+			if cfg.CheckExisting != nil {
+				if err := cfg.CheckExisting(existing); err != nil {
+					return nil, false, err
+				}
+			}
+			if sameConfig(existing, cfg) {
+				return existing, false, nil
+			}
 			return nil, false, ErrExists
 		}
 	}
 
-	m := &Meta{Path: path, ContentType: cfg.ContentType, TTLSeconds: cfg.TTLSeconds, ExpiresAt: cfg.ExpiresAt}
+	if cfg.CheckNew != nil {
+		if err := cfg.CheckNew(); err != nil {
+			return nil, false, err
+		}
+	}
+	m := &Meta{Path: path, ContentType: cfg.ContentType, TTLSeconds: cfg.TTLSeconds, ExpiresAt: cfg.ExpiresAt, Access: cfg.Access}
+	m.Access.Kind = cfg.Access.kind()
 	var prefix [][]byte // messages a sub-offset fork materializes from its source
 	if cfg.ForkFrom != "" {
 		if prefix, err = t.planFork(ctx, m, cfg, now); err != nil {
@@ -93,7 +118,8 @@ func (t *Tx) Create(ctx context.Context, path string, cfg CreateConfig, initial 
 	m.Tail = Offset{Seq: m.ForkSeq, Pos: m.ForkPos}
 	err = t.QueryRow(ctx, sqlInsertStream,
 		path, m.ContentType, m.Tail.Seq, m.Tail.Pos, m.TTLSeconds, m.ExpiresAt,
-		forkSource, m.ForkSeq, m.ForkPos, m.ForkOffset, m.ForkSubOffset).Scan(&m.ID, &m.LastAccessAt, &m.CreatedAt)
+		forkSource, m.ForkSeq, m.ForkPos, m.ForkOffset, m.ForkSubOffset,
+		string(m.Access.Kind), m.Access.Owner, m.Access.Entity).Scan(&m.ID, &m.LastAccessAt, &m.CreatedAt)
 	if err != nil {
 		return nil, false, fmt.Errorf("streamdb: create stream: %w", err)
 	}
@@ -117,6 +143,11 @@ func (t *Tx) planFork(ctx context.Context, m *Meta, cfg CreateConfig, now time.T
 	}
 	if src == nil || (src.Expired(now) && src.Refcount == 0) {
 		return nil, ErrForkSourceMissing
+	}
+	if cfg.CheckForkSource != nil {
+		if err := cfg.CheckForkSource(src); err != nil {
+			return nil, err
+		}
 	}
 	if src.SoftDeleted || src.Expired(now) {
 		return nil, ErrForkSourceGone

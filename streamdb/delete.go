@@ -12,11 +12,12 @@ import (
 
 // Delete deletes the stream at path. A stream that forks still read through is only
 // soft-deleted: it answers 410 from then on, keeps its data for the forks, and is removed
-// when the last fork goes away.
-func (s *Store) Delete(ctx context.Context, path string) error {
+// when the last fork goes away. check, when not nil, judges the live stream under its
+// row lock first (the caller's access decision); its error is returned as it is.
+func (s *Store) Delete(ctx context.Context, path string, check func(*Meta) error) error {
 	var expired bool
 	err := s.WithTx(ctx, func(ctx context.Context, tx *Tx) error {
-		err := tx.Delete(ctx, path)
+		err := tx.Delete(ctx, path, check)
 		if errors.Is(err, errExpiredDeleted) {
 			expired = true
 			return nil // keep the clean-up of the expired stream
@@ -34,7 +35,7 @@ func (s *Store) Delete(ctx context.Context, path string) error {
 var errExpiredDeleted = errors.New("streamdb: expired stream removed")
 
 // Delete deletes a stream inside the transaction; see Store.Delete.
-func (t *Tx) Delete(ctx context.Context, path string) error {
+func (t *Tx) Delete(ctx context.Context, path string, check func(*Meta) error) error {
 	m, err := t.lockByPath(ctx, path)
 	if err != nil {
 		return err
@@ -50,6 +51,11 @@ func (t *Tx) Delete(ctx context.Context, path string) error {
 			return errExpiredDeleted
 		}
 		return err
+	}
+	if check != nil {
+		if err := check(m); err != nil {
+			return err
+		}
 	}
 	if m.Refcount > 0 {
 		if _, err := t.Exec(ctx, sqlSoftDelete, m.ID); err != nil {

@@ -344,10 +344,10 @@ func TestForkDeleteCascade(t *testing.T) {
 	require.Equal(t, 1, refcount(t, s, "/src"))
 
 	// Deleting the source while a fork reads through it only hides it.
-	require.NoError(t, s.Delete(ctx, "/src"))
+	require.NoError(t, s.Delete(ctx, "/src", nil))
 	_, err := s.Lookup(ctx, "/src")
 	require.ErrorIs(t, err, ErrGone)
-	require.ErrorIs(t, s.Delete(ctx, "/src"), ErrGone)
+	require.ErrorIs(t, s.Delete(ctx, "/src", nil), ErrGone)
 	_, err = s.Append(ctx, &AppendRequest{Path: "/src", Messages: msgs("x")})
 	require.ErrorIs(t, err, ErrGone)
 	_, _, err = s.Create(ctx, "/src", CreateConfig{ContentType: "text/plain"}, nil)
@@ -365,14 +365,14 @@ func TestForkDeleteCascade(t *testing.T) {
 	require.Equal(t, f.ID, m.ID)
 
 	// Deleting the last fork removes the source with it.
-	require.NoError(t, s.Delete(ctx, "/f"))
+	require.NoError(t, s.Delete(ctx, "/f", nil))
 	for _, id := range []int64{src.ID, f.ID} {
 		require.Zero(t, countRows(t, s, `SELECT count(*) FROM streams WHERE id = $1`, id))
 		require.Zero(t, countRows(t, s, `SELECT count(*) FROM stream_messages WHERE stream_id = $1`, id))
 	}
 	_, err = s.Lookup(ctx, "/src")
 	require.ErrorIs(t, err, ErrNotFound)
-	require.ErrorIs(t, s.Delete(ctx, "/src"), ErrNotFound)
+	require.ErrorIs(t, s.Delete(ctx, "/src", nil), ErrNotFound)
 
 	// The path is free again.
 	m, created, err = s.Create(ctx, "/src", CreateConfig{ContentType: "application/json"}, nil)
@@ -393,17 +393,17 @@ func TestForkDeleteCascadeChain(t *testing.T) {
 	appendMsgs(t, s, "/c2", "c")
 	stored := func() int { return countRows(t, s, `SELECT count(*) FROM streams`) }
 
-	require.NoError(t, s.Delete(ctx, "/a"))
-	require.NoError(t, s.Delete(ctx, "/b"))
+	require.NoError(t, s.Delete(ctx, "/a", nil))
+	require.NoError(t, s.Delete(ctx, "/b", nil))
 	require.Equal(t, 4, stored())
 	require.Equal(t, 2, refcount(t, s, "/b"))
 	require.Equal(t, []string{"a", "b", "c"}, datas(readAll(t, s, "/c2")))
 
-	require.NoError(t, s.Delete(ctx, "/c1"))
+	require.NoError(t, s.Delete(ctx, "/c1", nil))
 	require.Equal(t, 3, stored(), "b still has a fork")
 	require.Equal(t, []string{"a", "b", "c"}, datas(readAll(t, s, "/c2")))
 
-	require.NoError(t, s.Delete(ctx, "/c2"))
+	require.NoError(t, s.Delete(ctx, "/c2", nil))
 	require.Zero(t, stored(), "the whole chain is gone")
 	require.Zero(t, countRows(t, s, `SELECT count(*) FROM stream_messages`))
 	for _, id := range []int64{a.ID, b.ID, c1.ID, c2.ID} {
@@ -413,10 +413,10 @@ func TestForkDeleteCascadeChain(t *testing.T) {
 	// A live source is not taken along when its fork goes.
 	create(t, s, "/live", CreateConfig{}, "x")
 	fork(t, s, "/lf", "/live", nil, 0)
-	require.NoError(t, s.Delete(ctx, "/lf"))
+	require.NoError(t, s.Delete(ctx, "/lf", nil))
 	require.Equal(t, []string{"x"}, datas(readAll(t, s, "/live")))
 	require.Zero(t, refcount(t, s, "/live"))
-	require.NoError(t, s.Delete(ctx, "/live"))
+	require.NoError(t, s.Delete(ctx, "/live", nil))
 	require.Zero(t, stored())
 }
 

@@ -74,6 +74,7 @@ func (s *Store) publish(w *writeSet) {
 
 // publishGone wakes readers of a deleted stream.
 func (s *Store) publishGone(id int64) {
+	s.idents.dropID(id)
 	s.notifier.publish(id, tailState{gone: true, known: true})
 }
 
@@ -150,6 +151,9 @@ func (s *Store) handleNotification(payload string) {
 		}
 		st := tailState{tail: Offset{Seq: seq, Pos: pos}, closed: strings.Contains(parts[3], "c"),
 			gone: strings.Contains(parts[3], "g"), known: true}
+		if st.gone {
+			s.idents.dropID(id) // deleted through another process
+		}
 		s.notifier.publish(id, st)
 		changes = append(changes, Change{StreamID: id, Tail: st.tail, Closed: st.closed})
 	}

@@ -55,3 +55,11 @@ func (s *Store) DedupeHash(ctx context.Context, id int64, key string) (hash []by
 	}
 	return hash, err == nil, err
 }
+
+// CountOwned is how many live plain streams owner owns, counted up to limit (for
+// quotas: the count stops where the answer is known).
+func (s *Store) CountOwned(ctx context.Context, owner string, limit int) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, sqlCountOwned, owner, limit).Scan(&n)
+	return n, err
+}

@@ -36,6 +36,9 @@ type Meta struct {
 	ForkPos        int64
 	ForkOffset     *string
 	ForkSubOffset  *int64
+
+	// Access is what every request's access decision about the stream is made from.
+	Access Access
 }
 
 // IsFork reports whether the stream inherits a prefix from another stream.
@@ -63,7 +66,8 @@ func scanMeta(row pgx.Row) (*Meta, error) {
 	err := row.Scan(&m.ID, &m.Path, &m.ContentType, &m.Tail.Seq, &m.Tail.Pos, &m.Closed,
 		&cpID, &cpEpoch, &cpSeq, &m.LastStreamSeq,
 		&m.TTLSeconds, &m.ExpiresAt, &m.LastAccessAt, &m.CreatedAt, &m.Refcount, &m.SoftDeleted,
-		&m.ForkSourceID, &m.ForkSourcePath, &m.ForkSeq, &m.ForkPos, &m.ForkOffset, &m.ForkSubOffset)
+		&m.ForkSourceID, &m.ForkSourcePath, &m.ForkSeq, &m.ForkPos, &m.ForkOffset, &m.ForkSubOffset,
+		&m.Access.Kind, &m.Access.Owner, &m.Access.Entity)
 	if err != nil {
 		return nil, err
 	}

@@ -133,7 +133,7 @@ func TestWaitDeleted(t *testing.T) {
 	m := create(t, s, "/w", CreateConfig{}, "a")
 	out := waitAsync(ctx, s, m, m.Tail)
 	parked(t, s, 1)
-	require.NoError(t, s.Delete(ctx, "/w"))
+	require.NoError(t, s.Delete(ctx, "/w", nil))
 	require.ErrorIs(t, recv(t, out).err, ErrNotFound)
 
 	// Waiting on a stream that is already gone fails at once, even if a new stream took
@@ -147,7 +147,7 @@ func TestWaitDeleted(t *testing.T) {
 	fork(t, s, "/f", "/src", nil, 0)
 	out = waitAsync(ctx, s, src, src.Tail)
 	parked(t, s, 1)
-	require.NoError(t, s.Delete(ctx, "/src"))
+	require.NoError(t, s.Delete(ctx, "/src", nil))
 	require.ErrorIs(t, recv(t, out).err, ErrNotFound)
 }
 
@@ -263,7 +263,7 @@ func TestWaitAcrossStoresDeleted(t *testing.T) {
 	defer cancel()
 	out := waitAsync(wctx, b, mb, mb.Tail)
 	parked(t, b, 1)
-	require.NoError(t, a.Delete(ctx, "/x"))
+	require.NoError(t, a.Delete(ctx, "/x", nil))
 	o := recv(t, out)
 	require.ErrorIs(t, o.err, ErrNotFound, "the reader on the other store was not told about the delete")
 }

@@ -66,4 +66,6 @@ var (
 	sqlLockStream  = queries.Get("LockStream")
 	sqlMetaByID    = queries.Get("MetaByID")
 	sqlMetaByPath  = queries.Get("MetaByPath")
+	sqlIdentify    = queries.Get("Identify")
+	sqlCountOwned  = queries.Get("CountOwned")
 )

@@ -19,7 +19,7 @@ func TestDeleteOfExpiredStreamRemovesIt(t *testing.T) {
 	_, created, err := s.Create(ctx, "/v1/stream/old", CreateConfig{ContentType: "text/plain", ExpiresAt: &past}, nil)
 	require.NoError(t, err)
 	require.True(t, created)
-	require.ErrorIs(t, s.Delete(ctx, "/v1/stream/old"), ErrNotFound)
+	require.ErrorIs(t, s.Delete(ctx, "/v1/stream/old", nil), ErrNotFound)
 	var n int
 	require.NoError(t, s.DB().QueryRow(ctx, `SELECT count(*) FROM streams WHERE path = '/v1/stream/old'`).Scan(&n))
 	require.Zero(t, n)

@@ -62,6 +62,7 @@ type Store struct {
 	peers    peers
 	lanes    []*lane
 	reads    flightGroup
+	idents   identities
 	failLog  ratelog.Limiter // commit failures: one line per interval during an outage
 
 	stop    context.CancelFunc

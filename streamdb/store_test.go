@@ -271,10 +271,10 @@ func TestDeleteAndRecreate(t *testing.T) {
 	_, err := s.Append(ctx, &AppendRequest{Path: "/re", Dedupe: &Dedupe{Key: "k", Hash: []byte{1}, Ref: "r1"}, Messages: msgs("keyed")})
 	require.NoError(t, err)
 
-	require.NoError(t, s.Delete(ctx, "/re"))
+	require.NoError(t, s.Delete(ctx, "/re", nil))
 	_, err = s.Lookup(ctx, "/re")
 	require.ErrorIs(t, err, ErrNotFound)
-	require.ErrorIs(t, s.Delete(ctx, "/re"), ErrNotFound)
+	require.ErrorIs(t, s.Delete(ctx, "/re", nil), ErrNotFound)
 	_, err = s.Append(ctx, &AppendRequest{Path: "/re", Messages: msgs("x")})
 	require.ErrorIs(t, err, ErrNotFound)
 	require.Zero(t, countRows(t, s, `SELECT count(*) FROM stream_messages WHERE stream_id = $1`, old.ID))

@@ -32,7 +32,7 @@ func TestTTLExpiresWithoutAccess(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotFound)
 	_, err = s.Append(ctx, &AppendRequest{Path: "/ttl", Close: true})
 	require.ErrorIs(t, err, ErrNotFound)
-	require.ErrorIs(t, s.Delete(ctx, "/ttl"), ErrNotFound)
+	require.ErrorIs(t, s.Delete(ctx, "/ttl", nil), ErrNotFound)
 
 	// Creating at the path makes a fresh stream, whatever the old configuration was.
 	m, created, err := s.Create(ctx, "/ttl", CreateConfig{ContentType: "application/json"}, nil)
@@ -209,7 +209,7 @@ func TestSweep(t *testing.T) {
 	require.Zero(t, n)
 
 	// When the fork goes, the expired source goes with it.
-	require.NoError(t, s.Delete(ctx, "/fork"))
+	require.NoError(t, s.Delete(ctx, "/fork", nil))
 	require.False(t, exists(c.ID))
 	require.Zero(t, stored(c.ID))
 	require.Equal(t, 3, countRows(t, s, `SELECT count(*) FROM streams`))

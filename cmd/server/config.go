@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/entityd/entityd/internal/quota"
 )
 
 // config is the server's configuration. Every setting has a flag and an environment
@@ -56,6 +58,13 @@ type config struct {
 	Admins             string
 	CORSOrigins        string
 	OutboundAllow      string
+	PublicStreams      string
+	QuotaTypes         int
+	QuotaRunners       int
+	QuotaSubscriptions int
+	QuotaGrants        int
+	QuotaStreams       int
+	MaxTagsPerEntity   int
 }
 
 func loadConfig(args []string) (*config, error) {
@@ -123,6 +132,14 @@ func loadConfig(args []string) (*config, error) {
 	str(&c.Admins, "admin-principals", "ENTITYD_ADMIN_PRINCIPALS", "", "comma-separated principals (kind:id) that pass every permission check")
 	str(&c.CORSOrigins, "cors-origins", "ENTITYD_CORS_ORIGINS", "", "comma-separated browser origins allowed to call the API (dev mode adds loopback origins)")
 	str(&c.OutboundAllow, "outbound-allow", "ENTITYD_OUTBOUND_ALLOW", "", "comma-separated IPs and CIDR ranges that webhooks, serve endpoints and JWKS may reach whatever the other rules say")
+	str(&c.PublicStreams, "public-stream-prefixes", "ENTITYD_PUBLIC_STREAM_PREFIXES", "", "comma-separated path prefixes (e.g. /public) under which plain streams are public: every authenticated principal may read and append; off when empty")
+	q := quota.Defaults()
+	num(&c.QuotaTypes, "quota-types", "ENTITYD_QUOTA_TYPES", q.Types, "most entity types one principal may register (429 beyond; 0: no limit)")
+	num(&c.QuotaRunners, "quota-runners", "ENTITYD_QUOTA_RUNNERS", q.Runners, "most runners one principal may register (429 beyond; 0: no limit)")
+	num(&c.QuotaSubscriptions, "quota-subscriptions", "ENTITYD_QUOTA_SUBSCRIPTIONS", q.Subscriptions, "most Durable Streams subscriptions one principal may create (429 beyond; 0: no limit)")
+	num(&c.QuotaGrants, "quota-grants", "ENTITYD_QUOTA_GRANTS", q.Grants, "most grants one principal may make (429 beyond; 0: no limit)")
+	num(&c.QuotaStreams, "quota-streams", "ENTITYD_QUOTA_STREAMS", q.Streams, "most plain streams one principal may own (429 beyond; 0: no limit)")
+	num(&c.MaxTagsPerEntity, "max-tags-per-entity", "ENTITYD_MAX_TAGS_PER_ENTITY", q.TagsPerEntity, "most tags on one entity (429 beyond; 0: no limit)")
 	str(&c.DatabaseURL, "database-url", "DATABASE_URL", "", "Postgres URL; empty starts a private cluster under --data-dir")
 	str(&c.DataDir, "data-dir", "ENTITYD_DATA_DIR", "./.entityd", "directory of the embedded Postgres cluster (used without DATABASE_URL)")
 	str(&c.LogLevel, "log-level", "ENTITYD_LOG_LEVEL", "info", "log level: debug, info, warn, error")
@@ -201,4 +218,32 @@ func loadConfig(args []string) (*config, error) {
 			"the private cluster that make run starts needs PostgreSQL installed on this machine")
 	}
 	return c, nil
+}
+
+// quotas are the per-principal quotas as configured; 0 turns one off.
+func (c *config) quotas() quota.Limits {
+	off := func(n int) int {
+		if n == 0 {
+			return -1
+		}
+		return n
+	}
+	return quota.Limits{Types: off(c.QuotaTypes), Runners: off(c.QuotaRunners), Subscriptions: off(c.QuotaSubscriptions),
+		Grants: off(c.QuotaGrants), Streams: off(c.QuotaStreams), TagsPerEntity: off(c.MaxTagsPerEntity)}
+}
+
+// publicStreamPrefixes are the configured public path prefixes, each a stream path.
+func (c *config) publicStreamPrefixes() ([]string, error) {
+	var out []string
+	for _, p := range strings.Split(c.PublicStreams, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if !strings.HasPrefix(p, "/") || p == "/" || strings.HasPrefix(p, "/_electric") || strings.HasPrefix(p, "/__ds") {
+			return nil, fmt.Errorf("--public-stream-prefixes: %q must be a path such as /public (not / or a reserved prefix)", p)
+		}
+		out = append(out, strings.TrimSuffix(p, "/"))
+	}
+	return out, nil
 }

@@ -76,6 +76,11 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "entityd:", err)
 		return 2
 	}
+	publicPrefixes, err := cfg.publicStreamPrefixes()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "entityd:", err)
+		return 2
+	}
 	serveDebug(cfg.DebugAddr, log)
 
 	var defs []runtime.EntityDefinition
@@ -92,7 +97,8 @@ func run(args []string) int {
 		API: api.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxAppendBytes: cfg.MaxAppendBytes,
 			LongPollTimeout: cfg.LongPollTimeout, SSELifetime: cfg.SSELifetime,
 			MaxStreamPathBytes: cfg.MaxStreamPath, BodyReadTimeout: cfg.BodyReadTimeout,
-			Outbound: sec.outbound, Auth: sec.auth, CORSOrigins: sec.cors, LoopbackOnly: sec.loopbackOnly},
+			Outbound: sec.outbound, Auth: sec.auth, CORSOrigins: sec.cors, LoopbackOnly: sec.loopbackOnly,
+			PublicStreamPrefixes: publicPrefixes, Quotas: cfg.quotas()},
 		Subscriptions: dssub.Options{Outbound: sec.outbound, OpaqueErrors: sec.auth.Mode() == authn.ModeJWT},
 		Admins:        sec.admins,
 		HTTP: server.HTTPLimits{ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,

@@ -56,3 +56,18 @@ func Parse(path string) (typ, url, kind string, ok bool) {
 	}
 	return parts[0], URL(parts[0], parts[1]), kind, true
 }
+
+// RunnerWake is the default wake stream of runner id; such paths are the server's to
+// create (a runner's registration), never a client's.
+func RunnerWake(id string) string { return "/runners/" + id + "/wake" }
+
+// IsRunnerWake reports whether path has the shape of a runner's default wake stream,
+// "/runners/<id>/wake".
+func IsRunnerWake(path string) bool {
+	rest, ok := strings.CutPrefix(path, "/runners/")
+	if !ok {
+		return false
+	}
+	id, ok := strings.CutSuffix(rest, "/wake")
+	return ok && id != "" && !strings.Contains(id, "/")
+}

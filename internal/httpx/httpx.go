@@ -30,6 +30,8 @@ type Error struct {
 	Message string
 	Details validation.Details
 	Extra   map[string]any
+	// RetryAfter, when set, is sent as the Retry-After header (seconds).
+	RetryAfter string
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -69,6 +71,9 @@ func WriteError(w http.ResponseWriter, e *Error) {
 	data := env.Bytes()
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Del("Content-Length")
+	if e.RetryAfter != "" {
+		w.Header().Set("Retry-After", e.RetryAfter)
+	}
 	w.WriteHeader(e.Status)
 	_, _ = w.Write(data)
 }

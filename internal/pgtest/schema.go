@@ -2,6 +2,8 @@ package pgtest
 
 import (
 	"context"
+	"fmt"
+	"io/fs"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -56,4 +58,22 @@ func SchemaPool(t testing.TB, ctx context.Context, dsn, schema string) *pgxpool.
 	}
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// LatestVersion is the number of the newest embedded migration: what MigrateSchemaTo
+// takes to bring a legacy schema up to the code that reads it.
+func LatestVersion(t testing.TB) int32 {
+	t.Helper()
+	entries, err := fs.ReadDir(migrations.FS(), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var latest int32
+	for _, e := range entries {
+		var n int32
+		if _, err := fmt.Sscanf(e.Name(), "%03d_", &n); err == nil && n > latest {
+			latest = n
+		}
+	}
+	return latest
 }

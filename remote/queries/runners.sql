@@ -33,3 +33,6 @@ UPDATE runners SET lease_until = now() + $2::interval, last_heartbeat_at = now()
 
 -- name: SetAdminStatus
 UPDATE runners SET admin_status = $2, updated_at = now() WHERE id = $1 RETURNING {{runnerColumns}}
+
+-- name: CountRunnersOf
+SELECT count(*) FROM (SELECT 1 FROM runners WHERE owner_principal = $1 LIMIT $2) owned

@@ -18,3 +18,7 @@ SELECT {{meta}}
 -- name: MetaByPath
 SELECT {{meta}}
   WHERE s.path = $1
+
+-- name: Identify
+SELECT id, access_kind, coalesce(owner_principal, ''), coalesce(entity_url, ''), soft_deleted
+  FROM streams WHERE path = $1

@@ -1,0 +1,66 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/entityd/entityd/internal/principal"
+	"github.com/entityd/entityd/internal/quota"
+)
+
+// quotas checks the per-principal quotas of what the API creates (package quota); the
+// owners of the tables count. Counts are read before the creation, so concurrent
+// creations by one principal may pass a quota by a few: a bound, not an invoice.
+type quotas struct {
+	s      *Server
+	limits quota.Limits
+}
+
+// stream is checked before p creates a plain stream.
+func (q quotas) stream(ctx context.Context, p principal.Principal) error {
+	return q.check(ctx, p, 1, q.limits.Streams, "plain streams", "ENTITYD_QUOTA_STREAMS", func(limit int) (int, error) {
+		return q.s.streams.CountOwned(ctx, p.String(), limit)
+	})
+}
+
+// typ is checked before p registers a new entity type.
+func (q quotas) typ(ctx context.Context, p principal.Principal) error {
+	return q.check(ctx, p, 1, q.limits.Types, "entity types", "ENTITYD_QUOTA_TYPES", func(limit int) (int, error) {
+		return q.s.registry.CountRegisteredBy(ctx, p.String(), limit)
+	})
+}
+
+// grant is checked before p makes one grant.
+func (q quotas) grant(ctx context.Context, p principal.Principal) error {
+	return q.grants(ctx, p, 1)
+}
+
+// grants is checked before p makes n grants at once.
+func (q quotas) grants(ctx context.Context, p principal.Principal, n int) error {
+	if n == 0 {
+		return nil
+	}
+	return q.check(ctx, p, n, q.limits.Grants, "grants", "ENTITYD_QUOTA_GRANTS", func(limit int) (int, error) {
+		return q.s.grants.CountGrantsBy(ctx, p.String(), limit)
+	})
+}
+
+func (q quotas) check(ctx context.Context, p principal.Principal, adding, limit int, what, setting string, count func(int) (int, error)) error {
+	if limit <= 0 || quota.Exempt(p) {
+		return nil
+	}
+	n, err := count(limit + 1)
+	if err != nil {
+		return err
+	}
+	return quota.Check(p, n, adding, limit, what, setting)
+}
+
+// tooManyTags answers a tag beyond the tags an entity may have.
+func (s *Server) tooManyTags() error {
+	e := newError(http.StatusTooManyRequests, quota.CodeExceeded,
+		fmt.Sprintf("An entity has at most %d tags (ENTITYD_MAX_TAGS_PER_ENTITY)", s.registry.TagLimit()))
+	e.RetryAfter = quota.RetryAfter
+	return e
+}

@@ -1,0 +1,40 @@
+package streamdb
+
+import "errors"
+
+// AccessKind says which rule decides who may use a stream.
+type AccessKind string
+
+const (
+	// AccessPlain: the stream's owner, and the principals granted on it.
+	AccessPlain AccessKind = "plain"
+	// AccessEntity: an entity's stream (Access.Entity), under the entity's permissions.
+	AccessEntity AccessKind = "entity"
+	// AccessWake: written by the server only; read by its owner (a runner's wake stream).
+	AccessWake AccessKind = "wake"
+)
+
+// Access is what is recorded about a stream for deciding who may use it: set when the
+// stream is created and never changed, so a decision made from it holds for the
+// stream's whole life (a stream created again at the same path is another stream, with
+// another ID). streamdb stores it and leaves the deciding to its callers.
+type Access struct {
+	Kind AccessKind
+	// Owner is the principal ("kind:id") that created the stream; "" for the server's
+	// own streams and for streams created before owners were recorded.
+	Owner string
+	// Entity is the URL of the entity whose stream this is (Kind AccessEntity).
+	Entity string
+}
+
+// kind is Kind, with the zero value read as plain.
+func (a Access) kind() AccessKind {
+	if a.Kind == "" {
+		return AccessPlain
+	}
+	return a.Kind
+}
+
+// ErrStreamReplaced: the stream at the path is not the one the caller decided about (it
+// was deleted and created again since). The caller decides again from a fresh lookup.
+var ErrStreamReplaced = errors.New("streamdb: the stream at this path was replaced")
