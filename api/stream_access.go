@@ -45,11 +45,14 @@ var opPermission = map[streamOp]authz.Permission{opRead: authz.Read, opWrite: au
 //   - a wake stream (a runner's) is read by its owner and written by the server only;
 //   - a plain stream belongs to its creator; others need a grant of the permission,
 //     except under a configured public prefix, where every authenticated principal may
-//     read and append.
+//     read and append (closing, deleting and grants stay with the owner).
 //
 // Privileged principals pass every principal check. It returns the request with the
 // caller on its context.
 func (s *Server) decideStream(r *http.Request, id streamdb.Identity, path string, op streamOp) (*http.Request, error) {
+	if loose := s.loosened.Load(); loose != nil && (*loose)(id.Access.Kind, op) {
+		return s.authenticated(r) // a test showing that the isolation matrix notices
+	}
 	switch id.Access.Kind {
 	case streamdb.AccessEntity:
 		return s.decideEntityStream(r, id, path, op)
@@ -70,7 +73,7 @@ func (s *Server) decideStream(r *http.Request, id streamdb.Identity, path string
 	if err != nil {
 		return r, err
 	}
-	if (op == opRead || op == opWrite || op == opClose) && s.publicStream(path) {
+	if (op == opRead || op == opWrite) && s.publicStream(path) {
 		return r, nil
 	}
 	perm := opPermission[op]
@@ -103,6 +106,12 @@ func (s *Server) decideEntityStream(r *http.Request, id streamdb.Identity, path 
 				"A write token cannot close an entity's stream: it is closed when the entity is killed (DELETE /_electric/entities/:type/:id)")
 		}
 		return r, nil
+	}
+	r, err := s.authenticated(r)
+	if err != nil {
+		return r, err
+	}
+	switch op {
 	case opDelete:
 		return r, newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
 			"Entity streams are closed by killing the entity (DELETE /_electric/entities/:type/:id)")
@@ -111,10 +120,6 @@ func (s *Server) decideEntityStream(r *http.Request, id streamdb.Identity, path 
 			"Entity streams are created by spawning the entity (PUT /_electric/entities/:type/:id)")
 	case opManage:
 		return r, badRequest("An entity's streams are shared with the entity's grants (/_electric/entities/:type/:id/grants)")
-	}
-	r, err := s.authenticated(r)
-	if err != nil {
-		return r, err
 	}
 	e, err := s.registry.Known(r.Context(), id.Access.Entity)
 	if errors.Is(err, entity.ErrNotFound) {
