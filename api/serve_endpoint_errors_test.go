@@ -5,9 +5,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/entityd/entityd/api"
+	"github.com/entityd/entityd/internal/testserver"
 )
 
 // TestServeEndpointFailuresSayNothingOfTheNetwork: a refused port, an unknown host, an
@@ -48,4 +53,24 @@ func TestServeEndpointFailuresSayNothingOfTheNetwork(t *testing.T) {
 		}
 		require.Equal(t, first, body, "%s answers differently", endpoint)
 	}
+}
+
+// TestServeEndpointInJWTModeNeverThisMachine: a jwt-mode server, however it is
+// assembled (here without cmd/server's settings), calls no serve endpoint on this
+// machine: the endpoint is refused before any request.
+func TestServeEndpointInJWTModeNeverThisMachine(t *testing.T) {
+	key := testserver.NewJWTKey(t)
+	h := setup(t, testserver.Options{API: api.Config{Auth: key.Auth}})
+	var called atomic.Bool
+	ep := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		called.Store(true)
+		_, _ = w.Write([]byte(`{"name":"served","description":"d"}`))
+	}))
+	defer ep.Close()
+	for _, endpoint := range []string{ep.URL + "/ok", strings.Replace(ep.URL, "127.0.0.1", "localhost", 1) + "/ok"} {
+		r := h.do(http.MethodPost, typesPath, `{"name":"served","serve_endpoint":"`+endpoint+`"}`,
+			"Authorization", "Bearer "+key.Token(t, "user:ada"))
+		require.Equal(t, http.StatusBadRequest, r.Status, "%s: %s", endpoint, r.Body)
+	}
+	require.False(t, called.Load(), "the endpoint on this machine was called")
 }
