@@ -124,7 +124,8 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 			}
 			return httpx.RequestOrigin(r)
 		}}).Routes)
-	a.Shapes = shapes.New(a.Store.DB(), shapes.Options{Live: a.API.Live(), Logger: s.log,
+	// a live shape request waits as long as a live stream read (ENTITYD_LONG_POLL_TIMEOUT)
+	a.Shapes = shapes.New(a.Store.DB(), shapes.Options{Live: a.API.Live(), Logger: s.log, LongPoll: s.cfg.API.LongPollTimeout,
 		Scope: shapeScope(checker, a.Registry), SnapshotRows: s.cfg.ShapeSnapshotRows})
 	a.API.MountRoutes(shapes.Prefix, a.Shapes.Routes)
 	a.MCP = mcpserve.New(mcpserve.Deps{Entities: a.Registry, Streams: a.Store, Sender: a.Sender, Checker: checker},

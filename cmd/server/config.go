@@ -131,7 +131,7 @@ func loadConfig(args []string) (*config, error) {
 	i64(&c.MaxAppendBytes, "max-append-bytes", "ENTITYD_MAX_APPEND_BYTES", 8<<20, "largest stream append or create body, in bytes (413 beyond)")
 	num(&c.ComposerMaxSource, "composer-max-source", "ENTITYD_COMPOSER_MAX_SOURCE", 100_000, "longest composer_input source, in UTF-16 code units (0: no limit)")
 	num(&c.ComposerMaxNodes, "composer-max-nodes", "ENTITYD_COMPOSER_MAX_NODES", 1_000, "most composer_input nodes (0: no limit)")
-	dur(&c.LongPollTimeout, "long-poll-timeout", "ENTITYD_LONG_POLL_TIMEOUT", 20*time.Second, "how long a live=long-poll read waits before 204")
+	dur(&c.LongPollTimeout, "long-poll-timeout", "ENTITYD_LONG_POLL_TIMEOUT", 20*time.Second, "how long a live=long-poll read waits before 204, and a live shape request before it answers up to date")
 	dur(&c.SSELifetime, "sse-lifetime", "ENTITYD_SSE_LIFETIME", 60*time.Second, "how long a live=sse response stays open")
 	dur(&c.ShutdownTimeout, "shutdown-timeout", "ENTITYD_SHUTDOWN_TIMEOUT", 30*time.Second, "how long shutdown waits for requests in flight")
 	num(&c.DBMaxConns, "db-max-conns", "ENTITYD_DB_MAX_CONNS", 32, "size of the Postgres connection pool")
