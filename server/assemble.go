@@ -128,8 +128,9 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	a.Shapes = shapes.New(a.Store.DB(), shapes.Options{Live: a.API.Live(), Logger: s.log, LongPoll: s.cfg.API.LongPollTimeout,
 		Scope: shapeScope(checker, a.Registry), SnapshotRows: s.cfg.ShapeSnapshotRows})
 	a.API.MountRoutes(shapes.Prefix, a.Shapes.Routes)
-	a.MCP = mcpserve.New(mcpserve.Deps{Entities: a.Registry, Streams: a.Store, Sender: a.Sender, Checker: checker},
-		mcpserve.Options{MaxBodyBytes: s.cfg.API.MaxBodyBytes, Logger: s.log})
+	mcpOpts := s.cfg.MCP
+	mcpOpts.MaxBodyBytes, mcpOpts.Logger = s.cfg.API.MaxBodyBytes, s.log
+	a.MCP = mcpserve.New(mcpserve.Deps{Entities: a.Registry, Streams: a.Store, Sender: a.Sender, Checker: checker}, mcpOpts)
 	a.API.MountRoutes(mcpserve.Prefix, a.MCP.Routes)
 	web, err := console.New()
 	if err != nil {
