@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // Codes of serve-endpoint discovery (the reference's).
@@ -40,35 +42,40 @@ func (s *Server) discoverManifest(ctx context.Context, name, endpoint string) (*
 		return nil, badRequest(why)
 	}
 	u, _ := url.Parse(endpoint)
-	unreachable := func(why string) error {
-		return newError(http.StatusBadGateway, CodeServeEndpointUnreachable, "The serve endpoint "+why)
+	// Every failure answers the same words: a refused port, an unknown host, a resolver's
+	// address or a status would make discovery a port scanner and a resolver for any
+	// principal. The operator finds the reason in the log.
+	unreachable := func(why string, fields ...zap.Field) error {
+		s.log.Warn("serve endpoint discovery failed", append([]zap.Field{zap.String("type", name),
+			zap.String("host", u.Host), zap.String("reason", why)}, fields...)...)
+		return newError(http.StatusBadGateway, CodeServeEndpointUnreachable, "Serve endpoint unreachable")
 	}
 	ctx, cancel := context.WithTimeout(ctx, serveEndpointTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, endpoint, nil)
 	if err != nil {
-		return nil, unreachable("could not be called: " + err.Error())
+		return nil, unreachable("request", zap.Error(err))
 	}
 	req.Header.Set("User-Agent", serveEndpointUA)
 	req.Header.Set("Accept", "application/json")
 	resp, err := s.outbound.For(u).Do(req)
 	if err != nil {
-		return nil, unreachable("could not be reached: " + err.Error())
+		return nil, unreachable("connect", zap.Error(err))
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxManifestBytes+1))
 	if err != nil {
-		return nil, unreachable("answer could not be read: " + err.Error())
+		return nil, unreachable("read", zap.Error(err))
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, unreachable("answered " + resp.Status)
+		return nil, unreachable("status", zap.Int("status", resp.StatusCode))
 	}
 	if len(data) > maxManifestBytes {
-		return nil, unreachable("manifest is larger than 1 MiB")
+		return nil, unreachable("manifest larger than 1 MiB")
 	}
 	manifest, err := parseBody(data)
 	if err != nil {
-		return nil, unreachable("answered something that is not a JSON manifest")
+		return nil, unreachable("not a JSON manifest", zap.Error(err))
 	}
 	var got string
 	if raw, ok := manifest.fields["name"]; !ok || json.Unmarshal(raw, &got) != nil || got != name {

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/entityd/entityd/internal/testserver"
+	"github.com/entityd/entityd/mcpserve"
 )
 
 // BenchmarkListChangedFanout measures how long a slash-command change takes to reach
@@ -26,7 +27,8 @@ func BenchmarkListChangedFanout(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("MCP_SESSIONS")); err == nil && v > 0 {
 		n = v
 	}
-	srv := testserver.Start(b, testserver.Options{QuietLogs: true})
+	// every session is the dev principal's: lift its cap to n
+	srv := testserver.Start(b, testserver.Options{QuietLogs: true, MCP: mcpserve.Options{MaxSessionsPerPrincipal: n}})
 	mustStatus(b, srv.URL, "POST", "/_electric/entity-types", chatType, http.StatusCreated)
 	mustStatus(b, srv.URL, "PUT", "/_electric/entities/chat/one", `{}`, http.StatusCreated)
 

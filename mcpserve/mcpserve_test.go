@@ -83,6 +83,11 @@ type client struct {
 // connect opens an MCP session to chat/one with the official Go SDK, speaking
 // protocol version (the SDK's newest when "").
 func (e *env) connect(who, version string) (*client, error) {
+	return e.connectTo("one", who, version)
+}
+
+// connectTo opens an MCP session to chat/<id>, as connect does.
+func (e *env) connectTo(id, who, version string) (*client, error) {
 	c := &client{changed: make(chan struct{}, 16)}
 	mc := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
 		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
@@ -91,7 +96,7 @@ func (e *env) connect(who, version string) (*client, error) {
 			default:
 			}
 		}})
-	tr := &mcp.StreamableClientTransport{Endpoint: e.srv.URL + "/_electric/entities/chat/one/mcp",
+	tr := &mcp.StreamableClientTransport{Endpoint: e.srv.URL + "/_electric/entities/chat/" + id + "/mcp",
 		HTTPClient: &http.Client{Transport: headerTransport{who: who}}, MaxRetries: -1}
 	cs, err := mc.Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/httpx"
+	"github.com/entityd/entityd/internal/principal"
 	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/streamdb"
 )
@@ -37,7 +38,12 @@ type Options struct {
 	// (MaxSessionsPerEntity, 2,000): each holds an SSE stream and some memory.
 	MaxSessions          int
 	MaxSessionsPerEntity int
-	// SessionTimeout closes a session that made no request for this long (30 min).
+	// MaxSessionsPerPrincipal bounds the sessions one principal holds over all entities
+	// (100): without it one principal could take every session of the server.
+	MaxSessionsPerPrincipal int
+	// SessionTimeout closes a session that made no request for this long (5 min): an
+	// abandoned session holds its principal's place no longer than that. A client that
+	// only listens on its GET stream pings within it to stay connected.
 	SessionTimeout time.Duration
 	// IdleEntity drops an entity's MCP server this long after its last session (1 min).
 	IdleEntity time.Duration
@@ -53,8 +59,11 @@ func (o *Options) setDefaults() {
 	if o.MaxSessionsPerEntity <= 0 {
 		o.MaxSessionsPerEntity = 2_000
 	}
+	if o.MaxSessionsPerPrincipal <= 0 {
+		o.MaxSessionsPerPrincipal = 100
+	}
 	if o.SessionTimeout <= 0 {
-		o.SessionTimeout = 30 * time.Minute
+		o.SessionTimeout = 5 * time.Minute
 	}
 	if o.IdleEntity <= 0 {
 		o.IdleEntity = time.Minute
@@ -84,6 +93,9 @@ type Service struct {
 
 	mu      sync.Mutex
 	entries map[string]*entry // by entity URL
+	open    int               // sessions open or being opened (sessions.go)
+	owned   map[string]int    // of them, by principal
+	places  map[string]*place // by session ID
 	ctx     context.Context   // ends at Stop: followers and sessions stop with it
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -94,7 +106,7 @@ func New(deps Deps, opts Options) *Service {
 	opts.setDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Service{deps: deps, opts: opts, log: opts.Logger.Named("mcp"), entries: map[string]*entry{},
-		ctx: ctx, cancel: cancel}
+		owned: map[string]int{}, places: map[string]*place{}, ctx: ctx, cancel: cancel}
 }
 
 // Start runs the janitor that drops idle entities' servers.
@@ -141,28 +153,25 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer en.release()
-	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
-		if err := s.admitSession(en); err != nil {
+	id := r.Header.Get("Mcp-Session-Id")
+	switch {
+	case r.Method == http.MethodPost && id == "": // opens a session
+		who, _ := principal.FromContext(r.Context()) // api authenticated the caller
+		p, err := s.reserve(en, who.String())
+		if err != nil {
 			w.Header().Set("Retry-After", "5")
 			return err
 		}
-	}
-	en.http.ServeHTTP(w, withSessionOwner(r))
-	return nil
-}
-
-// admitSession refuses a new session beyond the caps (503: another entity's, or a
-// later, session may fit).
-func (s *Service) admitSession(en *entry) error {
-	s.mu.Lock()
-	total := 0
-	for _, other := range s.entries {
-		total += other.sessions()
-	}
-	s.mu.Unlock()
-	if en.sessions() >= s.opts.MaxSessionsPerEntity || total >= s.opts.MaxSessions {
-		return httpx.New(http.StatusServiceUnavailable, "TOO_MANY_SESSIONS",
-			"Too many MCP sessions are open; close one or retry later")
+		sw := &settleWriter{ResponseWriter: w}
+		sw.settle = func() { s.hold(p, en, sw.Header().Get("Mcp-Session-Id")) }
+		en.http.ServeHTTP(sw, withSessionOwner(r))
+		sw.done()
+	case r.Method == http.MethodDelete:
+		sw := &settleWriter{ResponseWriter: w, settle: func() { s.ended(en, id) }}
+		en.http.ServeHTTP(sw, withSessionOwner(r))
+		sw.done()
+	default:
+		en.http.ServeHTTP(w, withSessionOwner(r))
 	}
 	return nil
 }
@@ -240,6 +249,14 @@ func (s *Service) Sessions() int {
 		n += en.sessions()
 	}
 	return n
+}
+
+// SessionsOf is how many MCP sessions principal who ("kind:id") holds or is opening
+// (for tests and metrics).
+func (s *Service) SessionsOf(who string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.owned[who]
 }
 
 // sdkLogger sends the SDK's own log lines to zap at warn level and above.

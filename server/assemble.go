@@ -15,6 +15,7 @@ import (
 	"github.com/entityd/entityd/dssub"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/internal/authn"
 	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/lifecycle"
 	"github.com/entityd/entityd/internal/metrics"
@@ -75,7 +76,14 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 		return nil, err
 	}
 	a.Registry.SetHandled(a.Runtime.Handles)
+	jwt := s.cfg.API.Auth != nil && s.cfg.API.Auth.Mode() == authn.ModeJWT
 	subOpts := s.cfg.Subscriptions
+	if jwt {
+		// whoever assembles a jwt-mode server (cmd/server, an embedding program, tests)
+		// gets the rules strangers call for: no outbound request to this machine, and
+		// no network detail in a subscription's visible status
+		subOpts.Outbound.NoLoopback, subOpts.OpaqueErrors = true, true
+	}
 	subOpts.Enrich = remote.Enricher(a.Registry) // webhook wakes of entity streams carry Electric's context
 	a.Subs = dssub.New(a.Store, subOpts)
 	dispatch := &remote.Dispatch{Registry: a.Registry, Subs: a.Subs}
@@ -104,6 +112,7 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	a.Sender.OnUnpause(a.Wake.Poke)
 	apiCfg := s.cfg.API
 	apiCfg.Quotas = quotas
+	apiCfg.Outbound.NoLoopback = apiCfg.Outbound.NoLoopback || jwt
 	apiCfg.ClaimTokens = a.Subs.CheckWriteToken // write tokens claimed through wake callbacks
 	apiCfg.Grants, apiCfg.Checker = grants, checker
 	a.API = api.New(apiCfg, s.log, a.Store, a.Registry, a.Sender)
@@ -122,11 +131,13 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 			}
 			return httpx.RequestOrigin(r)
 		}}).Routes)
-	a.Shapes = shapes.New(a.Store.DB(), shapes.Options{Live: a.API.Live(), Logger: s.log,
+	// a live shape request waits as long as a live stream read (ENTITYD_LONG_POLL_TIMEOUT)
+	a.Shapes = shapes.New(a.Store.DB(), shapes.Options{Live: a.API.Live(), Logger: s.log, LongPoll: s.cfg.API.LongPollTimeout,
 		Scope: shapeScope(checker, a.Registry), SnapshotRows: s.cfg.ShapeSnapshotRows})
 	a.API.MountRoutes(shapes.Prefix, a.Shapes.Routes)
-	a.MCP = mcpserve.New(mcpserve.Deps{Entities: a.Registry, Streams: a.Store, Sender: a.Sender, Checker: checker},
-		mcpserve.Options{MaxBodyBytes: s.cfg.API.MaxBodyBytes, Logger: s.log})
+	mcpOpts := s.cfg.MCP
+	mcpOpts.MaxBodyBytes, mcpOpts.Logger = s.cfg.API.MaxBodyBytes, s.log
+	a.MCP = mcpserve.New(mcpserve.Deps{Entities: a.Registry, Streams: a.Store, Sender: a.Sender, Checker: checker}, mcpOpts)
 	a.API.MountRoutes(mcpserve.Prefix, a.MCP.Routes)
 	web, err := console.New()
 	if err != nil {

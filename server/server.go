@@ -25,6 +25,7 @@ import (
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/lifecycle"
 	"github.com/entityd/entityd/internal/pgcluster"
+	"github.com/entityd/entityd/mcpserve"
 	"github.com/entityd/entityd/migrations"
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/slashcmd"
@@ -60,6 +61,9 @@ type Config struct {
 	// ShapeSnapshotRows caps the rows of one response of an Electric shape's initial
 	// snapshot (default 10,000; larger shapes come in pages).
 	ShapeSnapshotRows int
+	// MCP bounds the entities' MCP sessions (per principal, idle lifetime; zero values
+	// take mcpserve's defaults). Its MaxBodyBytes and Logger come from API and Logger.
+	MCP mcpserve.Options
 	// SlashCommands sets the owner limits of dynamic slash-command registrations
 	// (MaxOwnerBytes, MaxOwners; zero takes slashcmd.DefaultLimits' value). The
 	// definition limits are always slashcmd.DefaultLimits'.

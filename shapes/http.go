@@ -169,7 +169,7 @@ func (s *Service) shape(w http.ResponseWriter, r *http.Request) error {
 		if out, next, err = s.afterSnapshotPage(r.Context(), w, req.v, page, c, more); err != nil {
 			return err
 		}
-	case "now":
+	case "now": // control messages only: nothing to scope
 		at, err := s.horizon(r.Context())
 		if err != nil {
 			return err
@@ -197,9 +197,6 @@ func (s *Service) shape(w http.ResponseWriter, r *http.Request) error {
 			h.Set("electric-up-to-date", "")
 		}
 	}
-	if out, err = s.scope(r.Context(), req.v.t.name, out); err != nil {
-		return err
-	}
 	h.Set("electric-offset", next)
 	if out == nil {
 		out = []message{} // a page of a snapshot may hold none of the shape's rows
@@ -217,13 +214,17 @@ func (s *Service) shape(w http.ResponseWriter, r *http.Request) error {
 // date when they are exhausted.
 func (s *Service) afterSnapshotPage(ctx context.Context, w http.ResponseWriter, v *view, page []message, c snapshotCursor, more bool) ([]message, string, error) {
 	if more {
-		return page, c.String(), nil
+		out, err := s.scope(ctx, v.t.name, page)
+		return out, c.String(), err
 	}
 	changed, at, exhausted, err := changes(ctx, s.db, v, offset{pos: position{txid: c.seen.xmin}, seen: c.seen}, s.opts.ChunkRows)
 	if err != nil {
 		return nil, "", err
 	}
-	out := append(page, changed...)
+	out, err := s.scope(ctx, v.t.name, append(page, changed...))
+	if err != nil {
+		return nil, "", err
+	}
 	if exhausted {
 		out = append(out, upToDate(at.pos))
 		w.Header().Set("electric-up-to-date", "")
@@ -237,10 +238,6 @@ func (s *Service) scope(ctx context.Context, table string, out []message) ([]mes
 	if s.opts.Scope == nil {
 		return out, nil
 	}
-	visible, err := s.opts.Scope(ctx, table)
-	if err != nil {
-		return nil, err
-	}
 	var pks []string
 	for _, m := range out {
 		if m.pk != "" {
@@ -248,7 +245,11 @@ func (s *Service) scope(ctx context.Context, table string, out []message) ([]mes
 		}
 	}
 	if len(pks) == 0 {
-		return out, nil
+		return out, nil // no rows: not even the caller's grants need loading (a waiting live read)
+	}
+	visible, err := s.opts.Scope(ctx, table)
+	if err != nil {
+		return nil, err
 	}
 	shown, err := visible(ctx, pks)
 	if err != nil {
@@ -263,44 +264,58 @@ func (s *Service) scope(ctx context.Context, table string, out []message) ([]mes
 	return kept, nil
 }
 
-// read answers an offset: the changes after it, or for a live request that is up to
-// date, the first changes to become final within the long-poll (else none).
+// read answers an offset: the changes after it the caller may see, or for a live
+// request that is up to date, the first such changes to become final within the
+// long-poll (else none).
+//
+// A live request wakes for every change of the table, but answers only for one the
+// caller may see: answering early for a row scope hides would tell the caller when
+// another tenant's entity changed. It moves its offset past the hidden changes (they
+// are never read again) and waits on; when the long-poll ends it answers up to date at
+// that offset, as for no change at all.
 func (s *Service) read(ctx context.Context, req *request) ([]message, offset, bool, error) {
 	var deadline <-chan time.Time
+	if req.live {
+		t := time.NewTimer(s.opts.LongPoll)
+		defer t.Stop()
+		deadline = t.C
+	}
 	for {
-		var changed <-chan struct{}
-		var done func()
+		changed, done := (<-chan struct{})(nil), func() {}
 		if req.live {
 			changed, done = s.w.wait() // before the read: a change after it still wakes us
 		}
 		out, at, exhausted, err := changes(ctx, s.db, req.v, req.from, s.opts.ChunkRows)
-		if !req.live || err != nil || len(out) > 0 || !exhausted {
-			if done != nil {
-				done()
-			}
+		if err == nil {
+			out, err = s.scope(ctx, req.v.t.name, out)
+		}
+		if !req.live || err != nil || len(out) > 0 {
+			done()
 			return out, at, exhausted, err
 		}
-		req.from = at // nothing for this view yet (other rows may have moved the offset)
-		if deadline == nil {
-			t := time.NewTimer(s.opts.LongPoll)
-			defer t.Stop()
-			deadline = t.C
+		req.from = at // nothing the caller may see yet (other rows moved the offset)
+		if !exhausted {
+			changed = closedChan // more of the log to look through first
 		}
 		select {
 		case <-changed:
 			done()
 		case <-deadline:
 			done()
-			return nil, at, true, nil
+			return nil, at, exhausted, nil
 		case <-s.opts.Live:
 			done()
-			return nil, at, true, nil
+			return nil, at, exhausted, nil
 		case <-ctx.Done():
 			done()
-			return nil, at, true, ctx.Err()
+			return nil, at, exhausted, ctx.Err()
 		}
 	}
 }
+
+// closedChan is always ready: a live read that has not reached the end of the log reads
+// on without waiting.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // horizon is the position up to which every change is final now.
 func (s *Service) horizon(ctx context.Context) (position, error) {

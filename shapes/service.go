@@ -13,8 +13,8 @@ import (
 
 // Options tune the shape endpoint.
 type Options struct {
-	// LongPoll is how long a live request waits for a change before it answers
-	// up-to-date with nothing new (default 20s).
+	// LongPoll is how long a live request waits for a change its caller may see before
+	// it answers up-to-date with nothing new (default 20s).
 	LongPoll time.Duration
 	// PollInterval is how often the process looks for new changes while live requests
 	// wait (default 100ms).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/internal/testserver"
 )
 
@@ -34,6 +35,12 @@ type reply struct {
 
 func (e *env) do(method, path, body string) reply {
 	e.t.Helper()
+	return e.doAs("", method, path, body)
+}
+
+// doAs makes a request with a bearer token (none when "").
+func (e *env) doAs(token, method, path, body string) reply {
+	e.t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -42,6 +49,9 @@ func (e *env) do(method, path, body string) reply {
 	require.NoError(e.t, err)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(e.t, err)
@@ -160,7 +170,9 @@ func TestEntitiesShapeSnapshotThenChanges(t *testing.T) {
 // TestLiveLongPollWakesOnAChange: a live request at the tail waits, and answers with the
 // change once it is committed.
 func TestLiveLongPollWakesOnAChange(t *testing.T) {
-	e := start(t)
+	t.Parallel()
+	// a long-poll longer than a registration takes on a busy machine
+	e := &env{t: t, srv: testserver.Start(t, testserver.Options{QuietLogs: true, API: api.Config{LongPollTimeout: 10 * time.Second}})}
 	first := e.shape(url.Values{"table": {"entity_types"}, "offset": {"-1"}})
 	e.mustStatus(first, http.StatusOK)
 	got := make(chan reply, 1)

@@ -48,6 +48,8 @@ type config struct {
 	ShapeSnapshotRows  int
 	SlashMaxOwnerBytes int
 	SlashMaxOwners     int
+	MCPMaxSessions     int
+	MCPSessionTimeout  time.Duration
 	Auth               string
 	AllowInsecureDev   bool
 	RequireDatabaseURL bool
@@ -148,7 +150,7 @@ func loadConfig(args []string) (*config, error) {
 	i64(&c.MaxAppendBytes, "max-append-bytes", "ENTITYD_MAX_APPEND_BYTES", 8<<20, "largest stream append or create body, in bytes (413 beyond)")
 	num(&c.ComposerMaxSource, "composer-max-source", "ENTITYD_COMPOSER_MAX_SOURCE", 100_000, "longest composer_input source, in UTF-16 code units (0: no limit)")
 	num(&c.ComposerMaxNodes, "composer-max-nodes", "ENTITYD_COMPOSER_MAX_NODES", 1_000, "most composer_input nodes (0: no limit)")
-	dur(&c.LongPollTimeout, "long-poll-timeout", "ENTITYD_LONG_POLL_TIMEOUT", 20*time.Second, "how long a live=long-poll read waits before 204")
+	dur(&c.LongPollTimeout, "long-poll-timeout", "ENTITYD_LONG_POLL_TIMEOUT", 20*time.Second, "how long a live=long-poll read waits before 204, and a live shape request before it answers up to date")
 	dur(&c.SSELifetime, "sse-lifetime", "ENTITYD_SSE_LIFETIME", 60*time.Second, "how long a live=sse response stays open")
 	dur(&c.ShutdownTimeout, "shutdown-timeout", "ENTITYD_SHUTDOWN_TIMEOUT", 30*time.Second, "how long shutdown waits for requests in flight")
 	num(&c.DBMaxConns, "db-max-conns", "ENTITYD_DB_MAX_CONNS", 32, "size of the Postgres connection pool")
@@ -168,6 +170,8 @@ func loadConfig(args []string) (*config, error) {
 	num(&c.ShapeSnapshotRows, "shape-snapshot-rows", "ENTITYD_SHAPE_SNAPSHOT_ROWS", 10000, "most rows in one response of an Electric shape's initial snapshot, at most 100000 (larger shapes come in pages)")
 	num(&c.SlashMaxOwnerBytes, "slash-max-owner-bytes", "ENTITYD_SLASH_MAX_OWNER_BYTES", 256, "longest slash-command owner, in bytes, at most 1024 (422 beyond)")
 	num(&c.SlashMaxOwners, "slash-max-owners", "ENTITYD_SLASH_MAX_OWNERS", 64, "most distinct slash-command owners per entity (422 beyond)")
+	num(&c.MCPMaxSessions, "mcp-max-sessions-per-principal", "ENTITYD_MCP_MAX_SESSIONS_PER_PRINCIPAL", 100, "most MCP sessions one principal holds over all entities (429 beyond)")
+	dur(&c.MCPSessionTimeout, "mcp-session-timeout", "ENTITYD_MCP_SESSION_TIMEOUT", 5*time.Minute, "how long an MCP session may make no request before it is closed")
 	str(&c.DebugAddr, "debug-addr", "ENTITYD_DEBUG_ADDR", "", "serve Go's profiler (pprof) on this address, e.g. 127.0.0.1:6060 (off when empty)")
 	str(&c.SkillsDir, "skills-dir", "ENTITYD_SKILLS_DIR", "./skills", "SKILL.md files of the demo assistant")
 	c.Demo = true
@@ -204,6 +208,9 @@ func loadConfig(args []string) (*config, error) {
 	if c.ShapeSnapshotRows < 1 || c.ShapeSnapshotRows > 100_000 {
 		// one page is held in memory and sent as one response
 		return nil, fmt.Errorf("--shape-snapshot-rows must be between 1 and 100000")
+	}
+	if c.MCPMaxSessions < 1 {
+		return nil, fmt.Errorf("--mcp-max-sessions-per-principal must be at least 1")
 	}
 	if c.SlashMaxOwners < 1 {
 		return nil, fmt.Errorf("--slash-max-owners must be at least 1")

@@ -17,7 +17,9 @@ import (
 
 // A client must not turn the server into a proxy into its own network: an outbound URL
 // is https to a public host, or plain http to the local machine (localhost, 127.0.0.0/8,
-// ::1) for development, unless private addresses are allowed. The check is made when the
+// ::1) for development, unless private addresses are allowed; in jwt mode, never this
+// machine (loopback or any of its interfaces' addresses) unless listed. Unspecified,
+// multicast and broadcast addresses are never a destination. The check is made when the
 // URL is given and again on every connection (the address a name resolves to can change).
 
 // Policy is which addresses outbound requests may reach.
@@ -26,7 +28,8 @@ type Policy struct {
 	// (--allow-private-urls).
 	AllowPrivate bool
 	// NoLoopback refuses this machine's addresses too (jwt mode): a server that strangers
-	// can reach must not call its own or its neighbours' local services for them.
+	// can reach must not call its own or its neighbours' local services for them. That
+	// is loopback and every address of the machine's interfaces, public ones included.
 	NoLoopback bool
 	// Allow lists address ranges reachable whatever the other rules say
 	// (ENTITYD_OUTBOUND_ALLOW).
@@ -73,12 +76,24 @@ func (p Policy) listed(ip netip.Addr) bool {
 // local is whether plain http may reach ip.
 func (p Policy) local(ip netip.Addr) bool {
 	ip = ip.Unmap()
+	if unroutable(ip) {
+		return false
+	}
 	return p.AllowPrivate || p.listed(ip) || (!p.NoLoopback && ip.IsLoopback())
 }
 
 // remote is whether https may reach ip.
 func (p Policy) remote(ip netip.Addr) bool {
-	return p.AllowPrivate || p.listed(ip) || publicAddr(ip)
+	ip = ip.Unmap()
+	if unroutable(ip) {
+		return false
+	}
+	return p.AllowPrivate || p.listed(ip) || (publicAddr(ip) && !p.own(ip))
+}
+
+// own reports an address of this machine that the policy refuses (jwt mode).
+func (p Policy) own(ip netip.Addr) bool {
+	return p.NoLoopback && ownAddrs.has(ip)
 }
 
 // CheckURL returns why raw is not an acceptable outbound URL, or "". field names the
@@ -98,6 +113,9 @@ func (p Policy) CheckURL(raw, field string) string {
 	}
 	ip, notIP := netip.ParseAddr(host)
 	isLocalName := host == "localhost" || strings.HasSuffix(host, ".localhost")
+	if notIP == nil && unroutable(ip) {
+		return field + " must name a unicast address"
+	}
 	switch u.Scheme {
 	case "http":
 		switch {
@@ -125,7 +143,9 @@ func (p Policy) CheckURL(raw, field string) string {
 			return field + ": localhost must use http"
 		}
 		if notIP == nil && !p.remote(ip) {
-			return field + " must not target a private, loopback or link-local address"
+			// one message for every refused class: the words do not tell the machine's
+			// own addresses from other private ones
+			return field + " must not target a private, loopback, link-local or this machine's address"
 		}
 		return ""
 	}

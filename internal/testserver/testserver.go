@@ -20,6 +20,7 @@ import (
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/lifecycle"
 	"github.com/entityd/entityd/internal/pgtest"
+	"github.com/entityd/entityd/mcpserve"
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/server"
 	"github.com/entityd/entityd/streamdb"
@@ -41,6 +42,8 @@ type Options struct {
 	Definitions []runtime.EntityDefinition
 	// ShapeSnapshotRows pages Electric shape snapshots (server.Config).
 	ShapeSnapshotRows int
+	// MCP bounds MCP sessions (server.Config).
+	MCP mcpserve.Options
 }
 
 // Server is a running test server.
@@ -52,6 +55,7 @@ type Server struct {
 	Registry *entity.Registry
 	Sender   *inbox.Sender
 	API      *api.Server
+	MCP      *mcpserve.Service
 	HTTP     *httptest.Server
 }
 
@@ -77,7 +81,8 @@ func Start(t testing.TB, opts Options) *Server {
 	}
 	var services lifecycle.Group
 	srv := server.New(server.Config{DatabaseURL: dbURL, API: cfg, Limits: opts.Limits, Store: opts.Streams,
-		Subscriptions: opts.Subs, Logger: log, Admins: opts.Admins, ShapeSnapshotRows: opts.ShapeSnapshotRows}, opts.Definitions...)
+		Subscriptions: opts.Subs, Logger: log, Admins: opts.Admins, ShapeSnapshotRows: opts.ShapeSnapshotRows,
+		MCP: opts.MCP}, opts.Definitions...)
 	a, err := srv.Assemble(ctx, pool, &services)
 	if err != nil {
 		services.Stop(ctx)
@@ -96,5 +101,5 @@ func Start(t testing.TB, opts Options) *Server {
 	})
 	store, registry, sender, apiServer := a.Store, a.Registry, a.Sender, a.API
 	return &Server{URL: hs.URL, DBURL: dbURL, Pool: pool, Streams: store, Registry: registry, Sender: sender,
-		API: apiServer, HTTP: hs}
+		API: apiServer, MCP: a.MCP, HTTP: hs}
 }
