@@ -405,6 +405,30 @@ func hostileCases(token string) []hostileCase {
 			http.StatusBadGateway, "SERVE_ENDPOINT_UNREACHABLE"),
 		c("dispatch: runner without id", "POST", types,
 			`{"name":"d","description":"d","default_dispatch_policy":{"targets":[{"type":"runner"}]}}`, bad, invalid),
+		// stream grants, and what a write token may write (issue 24)
+		c("stream grant: no stream", "POST", "/_electric/stream-grants", `{"subject_kind":"principal","subject_value":"user:a","permission":"read"}`, bad, invalid),
+		c("stream grant: unknown stream", "POST", "/_electric/stream-grants?stream=/ghost", `{"subject_kind":"principal","subject_value":"user:a","permission":"read"}`, nf, "STREAM_NOT_FOUND"),
+		c("stream grant: entity stream", "POST", "/_electric/stream-grants?stream=/notebook/n1/main", `{"subject_kind":"principal","subject_value":"user:a","permission":"read"}`, bad, invalid),
+		c("stream grant: entity permission", "POST", "/_electric/stream-grants?stream=/s1", `{"subject_kind":"principal","subject_value":"user:a","permission":"signal"}`, unp, schemaFail),
+		c("stream grant: propagation", "POST", "/_electric/stream-grants?stream=/s1", `{"subject_kind":"principal","subject_value":"user:a","permission":"read","propagation":"descendants"}`, unp, schemaFail),
+		c("stream grant: padded subject", "POST", "/_electric/stream-grants?stream=/s1", `{"subject_kind":"principal","subject_value":" user:a","permission":"read"}`, unp, schemaFail),
+		c("stream grant: unknown member", "POST", "/_electric/stream-grants?stream=/s1", `{"subject_kind":"principal","subject_value":"user:a","permission":"read","x":1}`, bad, invalid),
+		c("stream grant: not JSON", "POST", "/_electric/stream-grants?stream=/s1", `{"subject_kind":`, bad, invalid),
+		c("stream grant: expired", "POST", "/_electric/stream-grants?stream=/s1", `{"subject_kind":"principal","subject_value":"user:a","permission":"read","expires_at":"2000-01-01T00:00:00Z"}`, unp, schemaFail),
+		c("stream grant: revoke unknown", "DELETE", "/_electric/stream-grants/g_nope?stream=/s1", nil, nf, "NOT_FOUND"),
+		c("write token: close", "POST", "/v1/stream/notebook/n1/main", nil, http.StatusForbidden, "FORBIDDEN", "Authorization", "Bearer "+token, "Stream-Closed", "true"),
+		c("write token: inbox insert", "POST", "/v1/stream/notebook/n1/main", `[{"type":"inbox","key":"x","value":{},"headers":{"operation":"insert"}}]`, unp, invalid, "Authorization", "Bearer "+token),
+		c("write token: signal insert", "POST", "/v1/stream/notebook/n1/main", `[{"type":"signal","key":"x","value":{"signal":"SIGKILL"},"headers":{"operation":"insert"}}]`, unp, invalid, "Authorization", "Bearer "+token),
+		c("write token: a good event then a forged one", "POST", "/v1/stream/notebook/n1/main", `[{"type":"text","key":"a","value":{},"headers":{"operation":"insert"}},{"type":"text","key":"b","value":{},"headers":{"operation":"insert","from":"/principal/user%3Ax"}}]`, unp, invalid, "Authorization", "Bearer "+token),
+		c("write token: control", "POST", "/v1/stream/notebook/n1/main", `[{"headers":{"control":"snapshot-start"}}]`, unp, invalid, "Authorization", "Bearer "+token),
+		c("write token: no operation", "POST", "/v1/stream/notebook/n1/main", `[{"type":"text","key":"a","value":{}}]`, unp, invalid, "Authorization", "Bearer "+token),
+		c("stream: entity path", "PUT", "/v1/stream/future/x/main", `[]`, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED"),
+		c("stream: runner wake path", "PUT", "/v1/stream/runners/x/wake", `[]`, http.StatusForbidden, "FORBIDDEN"),
+		c("runner: entity stream as wake stream", "POST", "/_electric/runners", `{"id":"r","wake_stream":"/notebook/n1/main"}`, bad, invalid),
+		c("runner: existing stream as wake stream", "POST", "/_electric/runners", `{"id":"r","wake_stream":"/s1"}`, conf, "STREAM_EXISTS"),
+		c("runner: another runner's wake stream", "POST", "/_electric/runners", `{"id":"r","wake_stream":"/runners/q/wake"}`, bad, invalid),
+		c("dispatch: runner owner not a principal", "POST", types,
+			`{"name":"d","description":"d","default_dispatch_policy":{"targets":[{"type":"runner","runnerId":"r","owner_principal":"bob"}]}}`, bad, invalid),
 		c("dispatch: private webhook", "POST", types,
 			`{"name":"d","description":"d","default_dispatch_policy":{"targets":[{"type":"webhook","url":"https://192.168.1.1/x"}]}}`, bad, invalid),
 	}
@@ -503,7 +527,7 @@ func (h *harness) fingerprint() string {
 		(SELECT md5(coalesce(string_agg(entity_url || name || source || coalesce(owner, '') || coalesce(description, ''), ','
 			ORDER BY entity_url, name), '')) FROM slash_commands),
 		(SELECT count(*) FROM ds_subscriptions), (SELECT count(*) FROM ds_write_tokens),
-		(SELECT count(*) FROM runners))`).Scan(&fp)
+		(SELECT count(*) FROM runners), (SELECT count(*) FROM stream_grants))`).Scan(&fp)
 	require.NoError(h.t, err)
 	return fp
 }
