@@ -300,7 +300,7 @@ func entityStatus(t *testing.T, s *jwtServer) string {
 // Quotas (finding 9): one principal cannot create without bound.
 func TestQuotasPerPrincipal(t *testing.T) {
 	key := testserver.NewJWTKey(t)
-	srv := testserver.Start(t, testserver.Options{QuietLogs: true, API: api.Config{Auth: key.Auth,
+	srv := testserver.Start(t, testserver.Options{QuietLogs: true, Admins: []string{"service:ops"}, API: api.Config{Auth: key.Auth,
 		Quotas: quotaLimits(2)}})
 	s := &jwtServer{Server: srv, key: key}
 	refused := func(status int, out string) {
@@ -341,6 +341,12 @@ func TestQuotasPerPrincipal(t *testing.T) {
 	// grants (bob's two types already gave him 4: spawn and manage on each)
 	refused(s.call(t, "user:bob", "POST", "/_electric/stream-grants?stream=/bob/s1",
 		`{"subject_kind":"principal","subject_value":"user:eve","permission":"read"}`))
+	// subscriptions (admins' too: only the server's own principals are exempt)
+	for _, id := range []string{"s1", "s2"} {
+		s.must(t, "service:ops", "PUT", "/__ds/subscriptions/"+id, `{"type":"pull-wake","pattern":"/q/*","wake_stream":"/w-`+id+`"}`, http.StatusCreated)
+	}
+	refused(s.call(t, "service:ops", "PUT", "/__ds/subscriptions/s3", `{"type":"pull-wake","pattern":"/q/*","wake_stream":"/w-s3"}`))
+	s.must(t, "service:ops", "PUT", "/__ds/subscriptions/s1", `{"type":"pull-wake","pattern":"/q/*","wake_stream":"/w-s1"}`, http.StatusOK)
 	// tags per entity
 	s.must(t, "user:alice", "PUT", "/_electric/entities/a1/x", `{"tags":{"a":"1","b":"2"}}`, http.StatusCreated)
 	refused(s.call(t, "user:alice", "POST", "/_electric/entities/a1/x/tags/c", `{"value":"3"}`))

@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/entityd/entityd/internal/httpx"
+	"github.com/entityd/entityd/internal/principal"
 	"github.com/entityd/entityd/internal/textpolicy"
 )
 
@@ -341,7 +342,8 @@ func (s *Service) putSubscription(w http.ResponseWriter, r *http.Request, id str
 	if err != nil {
 		return err
 	}
-	sb, links, created, err := s.create(r.Context(), id, in, s.controlBase(r))
+	who, _ := principal.FromContext(r.Context())
+	sb, links, created, err := s.create(r.Context(), id, in, s.controlBase(r), who)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/entityd/entityd/internal/principal"
+	"github.com/entityd/entityd/internal/quota"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -20,7 +22,7 @@ import (
 
 // create makes subscription id from in, or returns the existing one when its
 // configuration is the same (created false); a different configuration is a 409.
-func (s *Service) create(ctx context.Context, id string, in *createInput, baseURL string) (*sub, []*link, bool, error) {
+func (s *Service) create(ctx context.Context, id string, in *createInput, baseURL string, who principal.Principal) (*sub, []*link, bool, error) {
 	hash := in.hash()
 	var sb *sub
 	var links []*link
@@ -37,8 +39,17 @@ func (s *Service) create(ctx context.Context, id string, in *createInput, baseUR
 					return fail(http.StatusBadRequest, codeURLRejected, why)
 				}
 			}
+			if s.opts.MaxPerPrincipal > 0 && !quota.Exempt(who) {
+				var n int
+				if err := tx.QueryRow(ctx, sqlCountSubscriptionsBy, who.String(), s.opts.MaxPerPrincipal+1).Scan(&n); err != nil {
+					return err
+				}
+				if err := quota.Check(who, n, 1, s.opts.MaxPerPrincipal, "subscriptions", "ENTITYD_QUOTA_SUBSCRIPTIONS"); err != nil {
+					return err
+				}
+			}
 			tag, err := tx.Exec(ctx, sqlInsertSubscription,
-				id, in.Type, in.Pattern, in.WebhookURL, in.WakeStream, in.LeaseTTLms, in.Description, hash, baseURL)
+				id, in.Type, in.Pattern, in.WebhookURL, in.WakeStream, in.LeaseTTLms, in.Description, hash, baseURL, createdBy(who))
 			if err != nil {
 				return err
 			}
@@ -476,4 +487,13 @@ func (s *Service) releaseWake(ctx context.Context, id, token string, req *ackReq
 	}
 	s.committed(sb, nil)
 	return nil
+}
+
+// createdBy is who a subscription is recorded as made by ("" when no principal was
+// asked for: dispatch policies make their own).
+func createdBy(p principal.Principal) string {
+	if p.Kind == "" {
+		return ""
+	}
+	return p.String()
 }

@@ -18,6 +18,7 @@ var queries = sqlfile.MustLoad("dssub", queryFiles)
 var (
 	// ops.go
 	sqlInsertSubscription    = queries.Get("InsertSubscription")
+	sqlCountSubscriptionsBy  = queries.Get("CountSubscriptionsBy")
 	sqlStreamsUnderPattern   = queries.Get("StreamsUnderPattern")
 	sqlLinkGlobMatches       = queries.Get("LinkGlobMatches")
 	sqlDeleteSubscription    = queries.Get("DeleteSubscription")

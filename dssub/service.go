@@ -35,6 +35,9 @@ type Options struct {
 	// OpaqueErrors keeps the reason a webhook delivery failed out of the subscription's
 	// visible status (it is logged): a caller must not learn which local ports listen.
 	OpaqueErrors bool
+	// MaxPerPrincipal bounds the subscriptions one principal creates through the API
+	// (0: no bound; the server's own principals are exempt).
+	MaxPerPrincipal int
 	// PollInterval is how often a process looks for subscriptions whose retry, attempt or
 	// lease is due and for subscription changes made by other processes (default 500ms).
 	PollInterval time.Duration

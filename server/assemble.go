@@ -78,6 +78,7 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	a.Registry.SetHandled(a.Runtime.Handles)
 	jwt := s.cfg.API.Auth != nil && s.cfg.API.Auth.Mode() == authn.ModeJWT
 	subOpts := s.cfg.Subscriptions
+	subOpts.MaxPerPrincipal = quotas.Subscriptions
 	if jwt {
 		// whoever assembles a jwt-mode server (cmd/server, an embedding program, tests)
 		// gets the rules strangers call for: no outbound request to this machine, and

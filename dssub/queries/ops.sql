@@ -2,9 +2,12 @@
 
 -- name: InsertSubscription
 INSERT INTO ds_subscriptions (id, type, pattern, webhook_url, wake_stream,
-    lease_ttl_ms, description, config_hash, base_url)
-  VALUES ($1, $2, nullif($3, ''), nullif($4, ''), nullif($5, ''), $6, $7, $8, $9)
+    lease_ttl_ms, description, config_hash, base_url, created_by)
+  VALUES ($1, $2, nullif($3, ''), nullif($4, ''), nullif($5, ''), $6, $7, $8, $9, nullif($10, ''))
   ON CONFLICT (id) DO NOTHING
+
+-- name: CountSubscriptionsBy
+SELECT count(*) FROM (SELECT 1 FROM ds_subscriptions WHERE created_by = $1 LIMIT $2) made
 
 -- name: StreamsUnderPattern
 SELECT id, path, tail_seq, tail_pos FROM stream_heads
