@@ -6,6 +6,8 @@
 #
 #   BASE=<rev> bench/ab_append.sh                  # A = BASE, B = the working tree
 #   BASE=<rev> HEAD_REV=<rev> bench/ab_append.sh
+#   BASE=<rev> A_AUTH=jwt B_AUTH=jwt bench/ab_append.sh   # both in jwt mode (the load
+#                                    # tool's principal creates and owns the streams)
 #
 # Environment (defaults): REPS=5  DURATION=10s  WARMUP=2s  CLIENTS="64" (writers, one
 #   stream each)  OUT=bench/results/ab-append-<UTC timestamp> (raw JSON; not committed)
@@ -25,7 +27,7 @@ BASE="${BASE:?set BASE to the revision to compare against}"
 PGBIN="${PGBIN:-/usr/lib/postgresql/15/bin}"
 
 if [[ -z "${ENTITYD_BENCH_INNER:-}" ]]; then
-  export REPS DURATION WARMUP CLIENTS
+  export REPS DURATION WARMUP CLIENTS A_AUTH="${A_AUTH:-dev}" B_AUTH="${B_AUTH:-dev}"
   ab_outer "$here/ab_append.sh" ab-append
 fi
 
@@ -41,21 +43,23 @@ trap '[[ -n "$pid" ]] && kill "$pid" 2>/dev/null; true' EXIT
   echo "A: $A_DESC"
   echo "B: $B_DESC"
   echo "runs: REPS=$REPS DURATION=$DURATION WARMUP=$WARMUP CLIENTS=$CLIENTS (writers = streams), order ABBA per pair of reps"
+  echo "auth: A $A_AUTH, B $B_AUTH"
 } >"$OUT/meta.txt"
 cat "$OUT/meta.txt" >&2
+ab_auth_prepare
 
 run_one() { # run_one <variant a|b> <rep> <clients>
   local v="$1" rep="$2" c="$3" db="ab_${1}_${2}_${3}" port
   "$PGBIN/psql" -qAtX -d postgres -c "CREATE DATABASE $db" >/dev/null
   port="$(free_port)"
   DATABASE_URL="postgres://${PGUSER:-postgres}@127.0.0.1:${PGPORT}/$db?sslmode=disable" \
-    "$work/entityd-$v" --addr "127.0.0.1:$port" --no-demo --log-level warn \
+    "$work/entityd-$v" --addr "127.0.0.1:$port" --no-demo --log-level warn $(ab_server_auth "$v") \
     >"$OUT/entityd-$v-$rep-$c.log" 2>&1 &
   pid=$!
   wait_http "http://127.0.0.1:$port/_electric/health" "entityd-$v" "$pid"
   log "rep $rep: $v c=$c"
   "$work/entityd-bench" append -url "http://127.0.0.1:$port" -writers "$c" -streams "$c" -d "$DURATION" \
-    -warmup "$WARMUP" -label "$v" -json -out "$OUT/append-$v-$rep-c$c.json" >/dev/null
+    -warmup "$WARMUP" -label "$v" -json -out "$OUT/append-$v-$rep-c$c.json" $(ab_bench_auth "$v") >/dev/null
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
   "$PGBIN/psql" -qAtX -d postgres -c "DROP DATABASE $db" >/dev/null
 }

@@ -8,6 +8,7 @@
 #   BASE=<rev> HEAD_REV=<rev> bench/ab_send.sh
 #   BASE=HEAD B_AUTH=jwt bench/ab_send.sh   # one build, A in dev mode, B in jwt mode
 #                                    # (a fresh Ed25519 key; the load tool sends a token)
+#   BASE=<rev> A_AUTH=jwt B_AUTH=jwt bench/ab_send.sh   # two builds, both in jwt mode
 #
 # Environment (defaults): REPS=5  DURATION=10s  WARMUP=2s  CLIENTS="64"
 #   OUT=bench/results/ab-<UTC timestamp> (raw JSON per run; not committed)
@@ -27,7 +28,7 @@ BASE="${BASE:-82ab27c}"
 PGBIN="${PGBIN:-/usr/lib/postgresql/15/bin}"
 
 if [[ -z "${ENTITYD_BENCH_INNER:-}" ]]; then
-  export REPS DURATION WARMUP CLIENTS B_AUTH="${B_AUTH:-dev}"
+  export REPS DURATION WARMUP CLIENTS A_AUTH="${A_AUTH:-dev}" B_AUTH="${B_AUTH:-dev}"
   ab_outer "$here/ab_send.sh" ab
 fi
 
@@ -43,17 +44,12 @@ trap '[[ -n "$pid" ]] && kill "$pid" 2>/dev/null; true' EXIT
   echo "A: $A_DESC"
   echo "B: $B_DESC"
   echo "runs: REPS=$REPS DURATION=$DURATION WARMUP=$WARMUP CLIENTS=$CLIENTS, order ABBA per pair of reps"
-  echo "auth: A dev, B $B_AUTH"
+  echo "auth: A $A_AUTH, B $B_AUTH"
 } >"$OUT/meta.txt"
 
-# B in jwt mode: a key for the server and a token for the load tool (its principal
-# registers the type and spawns the entities, so it sends as their creator).
-b_args=() b_bench=()
-if [[ "$B_AUTH" == jwt ]]; then
-  token="$("$work/entityd-bench" jwt -pub "$work/jwt.pem" -sub user:bench)"
-  b_args=(--auth jwt --jwt-keys "$work/jwt.pem")
-  b_bench=(-token "$token")
-fi
+# jwt variants: the load tool's principal registers the type and spawns the entities,
+# so it sends as their creator.
+ab_auth_prepare
 cat "$OUT/meta.txt" >&2
 
 run_one() { # run_one <variant a|b> <rep> <clients>
@@ -61,13 +57,13 @@ run_one() { # run_one <variant a|b> <rep> <clients>
   "$PGBIN/psql" -qAtX -d postgres -c "CREATE DATABASE $db" >/dev/null
   port="$(free_port)"
   DATABASE_URL="postgres://${PGUSER:-postgres}@127.0.0.1:${PGPORT}/$db?sslmode=disable" \
-    "$work/entityd-$v" --addr "127.0.0.1:$port" --no-demo --log-level warn $( [[ $v == b ]] && echo "${b_args[@]}" ) \
+    "$work/entityd-$v" --addr "127.0.0.1:$port" --no-demo --log-level warn $(ab_server_auth "$v") \
     >"$OUT/entityd-$v-$rep-$c.log" 2>&1 &
   pid=$!
   wait_http "http://127.0.0.1:$port/_electric/health" "entityd-$v" "$pid"
   log "rep $rep: $v c=$c"
   "$work/entityd-bench" send -url "http://127.0.0.1:$port" -c "$c" -d "$DURATION" -warmup "$WARMUP" \
-    -label "$v" -json -out "$OUT/send-$v-$rep-c$c.json" $( [[ $v == b ]] && echo "${b_bench[@]}" ) >/dev/null
+    -label "$v" -json -out "$OUT/send-$v-$rep-c$c.json" $(ab_bench_auth "$v") >/dev/null
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
   "$PGBIN/psql" -qAtX -d postgres -c "DROP DATABASE $db" >/dev/null
 }

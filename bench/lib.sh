@@ -130,3 +130,18 @@ ab_rate_summary() {
   echo "per-run $rate — A: $(for c in $CLIENTS; do field a "$c" "d['$key']" | awk '{printf "%.0f ", $1}'; done)"
   echo "per-run $rate — B: $(for c in $CLIENTS; do field b "$c" "d['$key']" | awk '{printf "%.0f ", $1}'; done)"
 }
+
+# Auth per variant of an A/B run: A_AUTH and B_AUTH are dev (the default) or jwt. A jwt
+# variant's server trusts a fresh Ed25519 key and the load tool sends a token of
+# user:bench, who then creates and owns everything the run uses.
+# ab_auth_prepare (once, in the inner half), then $(ab_server_auth a|b) on the server's
+# command line and $(ab_bench_auth a|b) on the load tool's.
+ab_auth_prepare() {
+  AB_TOKEN=""
+  if [[ "${A_AUTH:-dev}" == jwt || "${B_AUTH:-dev}" == jwt ]]; then
+    AB_TOKEN="$("$work/entityd-bench" jwt -pub "$work/jwt.pem" -sub user:bench)"
+  fi
+}
+ab_mode() { if [[ "$1" == a ]]; then echo "${A_AUTH:-dev}"; else echo "${B_AUTH:-dev}"; fi; }
+ab_server_auth() { if [[ "$(ab_mode "$1")" == jwt ]]; then echo "--auth jwt --jwt-keys $work/jwt.pem"; fi; }
+ab_bench_auth() { if [[ "$(ab_mode "$1")" == jwt ]]; then echo "-token $AB_TOKEN"; fi; }

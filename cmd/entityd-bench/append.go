@@ -76,7 +76,7 @@ func runAppend(args []string) error {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	client := newClient(*writers, c.gzip)
+	client := withToken(newClient(*writers, c.gzip), c.token)
 	base := c.base()
 	started := time.Now().UTC()
 	run := runID()
