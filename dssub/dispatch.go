@@ -45,7 +45,8 @@ func (s *Service) dispatchLink(ctx context.Context, tx *streamdb.Tx, id, path st
 			base = httpx.OriginOf(ctx)
 		}
 		if _, err := tx.Exec(ctx, sqlInsertSubscription,
-			id, in.Type, in.Pattern, in.WebhookURL, in.WakeStream, in.LeaseTTLms, in.Description, in.hash(), base); err != nil {
+			id, in.Type, in.Pattern, in.WebhookURL, in.WakeStream, in.LeaseTTLms, in.Description, in.hash(), base,
+			""); err != nil { // made by a dispatch policy, not by a principal: no quota
 			return nil, err
 		}
 	} else if sb.Type != in.Type {
