@@ -89,26 +89,26 @@ func tail(t *testing.T, h *harness, path string) string {
 func TestSlowReadersHoldTheirShareUntilTheirWriteDeadline(t *testing.T) {
 	const size = 6 * mib
 	h := setup(t, testserver.Options{QuietLogs: true, API: api.Config{
-		MaxAppendBytes: 8 * mib, MaxBytesInFlight: 48 * mib, MaxPrincipalBytesInFlight: 16 * mib,
+		MaxAppendBytes: 8 * mib, MaxBytesInFlight: 48 * mib, MaxPrincipalBytesInFlight: 3 * size,
 		BytesInFlightWait: 200 * time.Millisecond, WriteTimeout: 3 * time.Second, WriteMinRate: 1 << 30}})
 	requireStatus(t, h.do(http.MethodPut, "/big", bytes.Repeat([]byte("x"), size), "Content-Type", "application/octet-stream"), http.StatusCreated)
 	requireStatus(t, h.do(http.MethodPut, "/small", `[{"n":1}]`), http.StatusCreated)
 	requireInFlight(t, h, 0, "after the appends")
 
-	// Two readers that never read: 12 MiB of the slow principal's 16.
+	// Three readers that never read fill the slow principal's share.
 	var slow []net.Conn
-	for range 2 {
+	for range 3 {
 		conn := rawConn(t, h)
 		sendRaw(t, conn, "GET", "/big?offset=-1", "Electric-Principal", "user:slow")
 		slow = append(slow, conn)
 	}
-	requireInFlight(t, h, 2*size, "two stuck readers")
+	requireInFlight(t, h, 3*size, "three stuck readers")
 
 	requireBusy(t, h.do(http.MethodGet, "/big?offset=-1", nil, "Electric-Principal", "user:slow"))
 	other := h.do(http.MethodGet, "/small?offset=-1", nil, "Electric-Principal", "user:other")
 	requireStatus(t, other, http.StatusOK)
 	require.JSONEq(t, `[{"n":1}]`, string(other.Body))
-	requireInFlight(t, h, 2*size, "the served reads released their bytes")
+	requireInFlight(t, h, 3*size, "the served reads released their bytes")
 
 	// The write deadline (3 s here) cuts the stuck responses and frees their bytes.
 	requireInFlight(t, h, 0, "the write deadline passed")
@@ -128,14 +128,14 @@ func TestSlowReadersHoldTheirShareUntilTheirWriteDeadline(t *testing.T) {
 // wait briefly and are refused with 503 + Retry-After, before a byte of theirs is read:
 // nothing is written, and the same append succeeds once the bytes are free.
 func TestAppendsBeyondTheBudgetAreRefusedAndWriteNothing(t *testing.T) {
-	const body = 3 * mib // reserved twice over: 6 MiB
+	const body = 2 * mib // reserved three times over (body, bytea array, Bind message): 6 MiB
 	h := setup(t, testserver.Options{QuietLogs: true, API: api.Config{
 		MaxAppendBytes: 4 * mib, MaxBytesInFlight: 24 * mib, MaxPrincipalBytesInFlight: 12 * mib,
 		BytesInFlightWait: 100 * time.Millisecond}})
 	requireStatus(t, h.do(http.MethodPut, "/s", `[{"n":0}]`), http.StatusCreated)
 	before := tail(t, h, "/s")
 
-	// Appends that announce 3 MiB and send a few bytes of it hold 6 MiB each.
+	// Appends that announce 2 MiB and send a few bytes of it hold 6 MiB each.
 	stall := func(who string) net.Conn {
 		conn := rawConn(t, h)
 		sendRaw(t, conn, "POST", "/s", "Electric-Principal", who, "Content-Type", "application/json",
@@ -145,10 +145,10 @@ func TestAppendsBeyondTheBudgetAreRefusedAndWriteNothing(t *testing.T) {
 		return conn
 	}
 	a1, a2 := stall("user:a"), stall("user:a")
-	requireInFlight(t, h, 4*body, "user:a's share is full")
+	requireInFlight(t, h, 6*body, "user:a's share is full")
 	requireBusy(t, h.do(http.MethodPost, "/s", `[{"n":1}]`, "Electric-Principal", "user:a"))
 	b1, b2 := stall("user:b"), stall("user:b")
-	requireInFlight(t, h, 8*body, "the budget is full")
+	requireInFlight(t, h, 12*body, "the budget is full")
 	requireBusy(t, h.do(http.MethodPost, "/s", `[{"n":1}]`, "Electric-Principal", "user:c"))
 	require.Equal(t, before, tail(t, h, "/s"), "nothing was written")
 
@@ -169,7 +169,7 @@ func TestRequestsLargerThanTheShare(t *testing.T) {
 		Streams: streamdb.Options{MaxReadBytes: 16 * mib},
 		API: api.Config{MaxAppendBytes: 8 * mib, MaxBytesInFlight: 16 * mib, MaxPrincipalBytesInFlight: 4 * mib,
 			BytesInFlightWait: 100 * time.Millisecond}})
-	const limit = 2 * mib // the share over the two copies an append holds
+	const limit = 4 * mib / 3 // the share over the three copies an append holds
 	requireStatus(t, h.do(http.MethodPut, "/bin", nil, "Content-Type", "application/octet-stream"), http.StatusCreated)
 	empty := tail(t, h, "/bin")
 
@@ -194,21 +194,21 @@ func TestRequestsLargerThanTheShare(t *testing.T) {
 	require.Equal(t, empty, tail(t, h, "/bin"), "nothing was written")
 	requireInFlight(t, h, 0, "after the refusals")
 
-	// Three messages of 1.5 MiB: one read of 4.5 MiB (the read cap is 16 MiB here).
-	for range 3 {
-		requireStatus(t, h.do(http.MethodPost, "/bin", bytes.Repeat([]byte("y"), 3*mib/2), "Content-Type", "application/octet-stream"),
+	// Five messages of 1 MiB: one read of 5 MiB (the read cap is 16 MiB here).
+	for range 5 {
+		requireStatus(t, h.do(http.MethodPost, "/bin", bytes.Repeat([]byte("y"), mib), "Content-Type", "application/octet-stream"),
 			http.StatusNoContent)
 	}
 	r := h.do(http.MethodGet, "/bin?offset=-1", nil, "Electric-Principal", "user:reader")
 	requireStatus(t, r, http.StatusOK)
-	require.Len(t, r.Body, 9*mib/2, "larger than the share, served alone")
+	require.Len(t, r.Body, 5*mib, "larger than the share, served alone")
 
 	// While the same principal holds another reservation (a stalled append), it waits and
 	// is refused; another principal is served.
 	conn = rawConn(t, h)
 	sendRaw(t, conn, "POST", "/bin", "Electric-Principal", "user:reader", "Content-Type", "application/octet-stream",
 		"Content-Length", fmt.Sprint(mib))
-	requireInFlight(t, h, 2*mib, "the stalled append")
+	requireInFlight(t, h, 3*mib, "the stalled append")
 	requireBusy(t, h.do(http.MethodGet, "/bin?offset=-1", nil, "Electric-Principal", "user:reader"))
 	requireStatus(t, h.do(http.MethodGet, "/bin?offset=-1", nil, "Electric-Principal", "user:someone-else"), http.StatusOK)
 	require.NoError(t, conn.Close())

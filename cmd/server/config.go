@@ -236,11 +236,11 @@ func (c *config) checkInFlight() error {
 	if c.MaxPrincipalFlight > c.MaxInFlight {
 		return errors.New("--max-principal-bytes-in-flight must be at most --max-bytes-in-flight")
 	}
-	// an append holds its body twice while it is stored (api.bodyCopies)
-	if 2*c.MaxAppendBytes > c.MaxPrincipalFlight {
-		return fmt.Errorf("--max-append-bytes (%d) needs twice its size per principal in flight: set --max-principal-bytes-in-flight "+
+	// an append holds its body three times while it is stored (api.bodyCopies)
+	if 3*c.MaxAppendBytes > c.MaxPrincipalFlight {
+		return fmt.Errorf("--max-append-bytes (%d) needs three times its size per principal in flight: set --max-principal-bytes-in-flight "+
 			"(or --max-bytes-in-flight, of which it is a quarter by default) to at least %d, or lower --max-append-bytes",
-			c.MaxAppendBytes, 2*c.MaxAppendBytes)
+			c.MaxAppendBytes, 3*c.MaxAppendBytes)
 	}
 	if c.MaxBodyBytes > c.MaxPrincipalFlight {
 		return fmt.Errorf("--max-body-bytes (%d) exceeds --max-principal-bytes-in-flight (%d)", c.MaxBodyBytes, c.MaxPrincipalFlight)

@@ -21,8 +21,8 @@ func TestConfigBytesInFlight(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 32<<20, c.MaxPrincipalFlight)
 
-	_, err = loadConfig([]string{"--max-append-bytes", "20000000"})
-	require.ErrorContains(t, err, "--max-append-bytes (20000000) needs twice its size per principal in flight",
+	_, err = loadConfig([]string{"--max-append-bytes", "30000000"})
+	require.ErrorContains(t, err, "--max-append-bytes (30000000) needs three times its size per principal in flight",
 		"an append that no principal could ever reserve is a configuration error, not a 413 below the limit")
 	_, err = loadConfig([]string{"--max-principal-bytes-in-flight", "536870912"})
 	require.ErrorContains(t, err, "must be at most --max-bytes-in-flight")
