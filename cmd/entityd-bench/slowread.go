@@ -55,6 +55,7 @@ type SlowReadPhase struct {
 	Holding       int            `json:"holding_200_at_end"` // readers in a 200 response at the end
 	BytesReceived int64          `json:"bytes_received"`
 	Health        Latency        `json:"health"`
+	HealthMaxAt   float64        `json:"health_max_at_s"` // when the slowest probe started, from the phase's start
 	HealthErrors  int            `json:"health_errors"`
 }
 
@@ -66,6 +67,7 @@ type SlowWritePhase struct {
 	Mem          memPeak        `json:"mem"`
 	Status       map[string]int `json:"status"` // "error": the request failed (connection closed)
 	Health       Latency        `json:"health"`
+	HealthMaxAt  float64        `json:"health_max_at_s"`
 	HealthErrors int            `json:"health_errors"`
 }
 
@@ -132,13 +134,13 @@ func runSlowRead(args []string) error {
 			fmt.Fprintf(w, "readers: %d × %d B at %d B/s (%s principals), %.0fs\n", p.Readers, *size, p.ReadRate, p.Principals, p.DurationS)
 			fmt.Fprintf(w, "  RSS idle %s, peak %s (+%s), end %s\n", mb(p.Mem.IdleRSS), mb(p.Mem.PeakRSS), mb(p.Mem.AboveIdle), mb(p.Mem.EndRSS))
 			fmt.Fprintf(w, "  answers %v, holding a 200 at the end: %d\n", p.Status, p.Holding)
-			fmt.Fprintf(w, "  health p50 %s p99 %s max %s (%d errors)\n", fmtMs(p.Health.P50Ms), fmtMs(p.Health.P99Ms), fmtMs(p.Health.MaxMs), p.HealthErrors)
+			fmt.Fprintf(w, "  health p50 %s p99 %s max %s at %.1fs (%d errors)\n", fmtMs(p.Health.P50Ms), fmtMs(p.Health.P99Ms), fmtMs(p.Health.MaxMs), p.HealthMaxAt, p.HealthErrors)
 		}
 		if p := res.Appends; p != nil {
 			fmt.Fprintf(w, "appends: %d × %d rounds × %d B, %.1fs\n", p.Appenders, p.Rounds, *size, p.DurationS)
 			fmt.Fprintf(w, "  RSS idle %s, peak %s (+%s), end %s\n", mb(p.Mem.IdleRSS), mb(p.Mem.PeakRSS), mb(p.Mem.AboveIdle), mb(p.Mem.EndRSS))
 			fmt.Fprintf(w, "  answers %v\n", p.Status)
-			fmt.Fprintf(w, "  health p50 %s p99 %s max %s (%d errors)\n", fmtMs(p.Health.P50Ms), fmtMs(p.Health.P99Ms), fmtMs(p.Health.MaxMs), p.HealthErrors)
+			fmt.Fprintf(w, "  health p50 %s p99 %s max %s at %.1fs (%d errors)\n", fmtMs(p.Health.P50Ms), fmtMs(p.Health.P99Ms), fmtMs(p.Health.MaxMs), p.HealthMaxAt, p.HealthErrors)
 		}
 	})
 }
@@ -147,12 +149,15 @@ func runSlowRead(args []string) error {
 type watch struct {
 	mem    memPeak
 	health []time.Duration
+	maxAt  float64 // seconds from the start to the slowest probe
 	errs   int
 	stop   func()
 }
 
 func startWatch(ctx context.Context, base string, pid int) *watch {
 	w := &watch{mem: memPeak{SampleMillis: 50}}
+	start := time.Now()
+	var slowest time.Duration
 	w.mem.IdleRSS = slashVmRSS(strconv.Itoa(pid))
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -185,7 +190,11 @@ func startWatch(ctx context.Context, base string, pid int) *watch {
 			if err != nil || status != http.StatusOK {
 				w.errs++
 			} else {
-				w.health = append(w.health, time.Since(t0))
+				d := time.Since(t0)
+				w.health = append(w.health, d)
+				if d > slowest {
+					slowest, w.maxAt = d, t0.Sub(start).Seconds()
+				}
 			}
 			select {
 			case <-ctx.Done():
@@ -258,7 +267,7 @@ func slowReaders(ctx context.Context, c *commonFlags, client *http.Client, pid i
 	tick.Stop()
 	wg.Wait()
 	w.stop()
-	p.Mem, p.Health, p.HealthErrors = w.mem, summarize(w.health), w.errs
+	p.Mem, p.Health, p.HealthMaxAt, p.HealthErrors = w.mem, summarize(w.health), w.maxAt, w.errs
 	p.BytesReceived = received.Load()
 	deleteStream(ctx, client, c.base()+path)
 	return p, nil
@@ -359,7 +368,7 @@ func slowAppends(ctx context.Context, c *commonFlags, client *http.Client, pid i
 	p.DurationS = time.Since(t0).Seconds()
 	time.Sleep(time.Second) // what the last appends left behind
 	w.stop()
-	p.Mem, p.Health, p.HealthErrors = w.mem, summarize(w.health), w.errs
+	p.Mem, p.Health, p.HealthMaxAt, p.HealthErrors = w.mem, summarize(w.health), w.maxAt, w.errs
 	for _, path := range paths {
 		deleteStream(ctx, client, path)
 	}
