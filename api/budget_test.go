@@ -75,9 +75,15 @@ func requireInFlight(t *testing.T, h *harness, n int64, why string) {
 		"%s: in flight %d, want %d", why, h.srv.API.BytesInFlight(), n)
 }
 
-func tail(t *testing.T, h *harness, path string) string {
+// tail is the stream's next offset, as who sees it (each principal of these tests uses
+// streams of its own).
+func tail(t *testing.T, h *harness, path, who string) string {
 	t.Helper()
-	r := h.do(http.MethodHead, path, nil)
+	var as []string
+	if who != "" {
+		as = []string{"Electric-Principal", who}
+	}
+	r := h.do(http.MethodHead, path, nil, as...)
 	requireStatus(t, r, http.StatusOK)
 	return r.Header.Get("Stream-Next-Offset")
 }
@@ -91,8 +97,9 @@ func TestSlowReadersHoldTheirShareUntilTheirWriteDeadline(t *testing.T) {
 	h := setup(t, testserver.Options{QuietLogs: true, API: api.Config{
 		MaxAppendBytes: 8 * mib, MaxBytesInFlight: 48 * mib, MaxPrincipalBytesInFlight: 3 * size,
 		BytesInFlightWait: 200 * time.Millisecond, WriteTimeout: 3 * time.Second, WriteMinRate: 1 << 30}})
-	requireStatus(t, h.do(http.MethodPut, "/big", bytes.Repeat([]byte("x"), size), "Content-Type", "application/octet-stream"), http.StatusCreated)
-	requireStatus(t, h.do(http.MethodPut, "/small", `[{"n":1}]`), http.StatusCreated)
+	requireStatus(t, h.do(http.MethodPut, "/big", bytes.Repeat([]byte("x"), size), "Content-Type", "application/octet-stream",
+		"Electric-Principal", "user:slow"), http.StatusCreated)
+	requireStatus(t, h.do(http.MethodPut, "/small", `[{"n":1}]`, "Electric-Principal", "user:other"), http.StatusCreated)
 	requireInFlight(t, h, 0, "after the appends")
 
 	// Three readers that never read fill the slow principal's share.
@@ -132,32 +139,35 @@ func TestAppendsBeyondTheBudgetAreRefusedAndWriteNothing(t *testing.T) {
 	h := setup(t, testserver.Options{QuietLogs: true, API: api.Config{
 		MaxAppendBytes: 4 * mib, MaxBytesInFlight: 24 * mib, MaxPrincipalBytesInFlight: 12 * mib,
 		BytesInFlightWait: 100 * time.Millisecond}})
-	requireStatus(t, h.do(http.MethodPut, "/s", `[{"n":0}]`), http.StatusCreated)
-	before := tail(t, h, "/s")
+	for _, who := range []string{"a", "b", "c"} {
+		requireStatus(t, h.do(http.MethodPut, "/"+who, `[{"n":0}]`, "Electric-Principal", "user:"+who), http.StatusCreated)
+	}
+	beforeA, beforeC := tail(t, h, "/a", "user:a"), tail(t, h, "/c", "user:c")
 
 	// Appends that announce 2 MiB and send a few bytes of it hold 6 MiB each.
 	stall := func(who string) net.Conn {
 		conn := rawConn(t, h)
-		sendRaw(t, conn, "POST", "/s", "Electric-Principal", who, "Content-Type", "application/json",
+		sendRaw(t, conn, "POST", "/"+who, "Electric-Principal", "user:"+who, "Content-Type", "application/json",
 			"Content-Length", fmt.Sprint(body))
 		_, err := conn.Write([]byte(`[{"n":`))
 		require.NoError(t, err)
 		return conn
 	}
-	a1, a2 := stall("user:a"), stall("user:a")
+	a1, a2 := stall("a"), stall("a")
 	requireInFlight(t, h, 6*body, "user:a's share is full")
-	requireBusy(t, h.do(http.MethodPost, "/s", `[{"n":1}]`, "Electric-Principal", "user:a"))
-	b1, b2 := stall("user:b"), stall("user:b")
+	requireBusy(t, h.do(http.MethodPost, "/a", `[{"n":1}]`, "Electric-Principal", "user:a"))
+	b1, b2 := stall("b"), stall("b")
 	requireInFlight(t, h, 12*body, "the budget is full")
-	requireBusy(t, h.do(http.MethodPost, "/s", `[{"n":1}]`, "Electric-Principal", "user:c"))
-	require.Equal(t, before, tail(t, h, "/s"), "nothing was written")
+	requireBusy(t, h.do(http.MethodPost, "/c", `[{"n":1}]`, "Electric-Principal", "user:c"))
+	require.Equal(t, beforeA, tail(t, h, "/a", "user:a"), "nothing was written")
+	require.Equal(t, beforeC, tail(t, h, "/c", "user:c"), "nothing was written")
 
 	for _, conn := range []net.Conn{a1, a2, b1, b2} {
 		require.NoError(t, conn.Close())
 	}
 	requireInFlight(t, h, 0, "the stalled bodies were abandoned")
-	requireStatus(t, h.do(http.MethodPost, "/s", `[{"n":1}]`, "Electric-Principal", "user:c"), http.StatusNoContent)
-	require.NotEqual(t, before, tail(t, h, "/s"))
+	requireStatus(t, h.do(http.MethodPost, "/c", `[{"n":1}]`, "Electric-Principal", "user:c"), http.StatusNoContent)
+	require.NotEqual(t, beforeC, tail(t, h, "/c", "user:c"))
 }
 
 // A body larger than one principal's share could never be reserved: it is refused at
@@ -170,12 +180,16 @@ func TestRequestsLargerThanTheShare(t *testing.T) {
 		API: api.Config{MaxAppendBytes: 8 * mib, MaxBytesInFlight: 16 * mib, MaxPrincipalBytesInFlight: 4 * mib,
 			BytesInFlightWait: 100 * time.Millisecond}})
 	const limit = 4 * mib / 3 // the share over the three copies an append holds
-	requireStatus(t, h.do(http.MethodPut, "/bin", nil, "Content-Type", "application/octet-stream"), http.StatusCreated)
-	empty := tail(t, h, "/bin")
+	const reader, other = "user:reader", "user:other"
+	for path, who := range map[string]string{"/bin": reader, "/bin2": other} {
+		requireStatus(t, h.do(http.MethodPut, path, nil, "Content-Type", "application/octet-stream", "Electric-Principal", who), http.StatusCreated)
+	}
+	empty := tail(t, h, "/bin", reader)
 
 	// Announced: refused before the body is sent.
 	conn := rawConn(t, h)
-	sendRaw(t, conn, "POST", "/bin", "Content-Type", "application/octet-stream", "Content-Length", fmt.Sprint(limit+1))
+	sendRaw(t, conn, "POST", "/bin", "Content-Type", "application/octet-stream", "Content-Length", fmt.Sprint(limit+1),
+		"Electric-Principal", reader)
 	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	require.NoError(t, err)
 	body, err := io.ReadAll(res.Body)
@@ -186,34 +200,39 @@ func TestRequestsLargerThanTheShare(t *testing.T) {
 	req, err := http.NewRequest(http.MethodPost, h.srv.URL+"/bin", io.MultiReader(bytes.NewReader(bytes.Repeat([]byte("x"), limit+1))))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set("Electric-Principal", reader)
 	req.ContentLength = -1 // unknown: sent chunked
 	res, err = http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	_ = res.Body.Close()
 	require.Equal(t, http.StatusRequestEntityTooLarge, res.StatusCode)
-	require.Equal(t, empty, tail(t, h, "/bin"), "nothing was written")
+	require.Equal(t, empty, tail(t, h, "/bin", reader), "nothing was written")
 	requireInFlight(t, h, 0, "after the refusals")
 
-	// Five messages of 1 MiB: one read of 5 MiB (the read cap is 16 MiB here).
-	for range 5 {
-		requireStatus(t, h.do(http.MethodPost, "/bin", bytes.Repeat([]byte("y"), mib), "Content-Type", "application/octet-stream"),
-			http.StatusNoContent)
+	// Five messages of 1 MiB in each stream: one read of 5 MiB (the read cap is 16 MiB here).
+	for path, who := range map[string]string{"/bin": reader, "/bin2": other} {
+		for range 5 {
+			requireStatus(t, h.do(http.MethodPost, path, bytes.Repeat([]byte("y"), mib), "Content-Type", "application/octet-stream",
+				"Electric-Principal", who), http.StatusNoContent)
+		}
 	}
-	r := h.do(http.MethodGet, "/bin?offset=-1", nil, "Electric-Principal", "user:reader")
+	r := h.do(http.MethodGet, "/bin?offset=-1", nil, "Electric-Principal", reader)
 	requireStatus(t, r, http.StatusOK)
 	require.Len(t, r.Body, 5*mib, "larger than the share, served alone")
 
 	// While the same principal holds another reservation (a stalled append), it waits and
 	// is refused; another principal is served.
 	conn = rawConn(t, h)
-	sendRaw(t, conn, "POST", "/bin", "Electric-Principal", "user:reader", "Content-Type", "application/octet-stream",
+	sendRaw(t, conn, "POST", "/bin", "Electric-Principal", reader, "Content-Type", "application/octet-stream",
 		"Content-Length", fmt.Sprint(mib))
 	requireInFlight(t, h, 3*mib, "the stalled append")
-	requireBusy(t, h.do(http.MethodGet, "/bin?offset=-1", nil, "Electric-Principal", "user:reader"))
-	requireStatus(t, h.do(http.MethodGet, "/bin?offset=-1", nil, "Electric-Principal", "user:someone-else"), http.StatusOK)
+	requireBusy(t, h.do(http.MethodGet, "/bin?offset=-1", nil, "Electric-Principal", reader))
+	r = h.do(http.MethodGet, "/bin2?offset=-1", nil, "Electric-Principal", other)
+	requireStatus(t, r, http.StatusOK)
+	require.Len(t, r.Body, 5*mib, "another principal's read larger than the share, served alone")
 	require.NoError(t, conn.Close())
 	requireInFlight(t, h, 0, "the stalled append abandoned")
-	requireStatus(t, h.do(http.MethodGet, "/bin?offset=-1", nil, "Electric-Principal", "user:reader"), http.StatusOK)
+	requireStatus(t, h.do(http.MethodGet, "/bin?offset=-1", nil, "Electric-Principal", reader), http.StatusOK)
 }
 
 // The write deadline bounds writes in progress, not connections: a live read that waits
@@ -225,7 +244,7 @@ func TestIdleLiveReadsOutliveTheWriteDeadline(t *testing.T) {
 		LongPollTimeout: 20 * time.Second}})
 	requireStatus(t, h.do(http.MethodPut, "/live", `[{"n":0}]`), http.StatusCreated)
 	requireStatus(t, h.do(http.MethodPut, "/lp", `[{"n":0}]`), http.StatusCreated)
-	at := tail(t, h, "/live")
+	at := tail(t, h, "/live", "")
 	// idle is how long the connections below stay idle: several deadlines. (The test is
 	// about time passing with nothing written, so it waits for time to pass.)
 	idle := func() { time.Sleep(4 * deadline) }
@@ -255,7 +274,7 @@ func TestIdleLiveReadsOutliveTheWriteDeadline(t *testing.T) {
 	// then idles past the deadline and serves a catch-up read.
 	lp := rawConn(t, h)
 	responses := bufio.NewReader(lp)
-	sendRaw(t, lp, "GET", "/lp?offset="+tail(t, h, "/lp")+"&live=long-poll")
+	sendRaw(t, lp, "GET", "/lp?offset="+tail(t, h, "/lp", "")+"&live=long-poll")
 	require.Eventually(t, func() bool { return h.srv.Streams.Watched() == 2 }, 20*time.Second, 5*time.Millisecond,
 		"the long-poll waits (the SSE hub watches the other stream)")
 	idle()
