@@ -53,6 +53,9 @@ run_one() { # run_one <variant a|b> <phase readers|appends>
   local v="$1" phase="$2" db="slowread_${1}_${2}" port flags
   "$PGBIN/psql" -qAtX -d postgres -c "CREATE DATABASE $db" >/dev/null
   port="$(free_port)"
+  # the readers and appenders are principals of their own: where streams have owners,
+  # the bench's streams go under a public prefix (a build without owners ignores it)
+  ENTITYD_PUBLIC_STREAM_PREFIXES=/public \
   DATABASE_URL="postgres://${PGUSER:-postgres}@127.0.0.1:${PGPORT}/$db?sslmode=disable" \
     "$work/entityd-$v" --addr "127.0.0.1:$port" --no-demo --log-level warn \
     >"$OUT/entityd-$v-$phase.log" 2>&1 &

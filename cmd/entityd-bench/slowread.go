@@ -93,6 +93,8 @@ func runSlowRead(args []string) error {
 	dur := fs.Duration("d", 30*time.Second, "how long the readers phase lasts")
 	appenders := fs.Int("appenders", 96, "concurrent appenders (0: skip the phase)")
 	rounds := fs.Int("rounds", 3, "appends per appender")
+	prefix := fs.String("path-prefix", "/public", "where the streams go: a prefix the server makes public (ENTITYD_PUBLIC_STREAM_PREFIXES), "+
+		"so that readers and appenders of other principals may use them where streams have owners")
 	_ = fs.Parse(args)
 	if *pid == 0 {
 		return fmt.Errorf("-server-pid is required")
@@ -114,7 +116,7 @@ func runSlowRead(args []string) error {
 	client := newClient(*appenders+4, false)
 	id := runID()
 	if *readers > 0 {
-		p, err := slowReaders(ctx, &c, client, *pid, id, payload, *readers, *rate, *dur, who)
+		p, err := slowReaders(ctx, &c, client, *pid, *prefix+"/bench-slowread-"+id, payload, *readers, *rate, *dur, who)
 		if err != nil {
 			return err
 		}
@@ -122,7 +124,7 @@ func runSlowRead(args []string) error {
 		res.Readers = p
 	}
 	if *appenders > 0 {
-		p, err := slowAppends(ctx, &c, client, *pid, id, payload, *appenders, *rounds, who)
+		p, err := slowAppends(ctx, &c, client, *pid, *prefix+"/bench-slowappend-"+id, payload, *appenders, *rounds, who)
 		if err != nil {
 			return err
 		}
@@ -212,9 +214,8 @@ func startWatch(ctx context.Context, base string, pid int) *watch {
 	return w
 }
 
-func slowReaders(ctx context.Context, c *commonFlags, client *http.Client, pid int, id string, payload []byte,
+func slowReaders(ctx context.Context, c *commonFlags, client *http.Client, pid int, path string, payload []byte,
 	n, rate int, dur time.Duration, who func(int) string) (*SlowReadPhase, error) {
-	path := "/bench-slowread-" + id
 	if err := createStream(ctx, client, c.base()+path, "application/octet-stream"); err != nil {
 		return nil, err
 	}
@@ -329,11 +330,11 @@ func slowRead(ctx context.Context, host, path, principal string, rate int, holdi
 	}
 }
 
-func slowAppends(ctx context.Context, c *commonFlags, client *http.Client, pid int, id string, payload []byte,
+func slowAppends(ctx context.Context, c *commonFlags, client *http.Client, pid int, path string, payload []byte,
 	n, rounds int, who func(int) string) (*SlowWritePhase, error) {
 	paths := make([]string, n)
 	for i := range paths {
-		paths[i] = c.base() + "/bench-slowappend-" + id + "-" + strconv.Itoa(i)
+		paths[i] = c.base() + path + "-" + strconv.Itoa(i)
 		if err := createStream(ctx, client, paths[i], "application/octet-stream"); err != nil {
 			return nil, err
 		}
