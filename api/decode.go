@@ -19,19 +19,23 @@ import (
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, newError(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
-				fmt.Sprintf("Request body exceeds the limit of %d bytes", limit))
-		}
-		if errBodyTimeout(err) {
-			w.Header().Set("Connection", "close")
-			return nil, newError(http.StatusRequestTimeout, CodeRequestTimeout,
-				"The request body did not arrive in time")
-		}
-		return nil, newError(http.StatusBadRequest, CodeInvalidRequest, "Could not read the request body")
+		return nil, bodyReadError(w, err, limit)
 	}
 	return data, nil
+}
+
+// bodyReadError answers a body that could not be read: too large (413), too slow (408,
+// and the connection closed), or cut off (400).
+func bodyReadError(w http.ResponseWriter, err error, limit int64) error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return bodyTooLarge(limit)
+	}
+	if errBodyTimeout(err) {
+		w.Header().Set("Connection", "close")
+		return newError(http.StatusRequestTimeout, CodeRequestTimeout, "The request body did not arrive in time")
+	}
+	return newError(http.StatusBadRequest, CodeInvalidRequest, "Could not read the request body")
 }
 
 // body is a decoded JSON object request body. Its accessors check member types the way
@@ -44,8 +48,14 @@ type body struct {
 }
 
 // readJSON reads a JSON object body. An empty body counts as {} (as in the reference).
+//
+// The body is read and parsed under a reservation of its size (bytes in flight, see
+// budget): a client that announces a large body and trickles it holds its share, not the
+// server's memory.
 func (s *Server) readJSON(w http.ResponseWriter, r *http.Request) (*body, error) {
-	data, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	var h hold
+	defer h.release()
+	data, err := s.readBodyReserved(w, r, keyFor(r, ""), s.cfg.MaxBodyBytes, 1, &h)
 	if err != nil {
 		return nil, err
 	}

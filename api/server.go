@@ -38,6 +38,20 @@ type Config struct {
 	// BodyReadTimeout bounds how long a request body may take to arrive (408 beyond);
 	// 0 takes the default, negative turns it off.
 	BodyReadTimeout time.Duration
+	// MaxBytesInFlight bounds the bytes the server holds for requests in flight (response
+	// bodies being written, request bodies being read and stored; see budget): 256 MiB.
+	MaxBytesInFlight int64
+	// MaxPrincipalBytesInFlight is one principal's share of it (a quarter by default).
+	MaxPrincipalBytesInFlight int64
+	// BytesInFlightWait is how long a request waits for bytes in flight to be free before
+	// it is refused with 503 + Retry-After (1s; negative: no wait).
+	BytesInFlightWait time.Duration
+	// WriteTimeout and WriteMinRate bound how long writing a response may take: the
+	// timeout plus its size at the rate (30s + 64 KiB/s); a client that reads slower is
+	// disconnected, and what its response held is released. Live reads count each
+	// event on its own, so an idle live connection is never cut.
+	WriteTimeout time.Duration
+	WriteMinRate int64
 	// MaxStreamPathBytes caps the length of a stream path (400 beyond).
 	MaxStreamPathBytes int
 	// SSELifetime is how long a live=sse response stays open before the server ends it
@@ -83,6 +97,21 @@ func (c *Config) setDefaults() {
 	if c.BodyReadTimeout == 0 {
 		c.BodyReadTimeout = 30 * time.Second
 	}
+	if c.MaxBytesInFlight <= 0 {
+		c.MaxBytesInFlight = 256 << 20
+	}
+	if c.MaxPrincipalBytesInFlight <= 0 {
+		c.MaxPrincipalBytesInFlight = c.MaxBytesInFlight / 4
+	}
+	if c.BytesInFlightWait == 0 {
+		c.BytesInFlightWait = time.Second
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 30 * time.Second
+	}
+	if c.WriteMinRate <= 0 {
+		c.WriteMinRate = 64 << 10
+	}
 	if c.MaxStreamPathBytes <= 0 {
 		c.MaxStreamPathBytes = textpolicy.DefaultMaxPathBytes
 	}
@@ -114,6 +143,7 @@ type Server struct {
 	bg     sync.WaitGroup
 	hubs   *sseHubs
 	outage *outage
+	budget *budget // bytes in flight
 
 	auth    authn.Authenticator
 	checker *authz.Checker
@@ -148,6 +178,7 @@ func New(cfg Config, log *zap.Logger, streams *streamdb.Store, registry *entity.
 	s := &Server{cfg: cfg, log: log.Named("api"), streams: streams, registry: registry, sender: sender,
 		outbound: outbound.NewPolicyClients(cfg.Outbound), live: live, stopLive: stopLive}
 	s.hubs = &sseHubs{s: s, hubs: map[int64]*streamHub{}}
+	s.budget = newBudget(cfg.MaxBytesInFlight, cfg.MaxPrincipalBytesInFlight, cfg.BytesInFlightWait)
 	s.auth = cfg.Auth
 	if s.auth == nil {
 		s.auth = authn.Dev{}

@@ -109,7 +109,8 @@ func (hub *streamHub) run() {
 			return
 		}
 		if err := hub.deliver(ctx, res); err != nil {
-			if ctx.Err() == nil {
+			var busy *retryable
+			if ctx.Err() == nil && !errors.As(err, &busy) { // a full budget is counted, not logged
 				log.Warn("SSE hub could not read the stream", zap.String("stream", hub.meta.Path), zap.Error(err))
 			}
 			hub.stop()
@@ -120,27 +121,17 @@ func (hub *streamHub) run() {
 
 // deliver sends everything between the hub's position and res to every subscriber:
 // one data event per read batch, each followed by its control event, rendered once.
+// Each batch reserves its size from the process-wide bytes in flight while it is read
+// and written (the hub serves many principals: no share of its own); a hub that cannot
+// get them within the wait stops, and its subscribers reconnect — each then under its
+// own principal's share.
 func (hub *streamHub) deliver(ctx context.Context, res streamdb.WaitResult) error {
 	from := hub.current()
 	for from.Seq < res.Tail.Seq || (res.Closed && !hub.isClosed()) {
-		var b bytes.Buffer
-		next := from
-		if from.Seq < res.Tail.Seq {
-			msgs, err := hub.hubs.s.streams.Read(ctx, hub.meta, from, res.Tail)
-			if err != nil {
-				return err
-			}
-			if len(msgs) == 0 {
-				return errors.New("no messages before the tail")
-			}
-			next = msgs[len(msgs)-1].End
-			writeSSEData(&b, renderBody(hub.meta, msgs), hub.binary)
+		next, end, err := hub.deliverBatch(ctx, from, res)
+		if err != nil {
+			return err
 		}
-		upToDate := next.Seq >= res.Tail.Seq
-		end := res.Closed && upToDate
-		cursor := hub.cursor()
-		writeSSEControl(&b, next, cursor, upToDate, end)
-		hub.broadcast(b.Bytes(), &broadcastState{tail: next, closed: end, cursor: cursor})
 		from = next
 		if end {
 			hub.stop()
@@ -148,6 +139,41 @@ func (hub *streamHub) deliver(ctx context.Context, res streamdb.WaitResult) erro
 		}
 	}
 	return nil
+}
+
+// deliverBatch reads, renders and broadcasts the batch after from; end is the stream's
+// end delivered.
+func (hub *streamHub) deliverBatch(ctx context.Context, from streamdb.Offset, res streamdb.WaitResult) (streamdb.Offset, bool, error) {
+	s := hub.hubs.s
+	var held hold
+	defer held.release()
+	var b bytes.Buffer
+	next := from
+	if from.Seq < res.Tail.Seq {
+		if err := s.reserve(ctx, &held, hubKey, s.readEstimate(from, res.Tail), "read"); err != nil {
+			return from, false, err
+		}
+		msgs, err := s.streams.Read(ctx, hub.meta, from, res.Tail)
+		if err != nil {
+			return from, false, err
+		}
+		if len(msgs) == 0 {
+			return from, false, errNoMessages
+		}
+		n := sseDataBound(hub.meta, msgs, hub.binary) + sseControlBound
+		if err := s.settle(ctx, &held, hubKey, int64(n)); err != nil {
+			return from, false, err
+		}
+		b.Grow(n)
+		next = msgs[len(msgs)-1].End
+		writeSSEMessages(&b, hub.meta, msgs, hub.binary)
+	}
+	upToDate := next.Seq >= res.Tail.Seq
+	end := res.Closed && upToDate
+	cursor := hub.cursor()
+	writeSSEControl(&b, next, cursor, upToDate, end)
+	hub.broadcast(b.Bytes(), &broadcastState{tail: next, closed: end, cursor: cursor})
+	return next, end, nil
 }
 
 type broadcastState struct {

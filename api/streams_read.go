@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/entityd/entityd/internal/entitypath"
@@ -140,8 +142,16 @@ func (s *Server) readStream(w http.ResponseWriter, r *http.Request, path string)
 	return s.writeCatchUp(w, r, m, rq.from, m.Tail, m.Closed, "")
 }
 
-// writeCatchUp answers with the messages after from up to tail (a bounded chunk).
+// writeCatchUp answers with the messages after from up to tail (a bounded chunk). The
+// bytes the read holds are reserved before it is made (bytes in flight, see budget) and
+// released once the body is written or its write deadline passed.
 func (s *Server) writeCatchUp(w http.ResponseWriter, r *http.Request, m *streamdb.Meta, from, tail streamdb.Offset, closed bool, cursor string) error {
+	key := keyFor(r, m.Path)
+	var res hold
+	defer res.release()
+	if err := s.reserve(r.Context(), &res, key, s.readEstimate(from, tail), "read"); err != nil {
+		return err
+	}
 	msgs, err := s.streams.Read(r.Context(), m, from, tail)
 	if err != nil {
 		return err
@@ -152,25 +162,33 @@ func (s *Server) writeCatchUp(w http.ResponseWriter, r *http.Request, m *streamd
 	}
 	upToDate := next.Seq >= tail.Seq
 	closedAtEnd := closed && upToDate
+	tag := etag(m.Path, from, next, closedAtEnd)
+	notModified := r.Header.Get("If-None-Match") == tag
+	n := bodySize(m, msgs)
+	if notModified {
+		res.release()
+	} else if err := s.settle(r.Context(), &res, key, int64(n)); err != nil {
+		return err // before any header is set: a 503 must not carry the read's caching headers
+	}
 	h := w.Header()
 	h.Set("Content-Type", m.ContentType)
 	setOffsetHeaders(h, next, upToDate, closedAtEnd)
 	if cursor != "" {
 		h.Set(hStreamCursor, cursor)
 	}
-	tag := etag(m.Path, from, next, closedAtEnd)
 	h.Set("ETag", tag)
 	if upToDate {
 		h.Set("Cache-Control", "no-cache")
 	} else {
 		h.Set("Cache-Control", "public, max-age=60, stale-while-revalidate=300")
 	}
-	if match := r.Header.Get("If-None-Match"); match != "" && match == tag {
+	if notModified {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
+	h.Set("Content-Length", strconv.Itoa(n))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(renderBody(m, msgs))
+	s.writeBody(w, n, func(w io.Writer) error { return writeMessages(w, m, msgs, n) })
 	return nil
 }
 
@@ -243,7 +261,12 @@ func (s *Server) readCollectionSnapshot(w http.ResponseWriter, r *http.Request, 
 	}
 	body := streamdb.JoinJSON(slashcmd.SnapshotEvents(rows, tail))
 	if rq.live == "sse" {
-		return s.serveSSE(w, r, m, rq, &ssePreamble{body: body, next: tail})
+		return s.serveSSE(w, r, m, rq, &ssePreamble{body: body, next: tail}) // it reserves the event
+	}
+	var res hold
+	defer res.release()
+	if err := s.reserve(r.Context(), &res, keyFor(r, m.Path), int64(len(body)), "read"); err != nil {
+		return err
 	}
 	closed := m.Closed && tail.Seq >= m.Tail.Seq
 	h := w.Header()
@@ -259,7 +282,11 @@ func (s *Server) readCollectionSnapshot(w http.ResponseWriter, r *http.Request, 
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
+	s.writeBody(w, len(body), func(w io.Writer) error {
+		_, err := w.Write(body)
+		return err
+	})
 	return nil
 }

@@ -57,7 +57,9 @@ func (s *Server) createStream(w http.ResponseWriter, r *http.Request, path strin
 	if err := forkConfig(h, &cfg); err != nil {
 		return err
 	}
-	data, err := readBody(w, r, s.cfg.MaxAppendBytes)
+	var inFlight hold // the body's bytes in flight (see budget), until it is stored
+	defer inFlight.release()
+	data, err := s.readBodyReserved(w, r, keyFor(r, path), s.cfg.MaxAppendBytes, bodyCopies, &inFlight)
 	if err != nil {
 		return err
 	}
@@ -144,7 +146,9 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request, path strin
 		return err
 	}
 	req.Producer = producer
-	data, err := readBody(w, r, s.cfg.MaxAppendBytes)
+	var inFlight hold // the body's bytes in flight (see budget), until it is stored
+	defer inFlight.release()
+	data, err := s.readBodyReserved(w, r, keyFor(r, path), s.cfg.MaxAppendBytes, bodyCopies, &inFlight)
 	if err != nil {
 		return err
 	}

@@ -148,12 +148,13 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	a.API.SetHome(console.Prefix + "/")
 
 	untrackPool, untrackParked := metrics.TrackPool(pool), metrics.TrackParked(a.API.ParkedSubscribers)
+	untrackInFlight := metrics.TrackBytesInFlight(func() int { return int(a.API.BytesInFlight()) })
 	jan := &janitor{cfg: s.cfg.Retention, pool: pool, store: a.Store, sender: a.Sender, shapes: a.Shapes, log: s.log.Named("retention")}
 	for _, svc := range []struct {
 		name string
 		svc  lifecycle.Service
 	}{
-		{"metrics", lifecycle.Funcs{OnStop: func(context.Context) { untrackParked(); untrackPool() }}},
+		{"metrics", lifecycle.Funcs{OnStop: func(context.Context) { untrackInFlight(); untrackParked(); untrackPool() }}},
 		{"subscriptions", a.Subs},
 		{"shapes", a.Shapes},
 		{"mcp", a.MCP},

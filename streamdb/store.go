@@ -136,5 +136,9 @@ type DB interface {
 // DB is the executor for the tables other packages own (see migrations.Owners).
 func (s *Store) DB() DB { return s.pool }
 
+// MaxReadBytes is what one Read returns at most, unless its first message alone is
+// larger (callers that budget memory estimate a read with it).
+func (s *Store) MaxReadBytes() int { return s.opts.MaxReadBytes }
+
 // Watched returns the number of streams that currently have parked readers.
 func (s *Store) Watched() int { return s.notifier.watched() }

@@ -10,6 +10,7 @@
 //	entityd-bench pages    -url http://127.0.0.1:4437 -path /fill-big -n 200
 //	entityd-bench fanout   -url http://127.0.0.1:4437 -n 10000 -server-pid <pid>
 //	entityd-bench commands -url http://127.0.0.1:4437 -c 64 -d 10s
+//	entityd-bench slowread -url http://127.0.0.1:4437 -server-pid <pid> -readers 150 -appenders 96
 //	entityd-bench summary  -dir bench/results/<run>
 //	entityd-bench payload  (prints one composer_input payload, for pgbench.sh)
 //	entityd-bench wake-server -addr-file F  /  wake-load -url … -ctl … -mode latency|throughput
@@ -54,6 +55,8 @@ func main() {
 		err = runFanout(args)
 	case "commands":
 		err = runCommands(args)
+	case "slowread":
+		err = runSlowRead(args)
 	case "summary":
 		err = runSummary(args)
 	case "payload":
@@ -101,6 +104,8 @@ commands:
   webhook   a webhook handler in this process, dispatched to by a type (one subscription per
             entity): send → wake latency at -rate (-mode latency), or send → wake → claim →
             write → done cycles per second (-mode throughput)
+  slowread  slow readers of one large message, then concurrent large appends: the server's
+            peak RSS and /_electric/health latency meanwhile (bench/slowread.sh)
   summary   read the JSON results of bench/run.sh and print the markdown summary
   jwt       make a key pair for a jwt-mode server: write the PEM public key (-pub), print a token (-sub)
   payload   print one composer_input payload (what send posts), e.g. for pgbench

@@ -22,6 +22,10 @@ type config struct {
 	LogFormat          string
 	MaxBodyBytes       int64
 	MaxAppendBytes     int64
+	MaxInFlight        int64
+	MaxPrincipalFlight int64
+	WriteTimeout       time.Duration
+	WriteMinRate       int64
 	ComposerMaxSource  int
 	ComposerMaxNodes   int
 	LongPollTimeout    time.Duration
@@ -91,6 +95,18 @@ func loadConfig(args []string) (*config, error) {
 		}
 		fs.Int64Var(p, name, *p, usage+" ($"+env+")")
 	}
+	// i64z is i64 where 0 is allowed (and means a default computed later).
+	i64z := func(p *int64, name, env string, def int64, usage string) {
+		*p = def
+		if v, ok := os.LookupEnv(env); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil || n < 0 {
+				envErrs = append(envErrs, env+" must be a non-negative integer")
+			}
+			*p = n
+		}
+		fs.Int64Var(p, name, *p, usage+" ($"+env+")")
+	}
 	num := func(p *int, name, env string, def int, usage string) {
 		*p = def
 		if v, ok := os.LookupEnv(env); ok {
@@ -148,6 +164,10 @@ func loadConfig(args []string) (*config, error) {
 	str(&c.LogFormat, "log-format", "ENTITYD_LOG_FORMAT", "console", "log format: console or json")
 	i64(&c.MaxBodyBytes, "max-body-bytes", "ENTITYD_MAX_BODY_BYTES", 1<<20, "largest JSON request body of the entity API, in bytes (413 beyond)")
 	i64(&c.MaxAppendBytes, "max-append-bytes", "ENTITYD_MAX_APPEND_BYTES", 8<<20, "largest stream append or create body, in bytes (413 beyond)")
+	i64(&c.MaxInFlight, "max-bytes-in-flight", "ENTITYD_MAX_BYTES_IN_FLIGHT", 256<<20, "bytes the server holds for requests in flight (response bodies being written, request bodies being read and stored); beyond, requests wait up to 1s, then 503 + Retry-After")
+	i64z(&c.MaxPrincipalFlight, "max-principal-bytes-in-flight", "ENTITYD_MAX_PRINCIPAL_BYTES_IN_FLIGHT", 0, "one principal's share of --max-bytes-in-flight (0: a quarter of it)")
+	dur(&c.WriteTimeout, "write-timeout", "ENTITYD_WRITE_TIMEOUT", 30*time.Second, "how long writing a response may take, plus its size at --write-min-rate; a client that reads slower is disconnected (live reads: per event)")
+	i64(&c.WriteMinRate, "write-min-rate", "ENTITYD_WRITE_MIN_RATE", 64<<10, "the slowest a client may read a response, in bytes per second, beyond --write-timeout")
 	num(&c.ComposerMaxSource, "composer-max-source", "ENTITYD_COMPOSER_MAX_SOURCE", 100_000, "longest composer_input source, in UTF-16 code units (0: no limit)")
 	num(&c.ComposerMaxNodes, "composer-max-nodes", "ENTITYD_COMPOSER_MAX_NODES", 1_000, "most composer_input nodes (0: no limit)")
 	dur(&c.LongPollTimeout, "long-poll-timeout", "ENTITYD_LONG_POLL_TIMEOUT", 20*time.Second, "how long a live=long-poll read waits before 204, and a live shape request before it answers up to date")
@@ -215,6 +235,9 @@ func loadConfig(args []string) (*config, error) {
 	if c.SlashMaxOwners < 1 {
 		return nil, fmt.Errorf("--slash-max-owners must be at least 1")
 	}
+	if err := c.checkInFlight(); err != nil {
+		return nil, err
+	}
 	if *noDemo {
 		c.Demo = false
 	}
@@ -253,4 +276,26 @@ func (c *config) publicStreamPrefixes() ([]string, error) {
 		out = append(out, strings.TrimSuffix(p, "/"))
 	}
 	return out, nil
+}
+
+// checkInFlight fills in the per-principal share of bytes in flight and refuses limits
+// that contradict it: a body no principal could ever reserve would be refused with 413
+// below the limit the operator set.
+func (c *config) checkInFlight() error {
+	if c.MaxPrincipalFlight == 0 {
+		c.MaxPrincipalFlight = c.MaxInFlight / 4
+	}
+	if c.MaxPrincipalFlight > c.MaxInFlight {
+		return errors.New("--max-principal-bytes-in-flight must be at most --max-bytes-in-flight")
+	}
+	// an append holds its body three times while it is stored (api.bodyCopies)
+	if 3*c.MaxAppendBytes > c.MaxPrincipalFlight {
+		return fmt.Errorf("--max-append-bytes (%d) needs three times its size per principal in flight: set --max-principal-bytes-in-flight "+
+			"(or --max-bytes-in-flight, of which it is a quarter by default) to at least %d, or lower --max-append-bytes",
+			c.MaxAppendBytes, 3*c.MaxAppendBytes)
+	}
+	if c.MaxBodyBytes > c.MaxPrincipalFlight {
+		return fmt.Errorf("--max-body-bytes (%d) exceeds --max-principal-bytes-in-flight (%d)", c.MaxBodyBytes, c.MaxPrincipalFlight)
+	}
+	return nil
 }

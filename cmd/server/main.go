@@ -98,6 +98,8 @@ func run(args []string) int {
 		API: api.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxAppendBytes: cfg.MaxAppendBytes,
 			LongPollTimeout: cfg.LongPollTimeout, SSELifetime: cfg.SSELifetime,
 			MaxStreamPathBytes: cfg.MaxStreamPath, BodyReadTimeout: cfg.BodyReadTimeout,
+			MaxBytesInFlight: cfg.MaxInFlight, MaxPrincipalBytesInFlight: cfg.MaxPrincipalFlight,
+			WriteTimeout: cfg.WriteTimeout, WriteMinRate: cfg.WriteMinRate,
 			Outbound: sec.outbound, Auth: sec.auth, CORSOrigins: sec.cors, LoopbackOnly: sec.loopbackOnly,
 			PublicStreamPrefixes: publicPrefixes, Quotas: cfg.quotas()},
 		Subscriptions: dssub.Options{Outbound: sec.outbound, OpaqueErrors: sec.auth.Mode() == authn.ModeJWT},
