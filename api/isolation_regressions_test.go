@@ -357,3 +357,20 @@ func TestQuotasPerPrincipal(t *testing.T) {
 func quotaLimits(n int) quota.Limits {
 	return quota.Limits{Types: n, Runners: n, Subscriptions: n, Grants: n, Streams: n, TagsPerEntity: n}
 }
+
+// TestAStreamReplacedThroughAnotherReplicaIsDecidedAgain: two server processes on one
+// database; a stream alice appended to through A (whose cache now knows it) is deleted
+// and taken by bob through B. alice's next append through A is decided about bob's
+// stream, and refused.
+func TestAStreamReplacedThroughAnotherReplicaIsDecidedAgain(t *testing.T) {
+	key := testserver.NewJWTKey(t)
+	a := &jwtServer{Server: testserver.Start(t, testserver.Options{QuietLogs: true, API: api.Config{Auth: key.Auth}}), key: key}
+	b := &jwtServer{Server: testserver.Start(t, testserver.Options{QuietLogs: true, DBURL: a.DBURL, API: api.Config{Auth: key.Auth}}), key: key}
+	a.must(t, "user:alice", "PUT", "/shared/x", `[]`, http.StatusCreated)
+	a.must(t, "user:alice", "POST", "/shared/x", `[{"n":1}]`, http.StatusNoContent)
+	b.must(t, "user:alice", "DELETE", "/shared/x", "", http.StatusNoContent)
+	b.must(t, "user:bob", "PUT", "/shared/x", `[]`, http.StatusCreated)
+	a.must(t, "user:alice", "POST", "/shared/x", `[{"n":2}]`, http.StatusForbidden)
+	require.Equal(t, "[]", b.must(t, "user:bob", "GET", "/shared/x?offset=-1", "", http.StatusOK))
+	a.must(t, "user:bob", "POST", "/shared/x", `[{"n":3}]`, http.StatusNoContent)
+}

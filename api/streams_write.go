@@ -176,19 +176,8 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request, path strin
 			req.Messages = [][]byte{data}
 		}
 	}
-	if id.Access.Kind == streamdb.AccessEntity {
-		if err := s.checkHandlerWrite(r, id.Access.Entity, req.Messages); err != nil {
-			return err
-		}
-	}
-	req.StreamID = id.ID
-	res, err := s.streams.Append(r.Context(), req)
-	if errors.Is(err, streamdb.ErrStreamReplaced) {
-		// deleted and created again since it was identified: decide about the new one
-		s.streams.Forget(path)
-		if id, r, err = s.identifyToWrite(r, path, op); err != nil {
-			return streamError(w, err)
-		}
+	var res streamdb.AppendResult
+	for replaced := false; ; replaced = true {
 		if id.Access.Kind == streamdb.AccessEntity {
 			if err := s.checkHandlerWrite(r, id.Access.Entity, req.Messages); err != nil {
 				return err
@@ -196,6 +185,14 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request, path strin
 		}
 		req.StreamID = id.ID
 		res, err = s.streams.Append(r.Context(), req)
+		if !errors.Is(err, streamdb.ErrStreamReplaced) || replaced {
+			break
+		}
+		// deleted and created again since it was identified: decide about the new one
+		s.streams.Forget(path)
+		if id, r, err = s.identifyToWrite(r, path, op); err != nil {
+			return streamError(w, err)
+		}
 	}
 	if err != nil {
 		return streamError(w, err)
