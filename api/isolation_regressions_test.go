@@ -325,7 +325,7 @@ func TestQuotasPerPrincipal(t *testing.T) {
 	refused(s.call(t, "user:bob", "POST", "/_electric/entity-types", `{"name":"t3","description":"d"}`))
 	retryAfter("POST", "/_electric/entity-types", `{"name":"t3","description":"d"}`)
 	s.must(t, "user:bob", "POST", "/_electric/entity-types", `{"name":"t1","description":"again"}`, http.StatusCreated) // an update is no new type
-	s.must(t, "user:alice", "POST", "/_electric/entity-types", `{"name":"a1","description":"d"}`, http.StatusCreated)  // others unaffected
+	s.must(t, "user:alice", "POST", "/_electric/entity-types", `{"name":"a1","description":"d"}`, http.StatusCreated)   // others unaffected
 	// plain streams
 	s.must(t, "user:bob", "PUT", "/bob/s1", "", http.StatusCreated)
 	s.must(t, "user:bob", "PUT", "/bob/s2", "", http.StatusCreated)
