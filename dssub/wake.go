@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/entityd/entityd/internal/coalesce"
+	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/streamdb"
 )
@@ -33,6 +34,10 @@ type delivery struct {
 	// for an Enricher: the primary stream (relative) and its tail, the callback token,
 	// and the origin the subscription was created through
 	primary, primaryTail, token, origin string
+	// startBy is when the request must have started (see targets.go); target is the
+	// webhook URL's origin, whose slot the delivery holds
+	startBy time.Time
+	target  string
 }
 
 // webhookBody is what a webhook receives.
@@ -215,7 +220,10 @@ func (s *Service) startWake(ctx context.Context, tx *streamdb.Tx, sb *sub, links
 }
 
 // takeAttempt makes this process the one that POSTs the current webhook wake, until the
-// attempt lapses (then any process may retry it).
+// attempt lapses (then any process may retry it). The attempt's window covers the wait
+// for the delivery's slots (MaxDeliveryWait), its request (DeliveryTimeout) and a margin
+// for recording the answer: the delivery does not start after its startBy, so the
+// attempt does not lapse while this process may still POST it.
 func (s *Service) takeAttempt(ctx context.Context, tx *streamdb.Tx, sb *sub, links []*link) (*delivery, error) {
 	if links == nil {
 		var err error
@@ -225,7 +233,8 @@ func (s *Service) takeAttempt(ctx context.Context, tx *streamdb.Tx, sb *sub, lin
 	}
 	listed := wakeLinks(links)
 	snapshot(tx, sb.ID, listed)
-	until := sb.now.Add(s.opts.DeliveryTimeout + 5*time.Second)
+	startBy := time.Now().Add(s.opts.MaxDeliveryWait)
+	until := sb.now.Add(s.opts.MaxDeliveryWait + s.opts.DeliveryTimeout + 5*time.Second)
 	sb.AttemptOwner, sb.AttemptUntil, sb.DueAt = s.procID, &until, &until
 	token := s.keys.Load().mintToken(tokenClaims{Sub: sb.ID, Generation: sb.Generation, WakeID: sb.WakeID})
 	body := webhookBody{
@@ -237,7 +246,7 @@ func (s *Service) takeAttempt(ctx context.Context, tx *streamdb.Tx, sb *sub, lin
 		CallbackToken:  token,
 	}
 	job := &delivery{subID: sb.ID, wakeID: sb.WakeID, generation: sb.Generation, url: sb.WebhookURL, body: body,
-		token: token, origin: s.origin(sb.BaseURL)}
+		token: token, origin: s.origin(sb.BaseURL), startBy: startBy}
 	if primary := primaryStream(listed); primary != "" {
 		for _, l := range listed {
 			if l.Path == primary {
@@ -367,25 +376,27 @@ type result struct {
 
 func (s *Service) deliver(job *delivery) {
 	ctx := s.deliverCtx
-	select {
-	case s.deliveries <- struct{}{}:
-	case <-ctx.Done():
-		s.abandon(job)
+	if err := s.takeSlots(s.waitCtx, job); err != nil {
+		if s.waitCtx.Err() != nil {
+			s.abandon(job) // stopping: the wake is handed back before it was posted
+			return
+		}
+		// its target is busy: a failed attempt, retried with backoff (targets.go)
+		metrics.WebhookDeliveriesRefused.WithLabelValues(refusalReason(err)).Inc()
+		s.record(ctx, job, result{err: err})
 		return
 	}
-	var res result
-	if body, err := s.enrich(ctx, job); errors.Is(err, ErrNotWanted) {
-		res = result{ok: true, done: true}
-	} else if err != nil {
-		res = result{err: fmt.Errorf("enrich the wake: %w", err)}
-	} else {
-		res = s.post(ctx, job, body)
-	}
-	<-s.deliveries
+	res := s.attempt(ctx, job)
+	s.releaseSlots(job)
 	if ctx.Err() != nil {
 		s.abandon(job)
 		return
 	}
+	s.record(ctx, job, res)
+}
+
+// record applies a delivery's outcome and launches the next wake it started.
+func (s *Service) record(ctx context.Context, job *delivery, res result) {
 	next, err := s.applyResult(ctx, job, res)
 	if err != nil {
 		s.logs.record.Log(s.log, zapcore.WarnLevel, "could not record a webhook delivery; it is retried when its attempt lapses",
@@ -395,10 +406,22 @@ func (s *Service) deliver(job *delivery) {
 	s.launch(next)
 }
 
-// post makes one webhook request.
-func (s *Service) post(ctx context.Context, job *delivery, body []byte) result {
+// attempt enriches job's wake and POSTs it, within DeliveryTimeout.
+func (s *Service) attempt(ctx context.Context, job *delivery) result {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.DeliveryTimeout)
 	defer cancel()
+	body, err := s.enrich(ctx, job)
+	if errors.Is(err, ErrNotWanted) {
+		return result{ok: true, done: true}
+	}
+	if err != nil {
+		return result{err: fmt.Errorf("enrich the wake: %w", err)}
+	}
+	return s.post(ctx, job, body)
+}
+
+// post makes one webhook request (ctx bounds it).
+func (s *Service) post(ctx context.Context, job *delivery, body []byte) result {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, job.url, bytes.NewReader(body))
 	if err != nil {
 		return result{err: err}
