@@ -14,6 +14,7 @@
 //	entityd-bench payload  (prints one composer_input payload, for pgbench.sh)
 //	entityd-bench wake-server -addr-file F  /  wake-load -url … -ctl … -mode latency|throughput
 //	entityd-bench webhook  -url http://127.0.0.1:4437 -mode latency|throughput -entities 100 -rate 500
+//	entityd-bench tarpit   -url http://127.0.0.1:4437 -tarpit 150 -healthy 20
 //
 // Every benchmark prints a human-readable table, or with -json one JSON object (also
 // written to -out FILE when given). Latencies are exact: every sample is kept and sorted.
@@ -62,6 +63,8 @@ func main() {
 		err = runWake(args)
 	case "webhook":
 		err = runWebhook(args)
+	case "tarpit":
+		err = runTarpit(args)
 	case "wake-server":
 		err = runWakeServer(args)
 	case "wake-load":
@@ -101,6 +104,8 @@ commands:
   webhook   a webhook handler in this process, dispatched to by a type (one subscription per
             entity): send → wake latency at -rate (-mode latency), or send → wake → claim →
             write → done cycles per second (-mode throughput)
+  tarpit    one type's webhook never answers (-tarpit wakes hang), another's answers at once:
+            send → wake latency of the healthy one while the tarpit's wakes hang (bench/tarpit.sh)
   summary   read the JSON results of bench/run.sh and print the markdown summary
   jwt       make a key pair for a jwt-mode server: write the PEM public key (-pub), print a token (-sub)
   payload   print one composer_input payload (what send posts), e.g. for pgbench
