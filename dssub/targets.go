@@ -196,6 +196,12 @@ func (s *Service) takeSlots(ctx context.Context, job *delivery) error {
 			return err
 		}
 	}
+	if time.Now().After(job.startBy) {
+		// free slots, but a late start (a slow commit before the launch): the attempt's
+		// window no longer covers a whole request
+		s.releaseSlots(job)
+		return errSlotWaitExpired
+	}
 	metrics.WebhookSlotWait.Observe(time.Since(start).Seconds())
 	return nil
 }
