@@ -41,9 +41,9 @@ type Options struct {
 	// ReconcileInterval is how often the database is searched for work whose
 	// notification was lost, e.g. to a crash right after a commit (default 30s).
 	ReconcileInterval time.Duration
-	// DeliveryTimeout bounds one webhook delivery: enriching the wake and its request
-	// (default 10s). A handler answers at once and finishes through callbacks; a target
-	// that keeps the request open holds a slot until then.
+	// DeliveryTimeout bounds one webhook request (default 10s). A handler answers at
+	// once and finishes through callbacks; a target that keeps the request open holds a
+	// slot until then.
 	DeliveryTimeout time.Duration
 	// RetryBase and RetryMax bound the exponential delay between webhook attempts
 	// (default 1s and 60s; ±20% jitter).
@@ -57,10 +57,10 @@ type Options struct {
 	// MaxQueuedPerTarget caps the deliveries waiting for a slot of one target (default
 	// 1024); one more is retried later with backoff.
 	MaxQueuedPerTarget int
-	// MaxDeliveryWait is the longest a delivery waits for its slots (default
-	// DeliveryTimeout); then it is retried later with backoff. A webhook attempt's window
-	// is MaxDeliveryWait + DeliveryTimeout + 5s: a process that dies mid-attempt holds
-	// the wake that long.
+	// MaxDeliveryWait is the longest a delivery may take to start its request: to
+	// enrich the wake and wait for its slots (default DeliveryTimeout); then it is
+	// retried later with backoff. A webhook attempt's window is MaxDeliveryWait +
+	// DeliveryTimeout + 5s: a process that dies mid-attempt holds the wake that long.
 	MaxDeliveryWait time.Duration
 	// Workers is the number of goroutines that advance subscriptions (default 4).
 	Workers int

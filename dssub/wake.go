@@ -374,25 +374,46 @@ type result struct {
 	err      error
 }
 
+// deliver makes a webhook attempt: it enriches the wake, takes its slots (targets.go)
+// and POSTs it. Enriching reads this server's database and holds no slot, so a slot of
+// the target is held for its request alone; the enrichment and the wait for the slots
+// both end by the delivery's startBy.
 func (s *Service) deliver(job *delivery) {
 	ctx := s.deliverCtx
-	if err := s.takeSlots(s.waitCtx, job); err != nil {
-		if s.waitCtx.Err() != nil {
-			s.abandon(job) // stopping: the wake is handed back before it was posted
-			return
+	body, res, err := s.prepare(job)
+	if err == nil && body != nil {
+		if err = s.takeSlots(s.waitCtx, job); err == nil {
+			res = s.post(ctx, job, body)
+			s.releaseSlots(job)
+		} else if s.waitCtx.Err() == nil {
+			// its target is busy: a failed attempt, retried with backoff (targets.go)
+			metrics.WebhookDeliveriesRefused.WithLabelValues(refusalReason(err)).Inc()
+			res, err = result{err: err}, nil
 		}
-		// its target is busy: a failed attempt, retried with backoff (targets.go)
-		metrics.WebhookDeliveriesRefused.WithLabelValues(refusalReason(err)).Inc()
-		s.record(ctx, job, result{err: err})
-		return
 	}
-	res := s.attempt(ctx, job)
-	s.releaseSlots(job)
-	if ctx.Err() != nil {
-		s.abandon(job)
+	if err != nil || ctx.Err() != nil {
+		s.abandon(job) // stopping: the wake is handed back, posted or not
 		return
 	}
 	s.record(ctx, job, res)
+}
+
+// prepare encodes job's body (enrich), by its startBy. A nil body comes with the
+// attempt's result (a wake not to be delivered, a failed enrichment); an error means the
+// service is stopping.
+func (s *Service) prepare(job *delivery) ([]byte, result, error) {
+	ctx, cancel := context.WithDeadline(s.waitCtx, job.startBy)
+	defer cancel()
+	body, err := s.enrich(ctx, job)
+	switch {
+	case s.waitCtx.Err() != nil:
+		return nil, result{}, s.waitCtx.Err()
+	case errors.Is(err, ErrNotWanted):
+		return nil, result{ok: true, done: true}, nil
+	case err != nil:
+		return nil, result{err: fmt.Errorf("enrich the wake: %w", err)}, nil
+	}
+	return body, result{}, nil
 }
 
 // record applies a delivery's outcome and launches the next wake it started.
@@ -406,22 +427,10 @@ func (s *Service) record(ctx context.Context, job *delivery, res result) {
 	s.launch(next)
 }
 
-// attempt enriches job's wake and POSTs it, within DeliveryTimeout.
-func (s *Service) attempt(ctx context.Context, job *delivery) result {
+// post makes one webhook request, within DeliveryTimeout.
+func (s *Service) post(ctx context.Context, job *delivery, body []byte) result {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.DeliveryTimeout)
 	defer cancel()
-	body, err := s.enrich(ctx, job)
-	if errors.Is(err, ErrNotWanted) {
-		return result{ok: true, done: true}
-	}
-	if err != nil {
-		return result{err: fmt.Errorf("enrich the wake: %w", err)}
-	}
-	return s.post(ctx, job, body)
-}
-
-// post makes one webhook request (ctx bounds it).
-func (s *Service) post(ctx context.Context, job *delivery, body []byte) result {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, job.url, bytes.NewReader(body))
 	if err != nil {
 		return result{err: err}
