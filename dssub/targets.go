@@ -150,7 +150,8 @@ func (ts *targetSlots) state(key string) (busy, waiting int) {
 
 // targetOf is the target a webhook URL's requests count against: its origin, with the
 // scheme's port made explicit (http://h and http://h:80 are one target). Host names are
-// not resolved: two names of one server are two targets (see SECURITY.md).
+// not resolved: two names (or ports) of one server are two targets, each with its own
+// slots, and only MaxDeliveries bounds them together.
 func targetOf(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
