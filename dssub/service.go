@@ -44,13 +44,27 @@ type Options struct {
 	// ReconcileInterval is how often the database is searched for work whose
 	// notification was lost, e.g. to a crash right after a commit (default 30s).
 	ReconcileInterval time.Duration
-	// DeliveryTimeout bounds one webhook request (default 30s).
+	// DeliveryTimeout bounds one webhook request (default 10s). A handler answers at
+	// once and finishes through callbacks; a target that keeps the request open holds a
+	// slot until then.
 	DeliveryTimeout time.Duration
 	// RetryBase and RetryMax bound the exponential delay between webhook attempts
 	// (default 1s and 60s; ±20% jitter).
 	RetryBase, RetryMax time.Duration
 	// MaxDeliveries caps concurrent webhook requests of this process (default 64).
 	MaxDeliveries int
+	// MaxDeliveriesPerTarget caps concurrent webhook requests to one target, a webhook
+	// URL's origin (default 8): a target that never answers holds these, not the
+	// process's MaxDeliveries (see targets.go).
+	MaxDeliveriesPerTarget int
+	// MaxQueuedPerTarget caps the deliveries waiting for a slot of one target (default
+	// 1024); one more is retried later with backoff.
+	MaxQueuedPerTarget int
+	// MaxDeliveryWait is the longest a delivery may take to start its request: to
+	// enrich the wake and wait for its slots (default DeliveryTimeout); then it is
+	// retried later with backoff. A webhook attempt's window is MaxDeliveryWait +
+	// DeliveryTimeout + 5s: a process that dies mid-attempt holds the wake that long.
+	MaxDeliveryWait time.Duration
 	// Workers is the number of goroutines that advance subscriptions (default 4).
 	Workers int
 	// Enrich, when set, adds members to webhook wake bodies (see Enricher).
@@ -66,11 +80,18 @@ func (o *Options) setDefaults() {
 	}
 	def(&o.PollInterval, 500*time.Millisecond)
 	def(&o.ReconcileInterval, 30*time.Second)
-	def(&o.DeliveryTimeout, 30*time.Second)
+	def(&o.DeliveryTimeout, 10*time.Second)
+	def(&o.MaxDeliveryWait, o.DeliveryTimeout)
 	def(&o.RetryBase, time.Second)
 	def(&o.RetryMax, time.Minute)
 	if o.MaxDeliveries <= 0 {
 		o.MaxDeliveries = 64
+	}
+	if o.MaxDeliveriesPerTarget <= 0 {
+		o.MaxDeliveriesPerTarget = 8
+	}
+	if o.MaxQueuedPerTarget <= 0 {
+		o.MaxQueuedPerTarget = 1024
 	}
 	if o.Workers <= 0 {
 		o.Workers = 4
@@ -104,7 +125,8 @@ type Service struct {
 	dirtySig     chan struct{}
 	evalSig      chan struct{}
 	reconcileSig chan struct{}
-	deliveries   chan struct{} // semaphore
+	deliveries   chan struct{} // the process's delivery slots (a semaphore)
+	targets      *targetSlots  // each target's delivery slots, taken first (targets.go)
 
 	clients *outbound.Clients // webhook requests go only where outbound's rules allow
 
@@ -121,11 +143,14 @@ type Service struct {
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
 
-	// webhook requests: started while running, cancelled only when Stop's grace ends
+	// webhook requests: started while running, cancelled only when Stop's grace ends;
+	// those still waiting for a slot are handed back as Stop begins (waitCtx)
 	launchMu         sync.Mutex
 	running          bool
 	deliverCtx       context.Context
 	cancelDeliveries context.CancelFunc
+	waitCtx          context.Context
+	stopWaiting      context.CancelFunc
 	deliverW         sync.WaitGroup
 }
 
@@ -150,6 +175,7 @@ func New(store *streamdb.Store, opts Options) *Service {
 		evalSet:  map[string]bool{},
 		dirtySig: make(chan struct{}, 1), evalSig: make(chan struct{}, 1), reconcileSig: make(chan struct{}, 1),
 		deliveries: make(chan struct{}, opts.MaxDeliveries),
+		targets:    newTargetSlots(opts.MaxDeliveriesPerTarget, opts.MaxQueuedPerTarget),
 	}
 	s.matcher.Store(emptyMatcher())
 	s.clients = outbound.NewPolicyClients(opts.Outbound)
@@ -177,6 +203,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.stop = stop
 	s.launchMu.Lock()
 	s.deliverCtx, s.cancelDeliveries = context.WithCancel(context.WithoutCancel(ctx))
+	s.waitCtx, s.stopWaiting = context.WithCancel(s.deliverCtx)
 	s.running = true
 	s.launchMu.Unlock()
 	s.started.Store(true)
@@ -202,6 +229,7 @@ func (s *Service) Stop(ctx context.Context) {
 	s.launchMu.Lock()
 	s.running = false
 	s.launchMu.Unlock()
+	s.stopWaiting() // a delivery that has not started is another process's to make, now
 	done := make(chan struct{})
 	go func() { s.deliverW.Wait(); close(done) }()
 	select {

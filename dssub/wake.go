@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/entityd/entityd/internal/coalesce"
+	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/streamdb"
 )
@@ -33,6 +34,10 @@ type delivery struct {
 	// for an Enricher: the primary stream (relative) and its tail, the callback token,
 	// and the origin the subscription was created through
 	primary, primaryTail, token, origin string
+	// startBy is when the request must have started (see targets.go); target is the
+	// webhook URL's origin, whose slot the delivery holds
+	startBy time.Time
+	target  string
 }
 
 // webhookBody is what a webhook receives.
@@ -215,7 +220,10 @@ func (s *Service) startWake(ctx context.Context, tx *streamdb.Tx, sb *sub, links
 }
 
 // takeAttempt makes this process the one that POSTs the current webhook wake, until the
-// attempt lapses (then any process may retry it).
+// attempt lapses (then any process may retry it). The attempt's window covers the wait
+// for the delivery's slots (MaxDeliveryWait), its request (DeliveryTimeout) and a margin
+// for recording the answer: the delivery does not start after its startBy, so the
+// attempt does not lapse while this process may still POST it.
 func (s *Service) takeAttempt(ctx context.Context, tx *streamdb.Tx, sb *sub, links []*link) (*delivery, error) {
 	if links == nil {
 		var err error
@@ -225,7 +233,8 @@ func (s *Service) takeAttempt(ctx context.Context, tx *streamdb.Tx, sb *sub, lin
 	}
 	listed := wakeLinks(links)
 	snapshot(tx, sb.ID, listed)
-	until := sb.now.Add(s.opts.DeliveryTimeout + 5*time.Second)
+	startBy := time.Now().Add(s.opts.MaxDeliveryWait)
+	until := sb.now.Add(s.opts.MaxDeliveryWait + s.opts.DeliveryTimeout + 5*time.Second)
 	sb.AttemptOwner, sb.AttemptUntil, sb.DueAt = s.procID, &until, &until
 	token := s.keys.Load().mintToken(tokenClaims{Sub: sb.ID, Generation: sb.Generation, WakeID: sb.WakeID})
 	body := webhookBody{
@@ -237,7 +246,7 @@ func (s *Service) takeAttempt(ctx context.Context, tx *streamdb.Tx, sb *sub, lin
 		CallbackToken:  token,
 	}
 	job := &delivery{subID: sb.ID, wakeID: sb.WakeID, generation: sb.Generation, url: sb.WebhookURL, body: body,
-		token: token, origin: s.origin(sb.BaseURL)}
+		token: token, origin: s.origin(sb.BaseURL), startBy: startBy}
 	if primary := primaryStream(listed); primary != "" {
 		for _, l := range listed {
 			if l.Path == primary {
@@ -365,27 +374,50 @@ type result struct {
 	err      error
 }
 
+// deliver makes a webhook attempt: it enriches the wake, takes its slots (targets.go)
+// and POSTs it. Enriching reads this server's database and holds no slot, so a slot of
+// the target is held for its request alone; the enrichment and the wait for the slots
+// both end by the delivery's startBy.
 func (s *Service) deliver(job *delivery) {
 	ctx := s.deliverCtx
-	select {
-	case s.deliveries <- struct{}{}:
-	case <-ctx.Done():
-		s.abandon(job)
+	body, res, err := s.prepare(job)
+	if err == nil && body != nil {
+		if err = s.takeSlots(s.waitCtx, job); err == nil {
+			res = s.post(ctx, job, body)
+			s.releaseSlots(job)
+		} else if s.waitCtx.Err() == nil {
+			// its target is busy: a failed attempt, retried with backoff (targets.go)
+			metrics.WebhookDeliveriesRefused.WithLabelValues(refusalReason(err)).Inc()
+			res, err = result{err: err}, nil
+		}
+	}
+	if err != nil || ctx.Err() != nil {
+		s.abandon(job) // stopping: the wake is handed back, posted or not
 		return
 	}
-	var res result
-	if body, err := s.enrich(ctx, job); errors.Is(err, ErrNotWanted) {
-		res = result{ok: true, done: true}
-	} else if err != nil {
-		res = result{err: fmt.Errorf("enrich the wake: %w", err)}
-	} else {
-		res = s.post(ctx, job, body)
+	s.record(ctx, job, res)
+}
+
+// prepare encodes job's body (enrich), by its startBy. A nil body comes with the
+// attempt's result (a wake not to be delivered, a failed enrichment); an error means the
+// service is stopping.
+func (s *Service) prepare(job *delivery) ([]byte, result, error) {
+	ctx, cancel := context.WithDeadline(s.waitCtx, job.startBy)
+	defer cancel()
+	body, err := s.enrich(ctx, job)
+	switch {
+	case s.waitCtx.Err() != nil:
+		return nil, result{}, s.waitCtx.Err()
+	case errors.Is(err, ErrNotWanted):
+		return nil, result{ok: true, done: true}, nil
+	case err != nil:
+		return nil, result{err: fmt.Errorf("enrich the wake: %w", err)}, nil
 	}
-	<-s.deliveries
-	if ctx.Err() != nil {
-		s.abandon(job)
-		return
-	}
+	return body, result{}, nil
+}
+
+// record applies a delivery's outcome and launches the next wake it started.
+func (s *Service) record(ctx context.Context, job *delivery, res result) {
 	next, err := s.applyResult(ctx, job, res)
 	if err != nil {
 		s.logs.record.Log(s.log, zapcore.WarnLevel, "could not record a webhook delivery; it is retried when its attempt lapses",
@@ -395,7 +427,7 @@ func (s *Service) deliver(job *delivery) {
 	s.launch(next)
 }
 
-// post makes one webhook request.
+// post makes one webhook request, within DeliveryTimeout.
 func (s *Service) post(ctx context.Context, job *delivery, body []byte) result {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.DeliveryTimeout)
 	defer cancel()

@@ -15,6 +15,7 @@
 //	entityd-bench payload  (prints one composer_input payload, for pgbench.sh)
 //	entityd-bench wake-server -addr-file F  /  wake-load -url … -ctl … -mode latency|throughput
 //	entityd-bench webhook  -url http://127.0.0.1:4437 -mode latency|throughput -entities 100 -rate 500
+//	entityd-bench tarpit   -url http://127.0.0.1:4437 -tarpit 150 -healthy 20
 //
 // Every benchmark prints a human-readable table, or with -json one JSON object (also
 // written to -out FILE when given). Latencies are exact: every sample is kept and sorted.
@@ -65,6 +66,8 @@ func main() {
 		err = runWake(args)
 	case "webhook":
 		err = runWebhook(args)
+	case "tarpit":
+		err = runTarpit(args)
 	case "wake-server":
 		err = runWakeServer(args)
 	case "wake-load":
@@ -106,6 +109,8 @@ commands:
             write → done cycles per second (-mode throughput)
   slowread  slow readers of one large message, then concurrent large appends: the server's
             peak RSS and /_electric/health latency meanwhile (bench/slowread.sh)
+  tarpit    one type's webhook never answers (-tarpit wakes hang), another's answers at once:
+            send → wake latency of the healthy one while the tarpit's wakes hang (bench/tarpit.sh)
   summary   read the JSON results of bench/run.sh and print the markdown summary
   jwt       make a key pair for a jwt-mode server: write the PEM public key (-pub), print a token (-sub)
   payload   print one composer_input payload (what send posts), e.g. for pgbench

@@ -40,6 +40,10 @@ type config struct {
 	WakeMaxAttempts    int
 	WakeBackoff        time.Duration
 	HandlerTimeout     time.Duration
+	WebhookTimeout     time.Duration
+	WebhookMax         int
+	WebhookPerTarget   int
+	WebhookQueued      int
 	DebugAddr          string
 	MaxStreamPath      int
 	BodyReadTimeout    time.Duration
@@ -179,6 +183,10 @@ func loadConfig(args []string) (*config, error) {
 	num(&c.WakeMaxAttempts, "wake-max-attempts", "ENTITYD_WAKE_MAX_ATTEMPTS", 5, "handler attempts per message before it is marked failed")
 	dur(&c.WakeBackoff, "wake-backoff", "ENTITYD_WAKE_BACKOFF", 200*time.Millisecond, "delay before the first retry of a failed handler (doubles each time, up to 30s)")
 	dur(&c.HandlerTimeout, "handler-timeout", "ENTITYD_HANDLER_TIMEOUT", 5*time.Minute, "longest a handler may run before its wake fails")
+	dur(&c.WebhookTimeout, "webhook-timeout", "ENTITYD_WEBHOOK_TIMEOUT", 10*time.Second, "longest one webhook delivery may take; also how long one may wait for a free slot")
+	num(&c.WebhookMax, "webhook-max-deliveries", "ENTITYD_WEBHOOK_MAX_DELIVERIES", 64, "most webhook requests in flight in this process")
+	num(&c.WebhookPerTarget, "webhook-max-per-target", "ENTITYD_WEBHOOK_MAX_PER_TARGET", 8, "most webhook requests in flight to one target (scheme://host:port); a slow target holds only these")
+	num(&c.WebhookQueued, "webhook-max-queued-per-target", "ENTITYD_WEBHOOK_MAX_QUEUED_PER_TARGET", 1024, "most webhook deliveries waiting for one target's slots; more are retried with backoff")
 	num(&c.MaxStreamPath, "max-stream-path-bytes", "ENTITYD_MAX_STREAM_PATH_BYTES", 1024, "longest stream path, in bytes (400 beyond)")
 	dur(&c.BodyReadTimeout, "body-read-timeout", "ENTITYD_BODY_READ_TIMEOUT", 30*time.Second, "how long a request body may take to arrive (408 beyond)")
 	dur(&c.ReadHeaderTimeout, "read-header-timeout", "ENTITYD_READ_HEADER_TIMEOUT", 10*time.Second, "how long request headers may take to arrive")
@@ -234,6 +242,12 @@ func loadConfig(args []string) (*config, error) {
 	}
 	if c.SlashMaxOwners < 1 {
 		return nil, fmt.Errorf("--slash-max-owners must be at least 1")
+	}
+	if c.WebhookMax < 1 || c.WebhookPerTarget < 1 || c.WebhookQueued < 1 {
+		return nil, fmt.Errorf("--webhook-max-deliveries, --webhook-max-per-target and --webhook-max-queued-per-target must be at least 1")
+	}
+	if c.WebhookTimeout <= 0 {
+		return nil, fmt.Errorf("--webhook-timeout must be positive")
 	}
 	if err := c.checkInFlight(); err != nil {
 		return nil, err

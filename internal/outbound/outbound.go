@@ -237,9 +237,10 @@ func newClient(allow func(netip.Addr) bool) *http.Client {
 		DialContext:       dialer.DialContext,
 		ForceAttemptHTTP2: true,
 		MaxIdleConns:      256,
-		// Webhook deliveries run up to 64 at a time (dssub's MaxDeliveries), mostly to
-		// one or a few receivers: fewer idle connections per host than that closed and
-		// redialled a connection for most requests under load.
+		// Webhook deliveries run up to 64 at a time (dssub's MaxDeliveries), at most 8 to
+		// one receiver by default (MaxDeliveriesPerTarget, configurable): fewer idle
+		// connections per host than a receiver's share closed and redialled a connection
+		// for most requests under load.
 		MaxIdleConnsPerHost:   64,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
