@@ -222,6 +222,16 @@ func openWakes(t *testing.T, h *harness, ids ...string) (map[string]webhookBody,
 		w := rc.next(5 * time.Second).Body
 		wakes[w.SubscriptionID] = w
 	}
+	// The receiver has the wakes; the service records their 200 (phase "open") in a
+	// statement of its own right after. Until it has, that statement may hold the row a
+	// test's batch is about to lock, and the batch would (rightly) skip it.
+	for _, id := range ids {
+		eventually(t, 5*time.Second, id+" recorded as open", func() bool {
+			var phase *string
+			err := h.Pool.QueryRow(context.Background(), `SELECT phase FROM ds_subscriptions WHERE id = $1`, id).Scan(&phase)
+			return err == nil && phase != nil && *phase == "open"
+		})
+	}
 	return wakes, rc
 }
 
