@@ -220,7 +220,6 @@ func (e *RemoteEffects) Committed() {
 	}
 }
 
-
 // originals finds the newest version of a server event on e's main stream (for the
 // updates of them a handler may write).
 func (r *Runtime) originals(ctx context.Context, e *entity.Entity) entity.Originals {
