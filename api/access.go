@@ -33,7 +33,7 @@ func (s *Server) admit(r *http.Request) (*http.Request, error) {
 		return r, newError(http.StatusInternalServerError, CodeInternal, "Internal server error")
 	}
 	if rule.kind == rulePublic || rule.kind == ruleToken || rule.kind == ruleStream {
-		return r, nil // streams: streamAccess, which knows the stream's kind
+		return r, nil // streams: decideStream, from what the stream recorded
 	}
 	p, err := s.authenticate(r)
 	if err != nil {

@@ -31,7 +31,7 @@ const (
 	// ruleRegister: registering a new type is open to any principal, updating one needs
 	// manage (the handler reads the name from the body).
 	ruleRegister
-	// ruleStream: by stream path and method (streamAccess).
+	// ruleStream: by what the stream recorded and what the request does (decideStream).
 	ruleStream
 )
 
