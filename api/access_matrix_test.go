@@ -328,7 +328,7 @@ func concretePath(pattern string) string {
 }
 
 // TestStreamAccess: an entity's streams are read with read permission and written with
-// its write token; other streams need an authenticated principal.
+// its write token; a plain stream is its creator's, shared by stream grants.
 func TestStreamAccess(t *testing.T) {
 	s := startJWT(t)
 	s.must(t, "user:carol", "POST", "/_electric/entity-types", `{"name":"doc","description":"d"}`, http.StatusCreated)
