@@ -635,6 +635,13 @@ func TestWakeOnlyAfterCommit(t *testing.T) {
 	e := startServer(t, wake.Options{}, false, def)
 	url := e.spawn("committed", "c", nil)
 	rec.wait(t, url, 10*time.Second, func(s seen) bool { return s.Wake.Kind() == "spawn" })
+	// The spawn's acknowledgement appends to c's stream through a commit lane. If it were
+	// still queued when the transactions below lock c's stream row, it would hold up its
+	// lane, and with it the marker's messages the transactions wait for.
+	waitUntil(t, 10*time.Second, func() bool {
+		return e.queryInt(`SELECT count(*) FROM streams s JOIN entity_wake w ON w.stream_id = s.id
+			WHERE s.path = $1 AND w.scanned_seq = s.tail_seq`, url+"/main") == 1
+	}, "the spawn of c is acknowledged")
 	// While a transaction is open, a message to another entity is handled: delivery ran
 	// (claims, sweeps, reads) while the append was uncommitted.
 	marker := e.spawn("committed", "marker", nil)
