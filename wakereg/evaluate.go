@@ -18,19 +18,19 @@ import (
 
 // regState is a registration as an evaluation loads, changes and saves it.
 type regState struct {
-	id                  int64
-	subscriber, source  string
-	cond                Condition
-	debounceMs          int
-	includeResponse     bool
-	oneShot             bool
-	fromSeq             int64
-	timeoutAt           *time.Time
-	timeoutConsumed     bool
-	buffered            []json.RawMessage // debounced changes
-	debStatus, debKey   string
-	debDue              *time.Time
-	dirty, deleted      bool
+	id                 int64
+	subscriber, source string
+	cond               Condition
+	debounceMs         int
+	includeResponse    bool
+	oneShot            bool
+	fromSeq            int64
+	timeoutAt          *time.Time
+	timeoutConsumed    bool
+	buffered           []json.RawMessage // debounced changes
+	debStatus, debKey  string
+	debDue             *time.Time
+	dirty, deleted     bool
 }
 
 // delivery is one wake event to append for a registration.

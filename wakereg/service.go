@@ -31,8 +31,8 @@ type Service struct {
 	failures ratelog.Limiter
 
 	mu      sync.Mutex
-	sources map[string]bool   // source streams with registrations, as this process knows them
-	byID    map[int64]string  // their stream ids (for commits other processes announce)
+	sources map[string]bool  // source streams with registrations, as this process knows them
+	byID    map[int64]string // their stream ids (for commits other processes announce)
 	flights map[string]*flight
 	ready   []string
 	wakeup  chan struct{}
