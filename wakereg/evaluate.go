@@ -1,12 +1,14 @@
 package wakereg
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -53,58 +55,141 @@ type evaluation struct {
 }
 
 // evaluate evaluates the messages appended to the source stream since its cursor, and
-// its due debounces and timeouts, in one transaction: the source's cursor row locked,
-// the wakes appended to the subscribers' streams, the registrations' state saved, and
-// the cursor moved.
-func (s *Service) evaluate(ctx context.Context, stream string) (ev *evaluation, err error) {
-	err = s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
-		ev = &evaluation{}
-		tx.ExecLater(sqlEnsureSource, stream)
-		var cursor streamdb.Offset
-		err := tx.QueryRow(ctx, sqlLockSource, stream).Scan(&cursor.Seq, &cursor.Pos)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil // no registration has this source
-		}
+// its due debounces and timeouts. It plans without a transaction (reads of the source,
+// its registrations, the runs' responses), then commits in one transaction that locks
+// the source's cursor row, checks that neither the cursor nor the registrations moved
+// since the plan (else it plans again), appends the wakes to the subscribers' streams,
+// saves the registrations' state and moves the cursor. A transaction never waits for a
+// second connection, so evaluations cannot starve the pool.
+func (s *Service) evaluate(ctx context.Context, stream string) (*evaluation, error) {
+	for attempt := 0; ; attempt++ {
+		p, err := s.plan(ctx, stream)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if ev.regs, err = loadRegistrations(ctx, tx, stream); err != nil {
-			return err
+		if p.absent {
+			return p.ev, nil
 		}
-		if len(ev.regs) == 0 {
-			tx.ExecLater(sqlDeleteSource, stream)
-			return nil
-		}
-		now := time.Now()
-		meta, msgs, err := s.readSource(ctx, stream, cursor)
+		done, err := s.commit(ctx, stream, p)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		for _, m := range msgs {
-			ev.apply(m, now)
+		if done {
+			return p.ev, nil
 		}
-		if len(msgs) > 0 {
-			last := msgs[len(msgs)-1].End
-			ev.more = last.Seq < meta.Tail.Seq
-			tx.ExecLater(sqlMoveCursor, stream, last.Seq, last.Pos)
+		if attempt >= 20 {
+			return nil, fmt.Errorf("wakereg: %s kept changing while it was evaluated", stream)
 		}
-		ev.dueTimers(now)
-		if err := s.deliver(ctx, tx, meta, ev, now); err != nil {
-			return err
-		}
-		ev.save(tx)
-		return nil
-	})
-	return ev, err
+	}
 }
 
-func loadRegistrations(ctx context.Context, tx *streamdb.Tx, stream string) ([]*regState, error) {
-	rows, err := tx.Query(ctx, sqlRegistrationsOf, stream)
+// plan is an evaluation worked out from what was read, and what it read it from.
+type plan struct {
+	ev          *evaluation
+	absent      bool // no registration has the source
+	cursor      streamdb.Offset
+	fingerprint string
+	moveTo      *streamdb.Offset
+	targets     []*target
+}
+
+// target is a subscriber and the wake events for it.
+type target struct {
+	url    string
+	id     int64 // its main stream (0: gone)
+	events [][]byte
+}
+
+func (s *Service) plan(ctx context.Context, stream string) (*plan, error) {
+	p := &plan{ev: &evaluation{}}
+	if _, err := s.db.Exec(ctx, sqlEnsureSource, stream); err != nil {
+		return nil, err
+	}
+	err := s.db.QueryRow(ctx, sqlSourceCursor, stream).Scan(&p.cursor.Seq, &p.cursor.Pos)
+	if errors.Is(err, pgx.ErrNoRows) {
+		p.absent = true
+		return p, nil
+	}
 	if err != nil {
 		return nil, err
 	}
+	if p.ev.regs, p.fingerprint, err = loadRegistrations(ctx, s.db, stream); err != nil {
+		return nil, err
+	}
+	if len(p.ev.regs) == 0 {
+		return p, nil // the commit deletes the cursor row
+	}
+	now := time.Now()
+	meta, msgs, err := s.readSource(ctx, stream, p.cursor)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range msgs {
+		p.ev.apply(m, now)
+	}
+	if len(msgs) > 0 {
+		last := msgs[len(msgs)-1].End
+		p.ev.more = last.Seq < meta.Tail.Seq
+		p.moveTo = &last
+	}
+	p.ev.dueTimers(now)
+	p.targets, err = s.targets(ctx, meta, p.ev, now)
+	return p, err
+}
+
+func (s *Service) commit(ctx context.Context, stream string, p *plan) (done bool, err error) {
+	err = s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+		done = false
+		var cursor streamdb.Offset
+		err := tx.QueryRow(ctx, sqlLockSource, stream).Scan(&cursor.Seq, &cursor.Pos)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // deleted since: plan again
+		}
+		if err != nil {
+			return err
+		}
+		if cursor != p.cursor {
+			return nil // another evaluation moved it: plan again
+		}
+		_, fingerprint, err := loadRegistrations(ctx, tx, stream)
+		if err != nil {
+			return err
+		}
+		if fingerprint != p.fingerprint {
+			return nil // registrations changed: plan again
+		}
+		done = true
+		if len(p.ev.regs) == 0 {
+			tx.ExecLater(sqlDeleteSource, stream)
+			return nil
+		}
+		if err := s.deliver(ctx, tx, p); err != nil {
+			return err
+		}
+		if p.moveTo != nil {
+			tx.ExecLater(sqlMoveCursor, stream, p.moveTo.Seq, p.moveTo.Pos)
+		}
+		p.ev.save(tx)
+		return nil
+	})
+	return done, err
+}
+
+// querier runs a query on the pool or in a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// loadRegistrations reads the registrations of a source, and a fingerprint of them (of
+// every column an evaluation reads or writes).
+func loadRegistrations(ctx context.Context, q querier, stream string) ([]*regState, string, error) {
+	rows, err := q.Query(ctx, sqlRegistrationsOf, stream)
+	if err != nil {
+		return nil, "", err
+	}
 	defer rows.Close()
 	var out []*regState
+	var fp strings.Builder
 	for rows.Next() {
 		r := &regState{}
 		var cond string
@@ -112,15 +197,32 @@ func loadRegistrations(ctx context.Context, tx *streamdb.Tx, stream string) ([]*
 		var buffered *string
 		if err := rows.Scan(&r.id, &r.subscriber, &r.source, &cond, &r.debounceMs, &timeoutMs, &r.includeResponse,
 			&r.oneShot, &r.fromSeq, &r.timeoutAt, &r.timeoutConsumed, &buffered, &r.debStatus, &r.debKey, &r.debDue); err != nil {
-			return nil, err
+			return nil, "", err
 		}
+		fmt.Fprintf(&fp, "%d|%s|%s|%s|%d|%d|%t|%t|%d|%v|%t|%v|%s|%s|%v\n", r.id, r.subscriber, r.source, cond, r.debounceMs,
+			timeoutMs, r.includeResponse, r.oneShot, r.fromSeq, fmtTime(r.timeoutAt), r.timeoutConsumed, deref(buffered),
+			r.debStatus, r.debKey, fmtTime(r.debDue))
 		r.cond = parseStoredCondition([]byte(cond))
 		if buffered != nil {
 			_ = json.Unmarshal([]byte(*buffered), &r.buffered)
 		}
 		out = append(out, r)
 	}
-	return out, rows.Err()
+	return out, fp.String(), rows.Err()
+}
+
+func fmtTime(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "-"
+	}
+	return *s
 }
 
 // readSource reads the source's messages after cursor (one read's worth).
@@ -237,43 +339,40 @@ func (ev *evaluation) save(tx *streamdb.Tx) {
 	}
 }
 
-// deliver appends the evaluation's wakes to their subscribers' streams, in stream id
-// order (the order group-commit lanes lock streams in). A subscriber whose stream has
-// ended loses its registrations.
-func (s *Service) deliver(ctx context.Context, tx *streamdb.Tx, source *streamdb.Meta, ev *evaluation, now time.Time) error {
-	if len(ev.deliveries) == 0 {
-		return nil
-	}
-	type target struct {
-		url    string
-		id     int64
-		events [][]byte
-	}
-	targets := map[string]*target{}
+// targets renders the evaluation's wakes, grouped by subscriber in stream id order (the
+// order group-commit lanes lock streams in).
+func (s *Service) targets(ctx context.Context, source *streamdb.Meta, ev *evaluation, now time.Time) ([]*target, error) {
+	byURL := map[string]*target{}
 	var order []*target
 	for i := range ev.deliveries {
 		d := &ev.deliveries[i]
 		event, err := s.wakeEvent(ctx, source, d, now)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		t := targets[d.reg.subscriber]
+		t := byURL[d.reg.subscriber]
 		if t == nil {
 			t = &target{url: d.reg.subscriber}
 			id, err := s.store.Identify(ctx, entitypath.Main(t.url))
 			if err != nil && !errors.Is(err, streamdb.ErrNotFound) && !errors.Is(err, streamdb.ErrGone) {
-				return err
+				return nil, err
 			}
 			t.id = id.ID
-			targets[t.url] = t
+			byURL[t.url] = t
 			order = append(order, t)
 		}
 		t.events = append(t.events, event)
 	}
-	slices.SortFunc(order, func(a, b *target) int { return int(a.id - b.id) })
-	for _, t := range order {
+	slices.SortFunc(order, func(a, b *target) int { return cmp.Compare(a.id, b.id) })
+	return order, nil
+}
+
+// deliver appends the planned wakes. A subscriber whose stream has ended loses its
+// registrations.
+func (s *Service) deliver(ctx context.Context, tx *streamdb.Tx, p *plan) error {
+	for _, t := range p.targets {
 		if t.id == 0 {
-			s.dropSubscriber(tx, ev, t.url)
+			s.dropSubscriber(tx, p.ev, t.url)
 			continue
 		}
 		_, err := tx.Append(ctx, &streamdb.AppendRequest{Path: entitypath.Main(t.url), Messages: t.events, StreamID: t.id})
@@ -282,7 +381,7 @@ func (s *Service) deliver(ctx context.Context, tx *streamdb.Tx, source *streamdb
 		case err == nil:
 		case errors.As(err, &closed), errors.Is(err, streamdb.ErrNotFound), errors.Is(err, streamdb.ErrGone),
 			errors.Is(err, streamdb.ErrStreamReplaced):
-			s.dropSubscriber(tx, ev, t.url)
+			s.dropSubscriber(tx, p.ev, t.url)
 		default:
 			return fmt.Errorf("wakereg: wake %s: %w", t.url, err)
 		}

@@ -157,7 +157,7 @@ func (c client) finishRun(url, token, run string, text ...string) {
 	c.write(url, token, events...)
 }
 
-func start(t *testing.T, opts ...testserver.Options) *testserver.Server {
+func start(t testing.TB, opts ...testserver.Options) *testserver.Server {
 	var o testserver.Options
 	if len(opts) > 0 {
 		o = opts[0]

@@ -24,6 +24,7 @@ var (
 
 	// evaluate.go
 	sqlEnsureSource        = queries.Get("EnsureSource")
+	sqlSourceCursor        = queries.Get("SourceCursor")
 	sqlLockSource          = queries.Get("LockSource")
 	sqlRegistrationsOf     = queries.Get("RegistrationsOf")
 	sqlDeleteSource        = queries.Get("DeleteSource")

@@ -10,6 +10,9 @@ SELECT source_stream, from_seq, from_pos FROM wake_registrations
 WHERE source_stream = $1 ORDER BY from_seq LIMIT 1
 ON CONFLICT DO NOTHING
 
+-- name: SourceCursor
+SELECT cursor_seq, cursor_pos FROM wake_sources WHERE source_stream = $1
+
 -- name: LockSource
 SELECT cursor_seq, cursor_pos FROM wake_sources WHERE source_stream = $1 FOR UPDATE
 
