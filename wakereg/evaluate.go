@@ -102,10 +102,17 @@ type target struct {
 
 func (s *Service) plan(ctx context.Context, stream string) (*plan, error) {
 	p := &plan{ev: &evaluation{}}
-	if _, err := s.db.Exec(ctx, sqlEnsureSource, stream); err != nil {
+	// one round trip: the cursor row (made if missing), the cursor, the registrations
+	b := &pgx.Batch{}
+	b.Queue(sqlEnsureSource, stream)
+	b.Queue(sqlSourceCursor, stream)
+	b.Queue(sqlRegistrationsOf, stream)
+	br := s.db.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
 		return nil, err
 	}
-	err := s.db.QueryRow(ctx, sqlSourceCursor, stream).Scan(&p.cursor.Seq, &p.cursor.Pos)
+	err := br.QueryRow().Scan(&p.cursor.Seq, &p.cursor.Pos)
 	if errors.Is(err, pgx.ErrNoRows) {
 		p.absent = true
 		return p, nil
@@ -113,7 +120,14 @@ func (s *Service) plan(ctx context.Context, stream string) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.ev.regs, p.fingerprint, err = loadRegistrations(ctx, s.db, stream); err != nil {
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	if p.ev.regs, p.fingerprint, err = scanRegistrations(rows); err != nil {
+		return nil, err
+	}
+	if err := br.Close(); err != nil {
 		return nil, err
 	}
 	if len(p.ev.regs) == 0 {
@@ -141,19 +155,33 @@ func (s *Service) commit(ctx context.Context, stream string, p *plan) (done bool
 	err = s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		done = false
 		var cursor streamdb.Offset
-		err := tx.QueryRow(ctx, sqlLockSource, stream).Scan(&cursor.Seq, &cursor.Pos)
+		b := &pgx.Batch{}
+		b.Queue(sqlLockSource, stream)
+		b.Queue(sqlRegistrationsOf, stream)
+		br := tx.Pipeline(ctx, b)
+		err := br.QueryRow().Scan(&cursor.Seq, &cursor.Pos)
 		if errors.Is(err, pgx.ErrNoRows) {
+			_ = br.Close()
 			return nil // deleted since: plan again
+		}
+		if err != nil {
+			_ = br.Close()
+			return err
+		}
+		rows, err := br.Query()
+		if err != nil {
+			_ = br.Close()
+			return err
+		}
+		_, fingerprint, err := scanRegistrations(rows)
+		if cerr := br.Close(); err == nil {
+			err = cerr
 		}
 		if err != nil {
 			return err
 		}
 		if cursor != p.cursor {
 			return nil // another evaluation moved it: plan again
-		}
-		_, fingerprint, err := loadRegistrations(ctx, tx, stream)
-		if err != nil {
-			return err
 		}
 		if fingerprint != p.fingerprint {
 			return nil // registrations changed: plan again
@@ -175,18 +203,9 @@ func (s *Service) commit(ctx context.Context, stream string, p *plan) (done bool
 	return done, err
 }
 
-// querier runs a query on the pool or in a transaction.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
-// loadRegistrations reads the registrations of a source, and a fingerprint of them (of
+// scanRegistrations reads the registrations of a source, and a fingerprint of them (of
 // every column an evaluation reads or writes).
-func loadRegistrations(ctx context.Context, q querier, stream string) ([]*regState, string, error) {
-	rows, err := q.Query(ctx, sqlRegistrationsOf, stream)
-	if err != nil {
-		return nil, "", err
-	}
+func scanRegistrations(rows pgx.Rows) ([]*regState, string, error) {
 	defer rows.Close()
 	var out []*regState
 	var fp strings.Builder
