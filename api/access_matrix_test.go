@@ -256,6 +256,8 @@ var specAccess = func() map[string]string {
 		"POST /_electric/entities/{type}/{id}/grants":                  "entity:manage",
 		"DELETE /_electric/entities/{type}/{id}/grants/{grantId}":      "entity:manage",
 		"POST /_electric/wake-callbacks/{consumerId}":                  "token",
+		"POST /_electric/wake":                                         "principal",
+		"POST /_electric/wake/unregister":                              "principal",
 		"POST /_electric/runners":                                      "principal",
 		"GET /_electric/runners":                                       "principal",
 		"GET /_electric/runners/{id}":                                  "principal",

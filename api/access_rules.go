@@ -101,6 +101,10 @@ var routeRules = withDSPrefixes(map[string]accessRule{
 	"POST /_electric/stream-grants/":            anyone,
 	"DELETE /_electric/stream-grants/{grantId}": anyone,
 
+	// Cross-entity wakes: the handler checks write on the subscriber and read on the
+	// source (an entity's read, or the source stream's one access decision).
+	"POST /_electric/wake":            anyone,
+	"POST /_electric/wake/unregister": anyone,
 	// Electric's wake callbacks: the claim token is the credential.
 	"POST /_electric/wake-callbacks/{consumerId}": token,
 	// Runners: any principal registers its own; the handlers check the owner.

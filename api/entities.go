@@ -70,6 +70,12 @@ func (s *Server) spawn(w http.ResponseWriter, r *http.Request) error {
 		return s.tooManyTags()
 	}
 	req := entity.SpawnRequest{Type: typ, InstanceID: id, Args: args, Tags: tags, Parent: parent, CreatedBy: p.URL()}
+	// a wake on the new entity (wake_registrations.go) commits with it
+	wakeInTx, wakeAfter, err := s.spawnWake(r, b, url)
+	if err != nil {
+		return err
+	}
+	req.InTx = wakeInTx
 	if err := s.registry.CheckArgs(t, args); err != nil {
 		return spawnError(err, url)
 	}
@@ -89,6 +95,9 @@ func (s *Server) spawn(w http.ResponseWriter, r *http.Request) error {
 	res, err := s.registry.Spawn(ctx, t, req)
 	if err != nil {
 		return spawnError(err, url)
+	}
+	if wakeAfter != nil {
+		wakeAfter()
 	}
 	o := res.Entity.JSONObject()
 	o.Int("txid", res.Txid)

@@ -57,6 +57,13 @@ func (q quotas) check(ctx context.Context, p principal.Principal, adding, limit 
 	return quota.Check(p, n, adding, limit, what, setting)
 }
 
+// wakes is checked before p registers a cross-entity wake.
+func (q quotas) wakes(ctx context.Context, p principal.Principal) error {
+	return q.check(ctx, p, 1, q.limits.WakeRegistrations, "wake registrations", "ENTITYD_QUOTA_WAKE_REGISTRATIONS", func(limit int) (int, error) {
+		return q.s.wakes.CountCreatedBy(ctx, p.String(), limit)
+	})
+}
+
 // tooManyTags answers a tag beyond the tags an entity may have.
 func (s *Server) tooManyTags() error {
 	e := newError(http.StatusTooManyRequests, quota.CodeExceeded,

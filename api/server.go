@@ -25,6 +25,7 @@ import (
 	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
+	"github.com/entityd/entityd/wakereg"
 )
 
 // Config holds the HTTP limits and timings.
@@ -136,6 +137,7 @@ type Server struct {
 	stopLive context.CancelFunc
 
 	dispatcher  *wake.Dispatcher
+	wakes       *wakereg.Service // Electric's cross-entity wakes (SetWakes)
 	routeMounts []routeMount
 	home        string // where a browser opening "/" is sent (SetHome)
 	// bg tracks the goroutines requests start (SSE hubs, the outage probe): they end
@@ -245,6 +247,9 @@ func (s *Server) Handler() http.Handler {
 			r.Post("/", s.handle(s.addStreamGrant))
 			r.Delete("/{grantId}", s.handle(s.revokeStreamGrant))
 		})
+		// Electric's cross-entity wakes (wake_registrations.go)
+		r.Post("/wake", s.handle(s.registerWake))
+		r.Post("/wake/unregister", s.handle(s.unregisterWake))
 	})
 
 	for _, rm := range s.routeMounts {

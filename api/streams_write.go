@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -177,10 +178,18 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request, path strin
 		}
 	}
 	var res streamdb.AppendResult
+	var wakeSources []string // sources of the manifest entries written (wake_registrations.go)
 	for replaced := false; ; replaced = true {
 		if id.Access.Kind == streamdb.AccessEntity {
 			if err := s.checkHandlerWrite(r, id.Access.Entity, req.Messages); err != nil {
 				return err
+			}
+			statements, sources, err := s.manifestWakes(r, id.Access.Entity, req.Messages)
+			if err != nil {
+				return err
+			}
+			if wakeSources = sources; statements != nil {
+				req.OnAdmit = func(string) []streamdb.Statement { return statements }
 			}
 		}
 		req.StreamID = id.ID
@@ -196,6 +205,9 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request, path strin
 	}
 	if err != nil {
 		return streamError(w, err)
+	}
+	if len(wakeSources) > 0 && !res.Duplicate {
+		s.wakes.Noted(context.WithoutCancel(r.Context()), wakeSources...)
 	}
 	setOffsetHeaders(w.Header(), res.Tail, false, res.Closed)
 	status := http.StatusNoContent

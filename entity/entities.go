@@ -102,6 +102,9 @@ type SpawnRequest struct {
 	// Initial are extra events appended after the seeded ones in the same transaction
 	// (the initial message, already validated by the caller).
 	Initial [][]byte
+	// InTx, when set, runs in the spawn's transaction after the entity row is written
+	// (a wake registration on the new entity commits with it).
+	InTx func(ctx context.Context, tx *streamdb.Tx, e *Entity) error
 }
 
 // SpawnResult is the spawned entity and the Postgres transaction id that created it.
@@ -207,6 +210,11 @@ func (r *Registry) Spawn(ctx context.Context, t *Type, req SpawnRequest) (*Spawn
 		}
 		// (wake's delivery row comes with the entity row: migration 013's trigger)
 		out.Entity = e
+		if req.InTx != nil {
+			if err := req.InTx(ctx, tx, e); err != nil {
+				return err
+			}
+		}
 		if r.onSpawn != nil {
 			if after, err = r.onSpawn(ctx, tx, e, t); err != nil {
 				return err

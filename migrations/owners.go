@@ -32,6 +32,8 @@ var Owners = map[string]string{
 	"entity_grants":           "authz",
 	"type_grants":             "authz",
 	"stream_grants":           "authz",
+	"wake_registrations":      "wakereg",
+	"wake_sources":            "wakereg",
 }
 
 // Published are read-only views an owner offers to other packages for joins (see

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	"github.com/entityd/entityd/shapes"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
+	"github.com/entityd/entityd/wakereg"
 )
 
 // Assembly is an entityd's parts, wired.
@@ -40,6 +42,7 @@ type Assembly struct {
 	API      *api.Server
 	Shapes   *shapes.Service
 	MCP      *mcpserve.Service
+	Wakes    *wakereg.Service
 }
 
 // Assemble builds every part of the server over a migrated pool, in dependency order,
@@ -92,6 +95,10 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 		if err := wake.NotifyEnd(ctx, tx, url, status); err != nil {
 			return err
 		}
+		// a killed or stopped entity neither subscribes to nor is the source of a wake
+		if err := wakereg.RemoveEntityTx(ctx, tx, url); err != nil {
+			return err
+		}
 		return dispatch.OnEnd(ctx, tx, url, status)
 	})
 	grants, checker := authz.New(a.Store.DB(), a.Registry, s.cfg.Admins)
@@ -118,6 +125,8 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	apiCfg.Grants, apiCfg.Checker = grants, checker
 	a.API = api.New(apiCfg, s.log, a.Store, a.Registry, a.Sender)
 	a.API.SetDispatcher(a.Wake)
+	a.Wakes = wakereg.New(a.Store, sourceEntity(a.Registry), wakereg.Options{Logger: s.log})
+	a.API.SetWakes(a.Wakes)
 	a.API.MountRoutes(strings.TrimSuffix(dssub.ControlPrefix, "/"), a.Subs.Routes)
 	a.API.MountRoutes(strings.TrimSuffix(dssub.AliasControlPrefix, "/"), a.Subs.Routes)
 	a.API.MountRoutes(strings.TrimSuffix(remote.CallbackPrefix, "/"), (&remote.Callbacks{Subs: a.Subs,
@@ -159,6 +168,7 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 		{"shapes", a.Shapes},
 		{"mcp", a.MCP},
 		{"wake delivery", a.Wake},
+		{"cross-entity wakes", a.Wakes},
 		{"delayed sends", &lifecycle.Loop{Run: func(ctx context.Context) { a.Sender.RunDelayed(ctx, s.log.Named("delayed")) }}},
 		{"retention", &lifecycle.Loop{Run: jan.run}},
 	} {
@@ -167,6 +177,20 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 		}
 	}
 	return a, nil
+}
+
+// sourceEntity tells wakereg a source entity's type and parent (for finished_child).
+func sourceEntity(r *entity.Registry) wakereg.EntityInfo {
+	return func(ctx context.Context, url string) (string, string, bool, error) {
+		e, err := r.Known(ctx, url)
+		if errors.Is(err, entity.ErrNotFound) {
+			return "", "", false, nil
+		}
+		if err != nil {
+			return "", "", false, err
+		}
+		return e.Type, deref(e.Parent), true, nil
+	}
 }
 
 func deref(s *string) string {

@@ -74,6 +74,7 @@ type config struct {
 	QuotaSubscriptions int
 	QuotaGrants        int
 	QuotaStreams       int
+	QuotaWakes         int
 	MaxTagsPerEntity   int
 }
 
@@ -161,6 +162,7 @@ func loadConfig(args []string) (*config, error) {
 	num(&c.QuotaSubscriptions, "quota-subscriptions", "ENTITYD_QUOTA_SUBSCRIPTIONS", q.Subscriptions, "most Durable Streams subscriptions one principal may create (429 beyond; 0: no limit)")
 	num(&c.QuotaGrants, "quota-grants", "ENTITYD_QUOTA_GRANTS", q.Grants, "most grants one principal may make (429 beyond; 0: no limit)")
 	num(&c.QuotaStreams, "quota-streams", "ENTITYD_QUOTA_STREAMS", q.Streams, "most plain streams one principal may own (429 beyond; 0: no limit)")
+	num(&c.QuotaWakes, "quota-wake-registrations", "ENTITYD_QUOTA_WAKE_REGISTRATIONS", q.WakeRegistrations, "most cross-entity wake registrations one principal may make (429 beyond; 0: no limit)")
 	num(&c.MaxTagsPerEntity, "max-tags-per-entity", "ENTITYD_MAX_TAGS_PER_ENTITY", q.TagsPerEntity, "most tags on one entity (429 beyond; 0: no limit)")
 	str(&c.DatabaseURL, "database-url", "DATABASE_URL", "", "Postgres URL; empty starts a private cluster under --data-dir")
 	str(&c.DataDir, "data-dir", "ENTITYD_DATA_DIR", "./.entityd", "directory of the embedded Postgres cluster (used without DATABASE_URL)")
@@ -273,7 +275,8 @@ func (c *config) quotas() quota.Limits {
 		return n
 	}
 	return quota.Limits{Types: off(c.QuotaTypes), Runners: off(c.QuotaRunners), Subscriptions: off(c.QuotaSubscriptions),
-		Grants: off(c.QuotaGrants), Streams: off(c.QuotaStreams), TagsPerEntity: off(c.MaxTagsPerEntity)}
+		Grants: off(c.QuotaGrants), Streams: off(c.QuotaStreams), TagsPerEntity: off(c.MaxTagsPerEntity),
+		WakeRegistrations: off(c.QuotaWakes)}
 }
 
 // publicStreamPrefixes are the configured public path prefixes, each a stream path.

@@ -22,11 +22,15 @@ type Limits struct {
 	Grants        int // grants (entity, type and stream) a principal made
 	Streams       int // plain streams a principal owns
 	TagsPerEntity int // tags on one entity
+	// WakeRegistrations are cross-entity wakes a principal registered (POST
+	// /_electric/wake, a spawn's wake)
+	WakeRegistrations int
 }
 
 // Defaults are generous for one tenant's real use and small beside a database.
 func Defaults() Limits {
-	return Limits{Types: 1_000, Runners: 100, Subscriptions: 1_000, Grants: 10_000, Streams: 100_000, TagsPerEntity: 256}
+	return Limits{Types: 1_000, Runners: 100, Subscriptions: 1_000, Grants: 10_000, Streams: 100_000, TagsPerEntity: 256,
+		WakeRegistrations: 100_000}
 }
 
 // CodeExceeded is the error code of a refused creation.
