@@ -19,7 +19,7 @@ type rowFilter = func(ctx context.Context, rows []shapes.Row) (map[string]bool, 
 //   - runners and runner_runtime_diagnostics: its own (privileged principals too: the
 //     reference shows every principal only the runners it registered);
 //   - entity_effective_permissions: the grants to it (or to its kind) on entities it may
-//     read, unexpired;
+//     read, unexpired, and their revokes;
 //   - users: itself (the reference shows every user of the tenant, for its share
 //     dialog's picker; entityd keeps principals from learning of each other, so only
 //     privileged principals see every user).
@@ -93,7 +93,9 @@ func shapeScope(checker *authz.Checker, registry *entity.Registry) func(context.
 				}
 				shown := make(map[string]bool, len(mine))
 				for _, r := range mine {
-					shown[r.Key] = read[value(r.Values["entity_url"])]
+					// a revoke reaches the grant's subject even though it may no longer read
+					// the entity (the delete shows the key alone)
+					shown[r.Key] = r.Deleted || read[value(r.Values["entity_url"])]
 				}
 				return shown, nil
 			}, nil

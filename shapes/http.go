@@ -242,7 +242,7 @@ func (s *Service) scope(ctx context.Context, table string, out []message) ([]mes
 	var rows []Row
 	for _, m := range out {
 		if m.pk != "" {
-			rows = append(rows, Row{Key: m.pk, Values: m.row})
+			rows = append(rows, Row{Key: m.pk, Values: m.row, Deleted: m.Headers["operation"] == "delete"})
 		}
 	}
 	if len(rows) == 0 {

@@ -37,8 +37,9 @@ type Options struct {
 // Row is a row a response would show: its primary key and every stored column
 // (text-encoded, nil for NULL; a delete's is the row's last value when the log kept it).
 type Row struct {
-	Key    string
-	Values map[string]*string
+	Key     string
+	Values  map[string]*string
+	Deleted bool // the change is the row's delete
 }
 
 // Service serves shapes; it is a lifecycle service (its watcher runs while started).
