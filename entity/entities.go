@@ -201,7 +201,8 @@ func (r *Registry) Spawn(ctx context.Context, t *Type, req SpawnRequest) (*Spawn
 		}
 		e, err := scanEntity(tx.QueryRow(ctx, sqlInsertEntity,
 			url, req.Type, req.InstanceID, m.ID, hex.EncodeToString(token[:]), tags, nullable(req.Args),
-			parent, createdBy, t.Revision, nullable(t.InboxSchemas), nullable(t.StateSchemas), string(StatusIdle)))
+			parent, createdBy, t.Revision, nullable(t.InboxSchemas), nullable(t.StateSchemas), string(StatusIdle),
+			nullable(t.DefaultDispatchPolicy)))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrDuplicate
 		}
