@@ -33,6 +33,7 @@ type doneRequest struct {
 	generation  int64
 	token       string
 	req         *ackRequest
+	primary     string // the wake's primary stream (relative), for WakeEnded
 }
 
 // doneAnswer is what Callback answers a done request; alone: the batch did not take it
@@ -90,6 +91,9 @@ func (s *Service) endWakes(ctx context.Context, reqs []doneRequest) ([]doneAnswe
 					continue
 				}
 			}
+			if err := s.wakeEnded(ctx, tx, r.primary); err != nil {
+				return err
+			}
 			endWake(sb)
 			job, err := s.startWake(ctx, tx, sb, l)
 			if err != nil {
@@ -108,6 +112,15 @@ func (s *Service) endWakes(ctx context.Context, reqs []doneRequest) ([]doneAnswe
 		s.committed(a.sb, a.job)
 	}
 	return out, nil
+}
+
+// wakeEnded runs Options.WakeEnded for the end of a wake whose primary stream is primary
+// (relative; nothing for a wake that listed none).
+func (s *Service) wakeEnded(ctx context.Context, tx *streamdb.Tx, primary string) error {
+	if s.opts.WakeEnded == nil || primary == "" {
+		return nil
+	}
+	return s.opts.WakeEnded(ctx, tx, streamRoot+primary)
 }
 
 // lockManyWithLinks locks the subscriptions ids name that no other transaction holds

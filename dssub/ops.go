@@ -374,6 +374,11 @@ func (s *Service) ack(ctx context.Context, id, token string, req *ackRequest, pu
 			return err
 		}
 		if req.Done != nil && *req.Done {
+			if claims, ok := s.keys.Load().verifyToken(token); ok {
+				if err := s.wakeEnded(ctx, tx, claims.Primary); err != nil {
+					return err
+				}
+			}
 			endWake(sb)
 			if job, err = s.startWake(ctx, tx, sb, links); err != nil {
 				return err
@@ -448,7 +453,8 @@ func (s *Service) claimWake(ctx context.Context, id, worker string) (*claimed, e
 		out = &claimed{
 			WakeID:     sb.WakeID,
 			Generation: sb.Generation,
-			Token:      s.keys.Load().mintToken(tokenClaims{Sub: id, Generation: sb.Generation, WakeID: sb.WakeID}),
+			Token: s.keys.Load().mintToken(tokenClaims{Sub: id, Generation: sb.Generation, WakeID: sb.WakeID,
+				Primary: primaryStream(listed)}),
 			Streams:    infos(listed),
 			LeaseTTLms: sb.LeaseTTLms,
 		}

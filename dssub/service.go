@@ -69,6 +69,11 @@ type Options struct {
 	Workers int
 	// Enrich, when set, adds members to webhook wake bodies (see Enricher).
 	Enrich Enricher
+	// WakeEnded, when set, runs in the transaction that ends a wake that its handler
+	// finished (a done callback or ack, a webhook's {"done":true}) or that was given up
+	// on, with the wake's primary stream ("/<path>"); an error fails that transaction.
+	// Electric's entity status follows wakes with it (remote.Status).
+	WakeEnded func(ctx context.Context, tx *streamdb.Tx, primary string) error
 	Logger *zap.Logger
 }
 

@@ -236,7 +236,8 @@ func (s *Service) takeAttempt(ctx context.Context, tx *streamdb.Tx, sb *sub, lin
 	startBy := time.Now().Add(s.opts.MaxDeliveryWait)
 	until := sb.now.Add(s.opts.MaxDeliveryWait + s.opts.DeliveryTimeout + 5*time.Second)
 	sb.AttemptOwner, sb.AttemptUntil, sb.DueAt = s.procID, &until, &until
-	token := s.keys.Load().mintToken(tokenClaims{Sub: sb.ID, Generation: sb.Generation, WakeID: sb.WakeID})
+	primary := primaryStream(listed)
+	token := s.keys.Load().mintToken(tokenClaims{Sub: sb.ID, Generation: sb.Generation, WakeID: sb.WakeID, Primary: primary})
 	body := webhookBody{
 		SubscriptionID: sb.ID,
 		WakeID:         sb.WakeID,
@@ -247,7 +248,7 @@ func (s *Service) takeAttempt(ctx context.Context, tx *streamdb.Tx, sb *sub, lin
 	}
 	job := &delivery{subID: sb.ID, wakeID: sb.WakeID, generation: sb.Generation, url: sb.WebhookURL, body: body,
 		token: token, origin: s.origin(sb.BaseURL), startBy: startBy}
-	if primary := primaryStream(listed); primary != "" {
+	if primary != "" {
 		for _, l := range listed {
 			if l.Path == primary {
 				job.primary, job.primaryTail = primary, l.Tail.String()
@@ -465,7 +466,8 @@ func (s *Service) applyResult(ctx context.Context, job *delivery, res result) (*
 	if res.ok && res.done {
 		// The answer of a handler that finished at once: the wake ends in the dones'
 		// shared transaction (endWakes), which also starts and launches the next one.
-		ans, err := s.dones.Do(ctx, doneRequest{sub: job.subID, wakeID: job.wakeID, generation: job.generation})
+		ans, err := s.dones.Do(ctx, doneRequest{sub: job.subID, wakeID: job.wakeID, generation: job.generation,
+			primary: job.primary})
 		if err != nil || !ans.alone {
 			return nil, err
 		}
@@ -485,6 +487,9 @@ func (s *Service) applyResult(ctx context.Context, job *delivery, res result) (*
 		case res.ok && res.done:
 			sb.Status, sb.LastError = statusActive, ""
 			ackSnapshot(tx, sb.ID)
+			if err := s.wakeEnded(ctx, tx, job.primary); err != nil {
+				return err
+			}
 			endWake(sb)
 			if next, err = s.startWake(ctx, tx, sb, nil); err != nil {
 				return err

@@ -86,6 +86,7 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 		subOpts.Outbound.NoLoopback, subOpts.OpaqueErrors = true, true
 	}
 	subOpts.Enrich = remote.Enricher(a.Registry) // webhook wakes of entity streams carry Electric's context
+	subOpts.WakeEnded = remote.WakeEnded         // and the entity is running until its wake ends
 	a.Subs = dssub.New(a.Store, subOpts)
 	dispatch := &remote.Dispatch{Registry: a.Registry, Subs: a.Subs}
 	a.Registry.SetEndHook(func(ctx context.Context, tx *streamdb.Tx, url, status string) error {

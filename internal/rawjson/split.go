@@ -152,3 +152,47 @@ func Ordered(data []byte) (keys []string, values map[string][]byte, err error) {
 	}
 	return keys, values, nil
 }
+
+// Span is one member of a JSON object by position: data[KeyStart:ValueStart] is its key,
+// colon and any space, data[ValueStart:ValueEnd] its value.
+type Span struct {
+	Key                            string
+	KeyStart, ValueStart, ValueEnd int
+}
+
+// ObjectSpans is SplitObject by position, for callers that rewrite a member in place;
+// close is the index of the object's closing brace. data must be valid JSON.
+func ObjectSpans(data []byte) (spans []Span, close int, err error) {
+	i := SkipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return nil, 0, ErrNotObject
+	}
+	i++
+	for {
+		i = SkipSpace(data, i)
+		if i >= len(data) {
+			return nil, 0, ErrNotObject
+		}
+		if data[i] == '}' {
+			return spans, i, nil
+		}
+		if data[i] == ',' {
+			i++
+			continue
+		}
+		keyStart := i
+		keyEnd := SkipString(data, i)
+		key, err := stringValue(data[i:keyEnd])
+		if err != nil {
+			return nil, 0, err
+		}
+		i = SkipSpace(data, keyEnd)
+		if i >= len(data) || data[i] != ':' {
+			return nil, 0, ErrNotObject
+		}
+		i = SkipSpace(data, i+1)
+		end := skipValue(data, i)
+		spans = append(spans, Span{Key: key, KeyStart: keyStart, ValueStart: i, ValueEnd: end})
+		i = end
+	}
+}
