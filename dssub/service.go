@@ -74,7 +74,7 @@ type Options struct {
 	// on, with the wake's primary stream ("/<path>"); an error fails that transaction.
 	// Electric's entity status follows wakes with it (remote.Status).
 	WakeEnded func(ctx context.Context, tx *streamdb.Tx, primary string) error
-	Logger *zap.Logger
+	Logger    *zap.Logger
 }
 
 func (o *Options) setDefaults() {
