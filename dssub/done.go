@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -91,10 +92,17 @@ func (s *Service) endWakes(ctx context.Context, reqs []doneRequest) ([]doneAnswe
 					continue
 				}
 			}
+			var retryAt time.Time
+			if r.req != nil {
+				if retryAt, _, err = s.failedWake(ctx, tx, sb, l, r.primary, "the handler's done left its work unacknowledged"); err != nil {
+					return err
+				}
+			}
 			if err := s.wakeEnded(ctx, tx, r.primary); err != nil {
 				return err
 			}
 			endWake(sb)
+			retryAfter(sb, retryAt)
 			job, err := s.startWake(ctx, tx, sb, l)
 			if err != nil {
 				return err

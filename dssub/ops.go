@@ -374,12 +374,19 @@ func (s *Service) ack(ctx context.Context, id, token string, req *ackRequest, pu
 			return err
 		}
 		if req.Done != nil && *req.Done {
+			primary := ""
 			if claims, ok := s.keys.Load().verifyToken(token); ok {
-				if err := s.wakeEnded(ctx, tx, claims.Primary); err != nil {
-					return err
-				}
+				primary = claims.Primary
+			}
+			retryAt, _, err := s.failedWake(ctx, tx, sb, nil, primary, "the handler's done left its work unacknowledged")
+			if err != nil {
+				return err
+			}
+			if err := s.wakeEnded(ctx, tx, primary); err != nil {
+				return err
 			}
 			endWake(sb)
+			retryAfter(sb, retryAt)
 			if job, err = s.startWake(ctx, tx, sb, links); err != nil {
 				return err
 			}
@@ -432,7 +439,12 @@ func (s *Service) claimWake(ctx context.Context, id, worker string) (*claimed, e
 			if sb.LeaseUntil != nil && sb.LeaseUntil.After(sb.now) {
 				return fail(http.StatusConflict, codeAlreadyClaimed, "The wake is claimed by another worker").WithExtra(map[string]any{"current_holder": sb.Holder, "generation": sb.Generation})
 			}
+			retryAt, _, err := s.failedWake(ctx, tx, sb, nil, "", "the worker's lease lapsed before its done")
+			if err != nil {
+				return err
+			}
 			endWake(sb) // the previous holder's lease lapsed
+			retryAfter(sb, retryAt)
 		}
 		links, err := loadLinks(ctx, tx, id, true)
 		if err != nil {
@@ -444,6 +456,10 @@ func (s *Service) claimWake(ctx context.Context, id, worker string) (*claimed, e
 			}
 			if _, err := s.startWake(ctx, tx, sb, links); err != nil {
 				return err
+			}
+			if sb.WakeID == "" { // held back after failed wakes (retryAfter)
+				saveSub(tx, sb)
+				return fail(http.StatusConflict, codeNoPendingWork, "Subscription has no pending work yet")
 			}
 		}
 		listed := wakeLinks(links)

@@ -74,7 +74,10 @@ type Options struct {
 	// on, with the wake's primary stream ("/<path>"); an error fails that transaction.
 	// Electric's entity status follows wakes with it (remote.Status).
 	WakeEnded func(ctx context.Context, tx *streamdb.Tx, primary string) error
-	Logger    *zap.Logger
+	// GiveUp is when a stream's work stops being retried (see GiveUpRule); its zero
+	// value retries for ever, as the Durable Streams protocol does.
+	GiveUp GiveUpRule
+	Logger *zap.Logger
 }
 
 func (o *Options) setDefaults() {
