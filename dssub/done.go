@@ -93,7 +93,7 @@ func (s *Service) endWakes(ctx context.Context, reqs []doneRequest) ([]doneAnswe
 				}
 			}
 			var retryAt time.Time
-			if r.req != nil {
+			if r.req != nil && r.primary != "" { // a done is about its own wake's primary stream only
 				if retryAt, _, err = s.failedWake(ctx, tx, sb, l, r.primary, "the handler's done left its work unacknowledged"); err != nil {
 					return err
 				}

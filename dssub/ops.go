@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -378,9 +379,11 @@ func (s *Service) ack(ctx context.Context, id, token string, req *ackRequest, pu
 			if claims, ok := s.keys.Load().verifyToken(token); ok {
 				primary = claims.Primary
 			}
-			retryAt, _, err := s.failedWake(ctx, tx, sb, nil, primary, "the handler's done left its work unacknowledged")
-			if err != nil {
-				return err
+			var retryAt time.Time
+			if primary != "" { // a done is about its own wake's primary stream only
+				if retryAt, _, err = s.failedWake(ctx, tx, sb, nil, primary, "the handler's done left its work unacknowledged"); err != nil {
+					return err
+				}
 			}
 			if err := s.wakeEnded(ctx, tx, primary); err != nil {
 				return err
