@@ -58,25 +58,28 @@ func stampOffset(data []byte, offset string) ([]byte, bool) {
 	if !bytes.Contains(data, headersKey) && bytes.IndexByte(data, '\\') < 0 {
 		return nil, false
 	}
-	top, _, err := rawjson.ObjectSpans(data)
+	var buf [16]rawjson.Span // most events have fewer members: no allocation for the spans
+	top, _, err := rawjson.ObjectSpans(data, buf[:0])
 	if err != nil {
 		return nil, false // not an object
 	}
-	h := lastMember(top, "headers") // JSON.parse keeps a repeated key's last value
+	h := lastMember(data, top, "headers") // JSON.parse keeps a repeated key's last value
 	if h < 0 || data[top[h].ValueStart] != '{' {
 		return nil, false
 	}
 	hs, hv := top[h].ValueStart, top[h].ValueEnd
-	members, closeAt, err := rawjson.ObjectSpans(data[hs:hv])
-	if err != nil || !(isString(data[hs:hv], members, "operation") || isString(data[hs:hv], members, "control")) {
+	obj := data[hs:hv]
+	var hbuf [16]rawjson.Span
+	members, closeAt, err := rawjson.ObjectSpans(obj, hbuf[:0])
+	if err != nil || !(isString(obj, members, "operation") || isString(obj, members, "control")) {
 		return nil, false
 	}
-	value := rawjson.AppendString(nil, offset)
+	value := rawjson.AppendString(make([]byte, 0, len(offset)+2), offset)
 	out := make([]byte, 0, len(data)+len(value)+12)
 	at := 0 // data[:at] is in out
 	replaced := false
 	for _, mb := range members {
-		if mb.Key != "offset" {
+		if !rawjson.KeyIs(obj, mb, "offset") {
 			continue
 		}
 		out = append(append(out, data[at:hs+mb.ValueStart]...), value...)
@@ -93,10 +96,10 @@ func stampOffset(data []byte, offset string) ([]byte, bool) {
 	return append(out, data[at:]...), true
 }
 
-// lastMember is the index of the last member named key, or -1.
-func lastMember(spans []rawjson.Span, key string) int {
+// lastMember is the index of the last member of obj named key, or -1.
+func lastMember(obj []byte, spans []rawjson.Span, key string) int {
 	for i := len(spans) - 1; i >= 0; i-- {
-		if spans[i].Key == key {
+		if rawjson.KeyIs(obj, spans[i], key) {
 			return i
 		}
 	}
@@ -106,6 +109,6 @@ func lastMember(spans []rawjson.Span, key string) int {
 // isString reports whether the member named key of the object obj (as its spans) is a
 // string.
 func isString(obj []byte, spans []rawjson.Span, key string) bool {
-	i := lastMember(spans, key)
+	i := lastMember(obj, spans, key)
 	return i >= 0 && obj[spans[i].ValueStart] == '"'
 }

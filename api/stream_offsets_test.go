@@ -61,3 +61,23 @@ func TestStampStateOffsetsLeavesSharedMessages(t *testing.T) {
 	text := stampStateOffsets(&streamdb.Meta{ContentType: "text/plain"}, msgs)
 	require.Equal(t, orig, string(text[1].Data), "only JSON streams are stamped")
 }
+
+// BenchmarkStampOffset: the read-time cost of the stamp on a typical event of an entity's
+// stream, and of the test that passes a plain JSON value by.
+func BenchmarkStampOffset(b *testing.B) {
+	ev := []byte(`{"type":"inbox","key":"msg-001","value":{"from":"/principal/system%3Adev-local","payload":{"text":"hello there, a message of ordinary length"},"timestamp":"2026-01-01T00:00:00.000Z","mode":"immediate","message_type":"text"},"headers":{"operation":"insert","txid":"2f9a0000-0000-0000-0000-000000000000","timestamp":"2026-01-01T00:00:00.000Z"}}`)
+	plain := []byte(`{"id":12345,"name":"a plain JSON value of a Durable Streams stream","tags":["a","b","c"],"n":3.5}`)
+	const off = "0000000000000003_0000000000000120"
+	b.Run("event", func(b *testing.B) {
+		b.SetBytes(int64(len(ev)))
+		for b.Loop() {
+			stampOffset(ev, off)
+		}
+	})
+	b.Run("plain", func(b *testing.B) {
+		b.SetBytes(int64(len(plain)))
+		for b.Loop() {
+			stampOffset(plain, off)
+		}
+	})
+}
