@@ -89,6 +89,11 @@ func (s *Sender) SendLater(ctx context.Context, e *entity.Entity, req *SendReque
 			return ErrKeyReused
 		}
 	}
+	if s.beforeSend != nil {
+		if err := s.beforeSend(ctx, fresh, t); err != nil {
+			return err
+		}
+	}
 	if _, err := s.streams.DB().Exec(ctx, sqlInsertDelayed, e.URL, delay.Seconds(), string(storedRequest(req))); err != nil {
 		return fmt.Errorf("inbox: store delayed send: %w", err)
 	}

@@ -89,8 +89,15 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 		subOpts.Outbound.NoLoopback, subOpts.OpaqueErrors = true, true
 	}
 	subOpts.Enrich = remote.Enricher(a.Registry) // webhook wakes of entity streams carry Electric's context
+	subOpts.WakeEnded = remote.WakeEnded         // and the entity is running until its wake ends
+	attempts := s.cfg.Wake.MaxAttempts
+	if attempts <= 0 {
+		attempts = wake.DefaultMaxAttempts
+	}
+	subOpts.GiveUp = remote.GiveUpRule(attempts) // the poison-message rule of in-process handlers
 	a.Subs = dssub.New(a.Store, subOpts)
-	dispatch := &remote.Dispatch{Registry: a.Registry, Subs: a.Subs}
+	dispatch := &remote.Dispatch{Registry: a.Registry, Subs: a.Subs, Store: a.Store, Log: s.log}
+	a.Sender.SetBeforeSend(dispatch.BeforeSend) // link on send too, as the reference does
 	a.Registry.SetEndHook(func(ctx context.Context, tx *streamdb.Tx, url, status string) error {
 		if err := wake.NotifyEnd(ctx, tx, url, status); err != nil {
 			return err

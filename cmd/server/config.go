@@ -182,7 +182,7 @@ func loadConfig(args []string) (*config, error) {
 	num(&c.DBMaxConns, "db-max-conns", "ENTITYD_DB_MAX_CONNS", 32, "size of the Postgres connection pool")
 	num(&c.CommitLanes, "commit-lanes", "ENTITYD_COMMIT_LANES", 2, "concurrent group-commit transactions for appends")
 	dur(&c.WakeLease, "wake-lease", "ENTITYD_WAKE_LEASE", 10*time.Second, "how long a crashed process keeps its entities before others redeliver their work")
-	num(&c.WakeMaxAttempts, "wake-max-attempts", "ENTITYD_WAKE_MAX_ATTEMPTS", 5, "handler attempts per message before it is marked failed")
+	num(&c.WakeMaxAttempts, "wake-max-attempts", "ENTITYD_WAKE_MAX_ATTEMPTS", 5, "handler attempts per message before it is marked failed (remote handlers: failed wakes in a row before their work is set aside)")
 	dur(&c.WakeBackoff, "wake-backoff", "ENTITYD_WAKE_BACKOFF", 200*time.Millisecond, "delay before the first retry of a failed handler (doubles each time, up to 30s)")
 	dur(&c.HandlerTimeout, "handler-timeout", "ENTITYD_HANDLER_TIMEOUT", 5*time.Minute, "longest a handler may run before its wake fails")
 	dur(&c.WebhookTimeout, "webhook-timeout", "ENTITYD_WEBHOOK_TIMEOUT", 10*time.Second, "longest one webhook delivery may take; also how long one may wait for a free slot")
