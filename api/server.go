@@ -240,6 +240,7 @@ func (s *Server) Handler() http.Handler {
 			r.Post("/{type}/{id}/grants", s.handle(s.addEntityGrant))
 			r.Delete("/{type}/{id}/grants/{grantId}", s.handle(s.revokeEntityGrant))
 		})
+		r.Handle("/shared-state/{id}", s.sharedStateRoutes())
 		r.Route("/stream-grants", func(r chi.Router) {
 			r.Get("/", s.handle(s.listStreamGrants))
 			r.Post("/", s.handle(s.addStreamGrant))

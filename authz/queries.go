@@ -6,7 +6,8 @@ import (
 	"github.com/entityd/entityd/internal/sqlfile"
 )
 
-// queryFiles are this package's SQL: it owns entity_grants, type_grants and stream_grants.
+// queryFiles are this package's SQL: it owns entity_grants, type_grants, stream_grants and
+// shared_state_links.
 //
 //go:embed queries/*.sql
 var queryFiles embed.FS
@@ -31,4 +32,6 @@ var (
 	sqlDeleteStreamGrant = queries.Get("DeleteStreamGrant")
 	sqlStreamGranted     = queries.Get("StreamGranted")
 	sqlCountGrantsBy     = queries.Get("CountGrantsBy")
+	sqlSharedStateLinks  = queries.Get("SharedStateLinks")
+	sqlLinkSharedState   = queries.Get("LinkSharedState")
 )

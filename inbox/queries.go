@@ -18,6 +18,9 @@ var queries = sqlfile.MustLoad("inbox", queryFiles)
 var (
 	// delayed.go
 	sqlInsertDelayed        = queries.Get("InsertDelayed")
+	sqlCancelScheduled      = queries.Get("CancelScheduled")
+	sqlInsertScheduled      = queries.Get("InsertScheduled")
+	sqlCountScheduledBy     = queries.Get("CountScheduledBy")
 	sqlDueDelayed           = queries.Get("DueDelayed")
 	sqlSecondsToNextDelayed = queries.Get("SecondsToNextDelayed")
 	sqlLockDelayed          = queries.Get("LockDelayed")
