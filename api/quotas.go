@@ -24,6 +24,20 @@ func (q quotas) stream(ctx context.Context, p principal.Principal) error {
 	})
 }
 
+// schedule is checked before p stores a schedule (a replaced one counts too: a bound).
+func (q quotas) schedule(ctx context.Context, p principal.Principal) error {
+	return q.check(ctx, p, 1, q.limits.Schedules, "schedules", "ENTITYD_QUOTA_SCHEDULES", func(limit int) (int, error) {
+		return q.s.schedules.CountBy(ctx, p.String(), limit)
+	})
+}
+
+// observation is checked before p makes a new tag observation.
+func (q quotas) observation(ctx context.Context, p principal.Principal) error {
+	return q.check(ctx, p, 1, q.limits.Observations, "tag observations", "ENTITYD_QUOTA_OBSERVATIONS", func(limit int) (int, error) {
+		return q.s.members.CountBy(ctx, p.String(), limit)
+	})
+}
+
 // typ is checked before p registers a new entity type.
 func (q quotas) typ(ctx context.Context, p principal.Principal) error {
 	return q.check(ctx, p, 1, q.limits.Types, "entity types", "ENTITYD_QUOTA_TYPES", func(limit int) (int, error) {

@@ -10,6 +10,8 @@ import (
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/principal"
+	"github.com/entityd/entityd/membership"
+	"github.com/entityd/entityd/schedule"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -190,6 +192,12 @@ func reservedStreamPath(path string) error {
 	if _, _, _, ok := entitypath.Parse(path); ok {
 		return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
 			"Entity streams are created by spawning the entity (PUT /_electric/entities/:type/:id); /<type>/<id>/main and /<type>/<id>/slash-commands are reserved for them")
+	}
+	for _, server := range []string{schedule.CronPrefix, membership.Prefix} {
+		if strings.HasPrefix(path, server) {
+			return newError(http.StatusForbidden, CodeForbidden,
+				"Streams under "+server+" are the server's: ensure them with POST /_electric/observations/…/ensure-stream")
+		}
 	}
 	if entitypath.IsRunnerWake(path) {
 		return newError(http.StatusForbidden, CodeForbidden,

@@ -3,10 +3,10 @@ package api
 import (
 	"context"
 	"errors"
-	"strings"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
