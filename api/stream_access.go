@@ -242,12 +242,14 @@ func (s *Server) decideSharedState(r *http.Request, id streamdb.Identity, path s
 		perm = authz.Read
 	case opWrite, opClose, opRecreate:
 		owner = strings.TrimSpace(r.Header.Get(sharedStateOwnerHeader))
+	case opManage:
+		return r, badRequest("Shared state is shared through the entities linked to it (their grants), not through stream grants")
 	default:
 		if s.checker.Privileged(p) {
 			return r, nil
 		}
 		return r, newError(http.StatusForbidden, CodeForbidden,
-			"Shared state is kept while entities use it; only privileged principals delete it or manage grants on it")
+			"Shared state is kept while entities use it; only privileged principals delete it")
 	}
 	ok, err := s.checker.SharedState(r.Context(), p, id, perm, owner)
 	if err != nil {
