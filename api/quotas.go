@@ -24,8 +24,15 @@ func (q quotas) stream(ctx context.Context, p principal.Principal) error {
 	})
 }
 
-// schedule is checked before p stores a schedule (a replaced one counts too: a bound).
-func (q quotas) schedule(ctx context.Context, p principal.Principal) error {
+// schedule is checked before p stores schedule id of the entity at url (replacing one is
+// no new one).
+func (q quotas) schedule(ctx context.Context, p principal.Principal, url, id string) error {
+	if q.limits.Schedules <= 0 || quota.Exempt(p) {
+		return nil
+	}
+	if exists, err := q.s.schedules.Exists(ctx, url, id); err != nil || exists {
+		return err
+	}
 	return q.check(ctx, p, 1, q.limits.Schedules, "schedules", "ENTITYD_QUOTA_SCHEDULES", func(limit int) (int, error) {
 		return q.s.schedules.CountBy(ctx, p.String(), limit)
 	})

@@ -66,7 +66,7 @@ func (s *Server) putCronSchedule(w http.ResponseWriter, r *http.Request, e *enti
 	if err != nil {
 		return scheduleError(err)
 	}
-	if err := s.quotas.schedule(r.Context(), caller(r)); err != nil {
+	if err := s.quotas.schedule(r.Context(), caller(r), e.URL, id); err != nil {
 		return err
 	}
 	txid, err := s.schedules.UpsertCron(r.Context(), e, schedule.CronRequest{ID: id, Spec: spec, Payload: b.raw("payload"),
@@ -117,7 +117,7 @@ func (s *Server) putFutureSend(w http.ResponseWriter, r *http.Request, e *entity
 			return newError(http.StatusForbidden, CodeForbidden, "Principal is not allowed to write "+target.URL)
 		}
 	}
-	if err := s.quotas.schedule(r.Context(), caller(r)); err != nil {
+	if err := s.quotas.schedule(r.Context(), caller(r), e.URL, id); err != nil {
 		return err
 	}
 	req := &inbox.SendRequest{Payload: b.raw("payload"), Type: msgType, Sender: sender}

@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/entityd/entityd/api"
+	"github.com/entityd/entityd/internal/quota"
 	"github.com/entityd/entityd/internal/testserver"
 )
 
@@ -256,4 +259,39 @@ func TestFutureSendOnceAcrossReplicasAndRestart(t *testing.T) {
 		}
 	}
 	require.Equal(t, n, sent)
+}
+
+// TestScheduleAndObservationQuotas: a principal's schedules and tag observations are
+// bounded (429 QUOTA_EXCEEDED); replacing a schedule or ensuring an observation again
+// is no new one; deleting a schedule frees its place.
+func TestScheduleAndObservationQuotas(t *testing.T) {
+	t.Parallel()
+	key := testserver.NewJWTKey(t)
+	s := testserver.Start(t, testserver.Options{QuietLogs: true, API: api.Config{Auth: key.Auth,
+		Quotas: quota.Limits{Schedules: 2, Observations: 1}}})
+	call := func(method, path, body string) int {
+		req, _ := http.NewRequest(method, s.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+key.Token(t, "user:bob"))
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	require.Equal(t, http.StatusCreated, call("POST", typesPath, `{"name":"t","description":"d"}`))
+	require.Equal(t, http.StatusCreated, call("PUT", entitiesPath+"/t/a", `{}`))
+	cron := `{"scheduleType":"cron","expression":"0 9 * * *","payload":1}`
+	later := `{"scheduleType":"future_send","payload":1,"fireAt":"` + fireAtIn(time.Hour) + `"}`
+	require.Equal(t, http.StatusOK, call("PUT", entitiesPath+"/t/a/schedules/c", cron))
+	require.Equal(t, http.StatusOK, call("PUT", entitiesPath+"/t/a/schedules/f", later))
+	require.Equal(t, http.StatusTooManyRequests, call("PUT", entitiesPath+"/t/a/schedules/g", later))
+	require.Equal(t, http.StatusOK, call("PUT", entitiesPath+"/t/a/schedules/f", later), "a replacement is no new schedule")
+	require.Equal(t, http.StatusOK, call("PUT", entitiesPath+"/t/a/schedules/c", later), "nor is a change of kind")
+	require.Equal(t, http.StatusOK, call("DELETE", entitiesPath+"/t/a/schedules/f", ""))
+	require.Equal(t, http.StatusOK, call("PUT", entitiesPath+"/t/a/schedules/g", cron))
+
+	const ensure = "/_electric/observations/entities/ensure-stream"
+	require.Equal(t, http.StatusOK, call("POST", ensure, `{"tags":{"a":"1"}}`))
+	require.Equal(t, http.StatusOK, call("POST", ensure, `{"tags":{"a":"1"}}`))
+	require.Equal(t, http.StatusTooManyRequests, call("POST", ensure, `{"tags":{"a":"2"}}`))
 }

@@ -21,6 +21,7 @@ var (
 	sqlCancelScheduled      = queries.Get("CancelScheduled")
 	sqlInsertScheduled      = queries.Get("InsertScheduled")
 	sqlCountScheduledBy     = queries.Get("CountScheduledBy")
+	sqlHasScheduled         = queries.Get("HasScheduled")
 	sqlDueDelayed           = queries.Get("DueDelayed")
 	sqlSecondsToNextDelayed = queries.Get("SecondsToNextDelayed")
 	sqlLockDelayed          = queries.Get("LockDelayed")

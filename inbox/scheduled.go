@@ -87,6 +87,13 @@ func (s *Sender) CountScheduledBy(ctx context.Context, p string, limit int) (int
 	return n, err
 }
 
+// HasScheduled reports whether owner has a pending future_send under manifestKey.
+func (s *Sender) HasScheduled(ctx context.Context, owner, manifestKey string) (bool, error) {
+	var ok bool
+	err := s.streams.DB().QueryRow(ctx, sqlHasScheduled, owner, manifestKey).Scan(&ok)
+	return ok, err
+}
+
 // PokeDelayed wakes this process's firing loop (a send was stored to fire soon).
 func (s *Sender) PokeDelayed() {
 	select {

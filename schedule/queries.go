@@ -23,4 +23,5 @@ var (
 	sqlUpsertCronSchedule   = queries.Get("UpsertCronSchedule")
 	sqlDeleteCronSchedule   = queries.Get("DeleteCronSchedule")
 	sqlCountCronSchedulesBy = queries.Get("CountCronSchedulesBy")
+	sqlHasCronSchedule      = queries.Get("HasCronSchedule")
 )

@@ -144,6 +144,16 @@ func (s *Service) CountBy(ctx context.Context, p string, limit int) (int, error)
 	return crons + sends, err
 }
 
+// Exists reports whether e has schedule id (a cron schedule or a pending future_send):
+// replacing one is no new schedule for the quota.
+func (s *Service) Exists(ctx context.Context, url, id string) (bool, error) {
+	var ok bool
+	if err := s.streams.DB().QueryRow(ctx, sqlHasCronSchedule, url, id).Scan(&ok); err != nil || ok {
+		return ok, err
+	}
+	return s.sender.HasScheduled(ctx, url, ManifestKey(id))
+}
+
 // appendManifest appends a manifest event to the entity's stream in tx; a closed stream
 // is ErrNotRunning.
 func appendManifest(ctx context.Context, tx *streamdb.Tx, url, key, op string, value []byte, txid string) error {

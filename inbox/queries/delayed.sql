@@ -39,3 +39,6 @@ INSERT INTO delayed_sends (entity_url, fire_at, request, owner_url, manifest_key
 -- How many pending future_send schedules principal $1 made, counted up to $2.
 SELECT count(*) FROM (
   SELECT 1 FROM delayed_sends WHERE created_by = $1 AND completed_at IS NULL LIMIT $2) pending
+
+-- name: HasScheduled
+SELECT EXISTS (SELECT 1 FROM delayed_sends WHERE owner_url = $1 AND manifest_key = $2 AND completed_at IS NULL)

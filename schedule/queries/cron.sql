@@ -35,3 +35,6 @@ DELETE FROM cron_schedules WHERE entity_url = $1 AND schedule_id = $2
 
 -- name: CountCronSchedulesBy
 SELECT count(*) FROM (SELECT 1 FROM cron_schedules WHERE created_by = $1 LIMIT $2) n
+
+-- name: HasCronSchedule
+SELECT EXISTS (SELECT 1 FROM cron_schedules WHERE entity_url = $1 AND schedule_id = $2)
