@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 
+	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/ratelog"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/streamdb"
@@ -19,6 +20,17 @@ import (
 const CronTickType = "cron_tick"
 
 const cronBatch = 50
+
+// terminalStatuses are the statuses of entities whose cron schedules no longer count.
+var terminalStatuses = func() []string {
+	var out []string
+	for _, st := range entity.Statuses {
+		if st.Terminal() {
+			out = append(out, string(st))
+		}
+	}
+	return out
+}()
 
 // EnsureCron creates spec's cron stream if it does not exist and makes sure it ticks;
 // it returns the stream's path. Ensuring it again changes nothing but the note that it
@@ -107,7 +119,7 @@ func (s *Service) tick(ctx context.Context, path string) error {
 		var n int64
 		var due time.Time
 		var wanted bool
-		err := tx.QueryRow(ctx, sqlLockCronStream, path, IdleCron.Seconds()).Scan(&expr, &tz, &n, &due, &wanted)
+		err := tx.QueryRow(ctx, sqlLockCronStream, path, IdleCron.Seconds(), terminalStatuses).Scan(&expr, &tz, &n, &due, &wanted)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // another process has it, or fired it already
 		}

@@ -14,10 +14,12 @@ SELECT extract(epoch FROM min(fire_at) - now())::float8 FROM cron_streams
 
 -- name: LockCronStream
 -- A due cron stream, unless another process is firing it; wanted says whether a cron
--- schedule uses it or it was ensured within the idle window ($2 seconds).
+-- schedule of a live entity (status not in $3, the terminal ones) uses it or it was
+-- ensured within the idle window ($2 seconds).
 SELECT expression, timezone, next_tick, fire_at,
        ensured_at > now() - make_interval(secs => $2)
-         OR EXISTS (SELECT 1 FROM cron_schedules WHERE cron_path = $1) AS wanted
+         OR EXISTS (SELECT 1 FROM cron_schedules c JOIN entity_statuses e ON e.url = c.entity_url
+                     WHERE c.cron_path = $1 AND e.status <> ALL($3)) AS wanted
   FROM cron_streams WHERE path = $1 AND fire_at <= now() FOR UPDATE SKIP LOCKED
 
 -- name: AdvanceCronStream
