@@ -112,7 +112,7 @@ func (s *Service) fireDue(ctx context.Context) (time.Duration, error) {
 // tick fires one due cron stream in a transaction of its own: append tick <n> (keyed
 // tick-<n>, so it is never appended twice), then move to the next fire time after now
 // (ticks missed while no server ran are not made up one by one: the next tick says when
-// it fired). A stream nobody wants any more is dropped instead.
+// it fired). A stream nobody wants any more stops instead (ensuring it restarts it).
 func (s *Service) tick(ctx context.Context, path string) error {
 	return s.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		var expr, tz string
@@ -127,13 +127,13 @@ func (s *Service) tick(ctx context.Context, path string) error {
 			return err
 		}
 		if !wanted {
-			_, err := tx.Exec(ctx, sqlDropCronStream, path)
+			_, err := tx.Exec(ctx, sqlStopCronStream, path)
 			return err
 		}
 		spec, err := Resolve(expr, tz)
 		if err != nil { // a zone the system no longer knows: stop rather than spin
-			s.log.Warn("cron stream cannot tick any more; dropped", zap.String("stream", path), zap.Error(err))
-			_, err := tx.Exec(ctx, sqlDropCronStream, path)
+			s.log.Warn("cron stream cannot tick any more; stopped", zap.String("stream", path), zap.Error(err))
+			_, err := tx.Exec(ctx, sqlStopCronStream, path)
 			return err
 		}
 		now := s.now().UTC()
@@ -155,7 +155,7 @@ func (s *Service) tick(ctx context.Context, path string) error {
 		}
 		next := spec.Next(now)
 		if next.IsZero() {
-			_, err := tx.Exec(ctx, sqlDropCronStream, path)
+			_, err := tx.Exec(ctx, sqlStopCronStream, path)
 			return err
 		}
 		_, err = tx.Exec(ctx, sqlAdvanceCronStream, path, n+1, next)

@@ -20,6 +20,7 @@ var (
 	sqlLockCronStream       = queries.Get("LockCronStream")
 	sqlAdvanceCronStream    = queries.Get("AdvanceCronStream")
 	sqlDropCronStream       = queries.Get("DropCronStream")
+	sqlStopCronStream       = queries.Get("StopCronStream")
 	sqlUpsertCronSchedule   = queries.Get("UpsertCronSchedule")
 	sqlDeleteCronSchedule   = queries.Get("DeleteCronSchedule")
 	sqlCountCronSchedulesBy = queries.Get("CountCronSchedulesBy")

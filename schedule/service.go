@@ -16,8 +16,8 @@ import (
 
 // IdleCron is how long a cron stream keeps ticking after it was last ensured when no
 // cron schedule uses it: observers ensure it on every wake, so one nobody observes any
-// more stops (ensuring it again starts it from its next tick).
-const IdleCron = 7 * 24 * time.Hour
+// more stops (ensuring it again starts it from its next tick). A variable for tests.
+var IdleCron = 7 * 24 * time.Hour
 
 // Service is the schedules of one server process.
 type Service struct {
