@@ -37,6 +37,10 @@ var terminalStatuses = func() []string {
 // is still wanted.
 func (s *Service) EnsureCron(ctx context.Context, spec *Spec) (string, error) {
 	path := spec.Path()
+	next := spec.Next(s.now())
+	if next.IsZero() {
+		return "", &InvalidError{"expression", "Invalid cron expression: " + strconv.Quote(spec.Expression) + " never fires"}
+	}
 	_, _, err := s.streams.Create(ctx, path, streamdb.CreateConfig{ContentType: "application/json",
 		Access: streamdb.Access{Kind: streamdb.AccessCron},
 		CheckExisting: func(m *streamdb.Meta) error {
@@ -47,10 +51,6 @@ func (s *Service) EnsureCron(ctx context.Context, spec *Spec) (string, error) {
 		}}, nil)
 	if err != nil {
 		return "", err
-	}
-	next := spec.Next(s.now())
-	if next.IsZero() {
-		return "", &InvalidError{"expression", "Invalid cron expression: " + strconv.Quote(spec.Expression) + " never fires"}
 	}
 	if _, err := s.streams.DB().Exec(ctx, sqlEnsureCronStream, path, spec.Expression, spec.Timezone, next); err != nil {
 		return "", err
