@@ -7,7 +7,7 @@ import (
 )
 
 // queryFiles are this package's SQL: it owns entity_observations and
-// entity_observation_members.
+// observation_members.
 //
 //go:embed queries/*.sql
 var queryFiles embed.FS

@@ -75,7 +75,7 @@ CREATE TABLE entity_observations (
     touched_at   timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX entity_observations_principal ON entity_observations (principal);
-CREATE TABLE entity_observation_members (
+CREATE TABLE observation_members (
     source_ref   text        NOT NULL REFERENCES entity_observations (source_ref) ON DELETE CASCADE,
     entity_url   text        NOT NULL,
     member       json        NOT NULL,
