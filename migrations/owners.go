@@ -35,6 +35,11 @@ var Owners = map[string]string{
 	"wake_registrations":      "wakereg",
 	"wake_sources":            "wakereg",
 	"users":                   "authz",
+	"shared_state_links":      "authz",
+	"cron_streams":            "schedule",
+	"cron_schedules":          "schedule",
+	"entity_observations":     "membership",
+	"observation_members":     "membership",
 }
 
 // Published are read-only views an owner offers to other packages for joins (see
