@@ -288,7 +288,10 @@ type PullClaim struct {
 	Token      string // the wake's claim token (for callbacks and the write-token claim)
 	StreamPath string // the wake's primary stream, "/<path>"
 	TailOffset string
-	Streams    []StreamState
+	// StartOffset is where an Electric runtime's wake starts on the primary stream: the
+	// offset stamped on its first unacknowledged message.
+	StartOffset string
+	Streams     []StreamState
 }
 
 // StreamState is one stream of a wake: where it is acknowledged to and its tail.
@@ -317,7 +320,7 @@ func (s *Service) ClaimPull(ctx context.Context, id, worker string) (*PullClaim,
 	if err != nil {
 		return nil, err
 	}
-	out := &PullClaim{WakeID: c.WakeID, Generation: c.Generation, Token: c.Token}
+	out := &PullClaim{WakeID: c.WakeID, Generation: c.Generation, Token: c.Token, StartOffset: c.PrimaryStart}
 	for _, st := range c.Streams {
 		out.Streams = append(out.Streams, StreamState{Path: st.Path, AckedOffset: st.AckedOffset, TailOffset: st.TailOffset, Pending: st.HasPending})
 		if out.StreamPath == "" && st.HasPending {

@@ -34,7 +34,8 @@ var ErrNotWanted = errors.New("dssub: the wake is not to be delivered")
 // enrich encodes a delivery's body with what the Enricher adds: the protocol's members
 // first, then the added ones. As Electric's agents server writes them, each listed
 // stream's path gets its leading "/" ("/chat/a/main": Electric's runtime looks its
-// offset up by streamPath) and its tail as "offset" (where the runtime's wake starts);
+// offset up by streamPath) and as "offset" where the runtime's wake starts: the primary
+// stream's first unacknowledged message (startOffset), the others' tails;
 // the other Durable Streams fields stay (entityd's own runtime reads acked_offset).
 // A wake that is not enriched (any stream but an entity's main stream) keeps the
 // Durable Streams body exactly.
@@ -56,7 +57,11 @@ func (s *Service) enrich(ctx context.Context, job *delivery) ([]byte, error) {
 	body := job.body
 	body.Streams = make([]streamInfo, len(job.body.Streams))
 	for i, st := range job.body.Streams {
-		st.Path, st.Offset = streamRoot+st.Path, st.TailOffset
+		st.Offset = st.TailOffset
+		if st.Path == job.primary && job.primaryStart != "" {
+			st.Offset = job.primaryStart
+		}
+		st.Path = streamRoot + st.Path
 		body.Streams[i] = st
 	}
 	for k := range extra {

@@ -424,6 +424,8 @@ type claimed struct {
 	Token      string
 	Streams    []streamInfo
 	LeaseTTLms int64
+	// PrimaryStart is startOffset of the primary stream (for Electric's runtime).
+	PrimaryStart string
 }
 
 // claimWake gives the current wake of a pull-wake subscription to worker (starting one
@@ -467,6 +469,10 @@ func (s *Service) claimWake(ctx context.Context, id, worker string) (*claimed, e
 		}
 		listed := wakeLinks(links)
 		snapshot(tx, id, listed)
+		start, err := primaryStart(ctx, tx, listed, primaryStream(listed))
+		if err != nil {
+			return err
+		}
 		lease := sb.now.Add(sb.leaseTTL())
 		sb.Phase, sb.Holder, sb.LeaseUntil, sb.DueAt = phaseClaimed, worker, &lease, &lease
 		out = &claimed{
@@ -474,8 +480,9 @@ func (s *Service) claimWake(ctx context.Context, id, worker string) (*claimed, e
 			Generation: sb.Generation,
 			Token: s.keys.Load().mintToken(tokenClaims{Sub: id, Generation: sb.Generation, WakeID: sb.WakeID,
 				Primary: primaryStream(listed)}),
-			Streams:    infos(listed),
-			LeaseTTLms: sb.LeaseTTLms,
+			Streams:      infos(listed),
+			LeaseTTLms:   sb.LeaseTTLms,
+			PrimaryStart: start,
 		}
 		saveSub(tx, sb)
 		return nil

@@ -34,6 +34,9 @@ type delivery struct {
 	// for an Enricher: the primary stream (relative) and its tail, the callback token,
 	// and the origin the subscription was created through
 	primary, primaryTail, token, origin string
+	// primaryStart is where an Electric runtime's wake starts on the primary stream
+	// (startOffset); set only when wakes are enriched.
+	primaryStart string
 	// startBy is when the request must have started (see targets.go); target is the
 	// webhook URL's origin, whose slot the delivery holds
 	startBy time.Time
@@ -262,6 +265,13 @@ func (s *Service) takeAttempt(ctx context.Context, tx *streamdb.Tx, sb *sub, lin
 			if l.Path == primary {
 				job.primary, job.primaryTail = primary, l.Tail.String()
 			}
+		}
+		if s.opts.Enrich != nil {
+			start, err := primaryStart(ctx, tx, listed, primary)
+			if err != nil {
+				return nil, err
+			}
+			job.primaryStart = start
 		}
 	}
 	return job, nil

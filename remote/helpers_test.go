@@ -181,3 +181,20 @@ func str(v any) string {
 	}
 	return ""
 }
+
+// streamEvent is a State Protocol event of /chat/a/main as served (offset stamped).
+type streamEvent struct {
+	Type    string            `json:"type"`
+	Key     string            `json:"key"`
+	Headers map[string]string `json:"headers"`
+}
+
+// eventsFrom reads /chat/a/main after offset.
+func (e *env) eventsFrom(offset string) []streamEvent {
+	e.t.Helper()
+	r := e.do("GET", "/chat/a/main?offset="+offset, "")
+	require.Equal(e.t, http.StatusOK, r.status, r.text())
+	var evs []streamEvent
+	require.NoError(e.t, json.Unmarshal(r.body, &evs))
+	return evs
+}

@@ -437,7 +437,12 @@ func (rs *Runners) claim(w http.ResponseWriter, r *http.Request) error {
 	}
 	var streams []map[string]any
 	for _, st := range c.Streams {
-		streams = append(streams, map[string]any{"path": "/" + strings.TrimPrefix(st.Path, "/"), "offset": st.TailOffset,
+		path := "/" + strings.TrimPrefix(st.Path, "/")
+		offset := st.TailOffset // where the runtime's wake starts: see dssub.PullClaim.StartOffset
+		if path == c.StreamPath && c.StartOffset != "" {
+			offset = c.StartOffset
+		}
+		streams = append(streams, map[string]any{"path": path, "offset": offset,
 			"acked_offset": st.AckedOffset, "has_pending": st.Pending})
 	}
 	n["streams"] = streams

@@ -48,8 +48,12 @@ func TestWebhookWakeClaimWriteDone(t *testing.T) {
 		}
 	}
 	require.NotNil(t, s0, "the main stream is listed: %v", b["streams"])
-	require.Equal(t, s0["tail_offset"], s0["offset"], "Electric's runtimes read offset")
-	tail := str(s0["offset"])
+	// Electric's runtime takes the events stamped at or after "offset" as the wake's
+	// input: it is the offset of the first unacknowledged message (here entity_created).
+	first := e.eventsFrom("-1")
+	require.Equal(t, "entity_created", first[0].Type)
+	require.Equal(t, first[0].Headers["offset"], str(s0["offset"]))
+	tail := str(s0["tail_offset"])
 
 	callback := "/_electric/wake-callbacks/" + wakeID
 	token := str(b["token"])
@@ -85,6 +89,14 @@ func TestWebhookWakeClaimWriteDone(t *testing.T) {
 	// wake the handler again (as any append to a subscribed stream does).
 	w2 := e.next()
 	require.Equal(t, "2", str(w2.body["epoch"]))
+	// Two messages are pending (t1, t2): the wake starts at the first, so the runtime
+	// sees both as its input, not only the one at the tail.
+	pending := e.eventsFrom(tail)
+	require.Len(t, pending, 2)
+	require.Equal(t, "t1", pending[0].Key)
+	s2 := w2.body["streams"].([]any)[0].(map[string]any)
+	require.Equal(t, pending[0].Headers["offset"], str(s2["offset"]))
+	require.Equal(t, pending[1].Headers["offset"], str(s2["tail_offset"]))
 	require.NotEqual(t, wakeID, str(w2.body["wake_id"]))
 	r = e.do("POST", "/chat/a/main", `{"type":"text","key":"t3","value":{},"headers":{"operation":"insert"}}`,
 		"Authorization", "Bearer "+writeToken)
@@ -97,7 +109,7 @@ func TestWebhookWakeClaimWriteDone(t *testing.T) {
 
 	// finish the second wake, then a send wakes the handler with the inbox message
 	cb2, tok2 := "/_electric/wake-callbacks/"+str(w2.body["wake_id"]), str(w2.body["token"])
-	tail2 := str(w2.body["streams"].([]any)[0].(map[string]any)["offset"])
+	tail2 := str(s2["tail_offset"])
 	r = e.do("POST", cb2, `{"epoch":2,"acks":[{"path":"/chat/a/main","offset":"`+tail2+`"}],"done":true}`,
 		"Authorization", "Bearer "+tok2)
 	require.Equal(t, http.StatusOK, r.status, r.text())

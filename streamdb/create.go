@@ -317,3 +317,13 @@ func equalPtr[T comparable](a, b *T) bool {
 	}
 	return *a == *b
 }
+
+// OffsetAfter returns the offset just after message seq of stream id (following its fork
+// chain): the offset a State Protocol reader sees stamped on that message.
+func (t *Tx) OffsetAfter(ctx context.Context, id, seq int64) (Offset, error) {
+	m, err := t.metaByID(ctx, id)
+	if err != nil {
+		return Offset{}, err
+	}
+	return t.offsetAt(ctx, m, seq)
+}
