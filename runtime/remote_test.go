@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -174,7 +175,7 @@ func TestRemoteRetriesAndGivesUp(t *testing.T) {
 	for _, p := range []string{"flaky", "poison", "ok"} {
 		e.send(a, map[string]any{"payload": p, "key": p})
 	}
-	waitUntil(t, 30*time.Second, func() bool { return len(ofType(e.events(a), "text")) >= 4 }, "texts")
+	waitUntil(t, 30*time.Second, func() bool { return len(ofType(e.events(a), "text_delta")) >= 4 }, "texts")
 	events := e.events(a)
 	require.Equal(t, []string{"partial flaky", "handled flaky on attempt 3", "partial ok", "handled ok on attempt 1"}, texts(t, events))
 	errs := ofType(events, "error")
@@ -191,6 +192,9 @@ func TestRemoteRetriesAndGivesUp(t *testing.T) {
 		}
 	}
 	require.True(t, failed, "the poison message is marked failed")
+	poison := after(t, events, "inbox", "poison")
+	poison = poison[:slices.IndexFunc(poison, func(ev event) bool { return ev.Type == "inbox" && ev.Key == "ok" })]
+	requireFailedRun(t, poison[slices.IndexFunc(poison, func(ev event) bool { return ev.Type == "run" }):], "poison always fails")
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, map[string]int{"flaky": 3, "poison": 5, "ok": 1}, attempts)
