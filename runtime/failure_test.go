@@ -420,7 +420,9 @@ func TestHandlerTimeout(t *testing.T) {
 	st := e.wakeStatus(url)
 	require.Equal(t, "context deadline exceeded", st.Failures[0].Error)
 	require.Equal(t, 2, st.Failures[0].Attempts)
-	require.Equal(t, []string{"error", "error", "inbox"}, eventTypes(after(t, e.events(url), "inbox", "nap")))
+	evs := after(t, e.events(url), "inbox", "nap")
+	require.Equal(t, []string{"error", "run", "error", "inbox", "run"}, eventTypes(evs))
+	requireFailedRun(t, evs[1:], "context deadline exceeded")
 }
 
 // counterValue reads a Prometheus counter of this process.

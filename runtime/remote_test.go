@@ -192,9 +192,12 @@ func TestRemoteRetriesAndGivesUp(t *testing.T) {
 		}
 	}
 	require.True(t, failed, "the poison message is marked failed")
-	poison := after(t, events, "inbox", "poison")
-	poison = poison[:slices.IndexFunc(poison, func(ev event) bool { return ev.Type == "inbox" && ev.Key == "ok" })]
-	requireFailedRun(t, poison[slices.IndexFunc(poison, func(ev event) bool { return ev.Type == "run" }):], "poison always fails")
+	// the give-up: a failed run around the last error and the failure mark, together
+	last := errs[len(errs)-1]
+	run := last.str(t, "run_id")
+	first := slices.IndexFunc(events, func(ev event) bool { return ev.Type == "run" && ev.Key == run })
+	end := first + slices.IndexFunc(events[first+1:], func(ev event) bool { return ev.Type == "run" && ev.Key == run }) + 2
+	requireFailedRun(t, events[first:end], "poison always fails")
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, map[string]int{"flaky": 3, "poison": 5, "ok": 1}, attempts)
