@@ -33,7 +33,8 @@ func FailureEvents(f RunFailure) [][]byte {
 	now := time.Now()
 	giveUpRun := f.GiveUp && f.Seq > 0
 	var v rawjson.Object
-	v.String("message", storableError(f.Err)).String("wake", f.Wake.Kind()).String("key", f.Key).
+	// error_code and message are the members of Electric's error rows
+	v.String("error_code", "handler_failed").String("message", storableError(f.Err)).String("wake", f.Wake.Kind()).String("key", f.Key).
 		String("offset", f.Offset).Int("attempt", int64(f.Attempt)).Int("max_attempts", int64(f.MaxAttempts))
 	v.Bool("will_retry", !f.GiveUp)
 	if !f.GiveUp {
