@@ -40,6 +40,10 @@ func (s *Server) admit(r *http.Request) (*http.Request, error) {
 		return r, err
 	}
 	r = r.WithContext(principal.WithContext(r.Context(), p))
+	if err := s.checker.NoteUser(r.Context(), p); err != nil {
+		// the users shape misses this user until its next request; the request goes on
+		s.log.Warn("cannot record a user principal", zap.String("principal", p.String()), zap.Error(err))
+	}
 	switch rule.kind {
 	case ruleAdmin:
 		if !s.checker.Privileged(p) {

@@ -126,6 +126,16 @@ var routeRules = withDSPrefixes(map[string]accessRule{
 	"GET /_electric/console/*":  public,
 	"HEAD /_electric/console/*": public,
 
+	// Shared state (the runtime's mkdb/db()): the stream protocol under its own rule
+	// (decideStream: the entities linked to it).
+	"* /_electric/shared-state/{id}": stream,
+	// Cron and tag observations: any principal ensures one; a tag-membership stream is
+	// made for the caller and shows only what it may read.
+	"POST /_electric/observations/cron/ensure-stream":               anyone,
+	"POST /_electric/observations/entities/ensure-stream":           anyone,
+	"PUT /_electric/entities/{type}/{id}/schedules/{scheduleId}":    onEntity(authz.Schedule),
+	"DELETE /_electric/entities/{type}/{id}/schedules/{scheduleId}": onEntity(authz.Schedule),
+
 	"* /*":           stream,
 	"* /v1/stream/*": stream,
 }, map[string]accessRule{

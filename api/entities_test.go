@@ -30,8 +30,9 @@ func TestSpawn(t *testing.T) {
 		require.NotContains(t, string(r.Body), secret)
 	}
 	e := r.object(t)
-	require.ElementsMatch(t, []string{"url", "type", "status", "streams", "tags", "created_by", "created_at",
+	require.ElementsMatch(t, []string{"url", "type", "status", "streams", "tags", "spawn_args", "created_by", "created_at",
 		"updated_at", "txid"}, keys(e))
+	require.Equal(t, `{}`, string(e["spawn_args"]), "spawn args are {} when the spawn gave none, as the reference stores them")
 	require.Equal(t, "/chat/one", str(t, e["url"]))
 	require.Equal(t, "chat", str(t, e["type"]))
 	require.Equal(t, "idle", str(t, e["status"]))

@@ -276,6 +276,14 @@ func parseEvents(t *testing.T, body []byte) []event {
 	return out
 }
 
+// servedOffset is the headers.offset a read adds to a State Protocol event (last in its
+// headers: the stored event has none).
+var servedOffset = regexp.MustCompile(`,"offset":"\d{16}_\d{16}"`)
+
+// stored is an event read from a stream as it is stored: without the offset the read
+// served it with (which differs between the streams an event is written to).
+func stored(raw json.RawMessage) string { return servedOffset.ReplaceAllString(string(raw), "") }
+
 // ofType keeps the events of one type.
 func ofType(events []event, typ string) []event {
 	var out []event

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -52,8 +53,11 @@ var isolationSubjects = map[string]string{"owner": "user:alice", "reader": "user
 //   - legacy: a plain stream with no recorded owner (created before owners were);
 //   - main, collection: the streams of alice's entity /vault/v1 (entity grants);
 //   - orphan: the main stream of an entity whose type was deleted;
-//   - wake: alice's runner's wake stream.
-var streamKinds = []string{"plain", "public", "legacy", "main", "collection", "orphan", "wake"}
+//   - wake: alice's runner's wake stream;
+//   - shared: shared state alice made for her entity /vault/v1 (its entity grants);
+//   - cron: a cron stream (any principal reads it; the server writes it);
+//   - members: alice's tag-membership stream (she reads it; the server writes it).
+var streamKinds = []string{"plain", "public", "legacy", "main", "collection", "orphan", "wake", "shared", "cron", "members"}
 
 // streamWays are the ways through the stream routes (* /* and its alias).
 var streamWays = []string{"catch-up", "long-poll", "sse", "head", "fork", "fork-by-url", "append", "close", "delete",
@@ -166,6 +170,53 @@ var isolationExpected = map[string]map[string]string{
 		"grants-list": "401 403 403 403 403 403 403 403 401 401 401",
 		"grants-add":  "401 403 403 403 403 403 403 403 401 401 401",
 	},
+	// Shared state: read and written through the entity it is linked to (rita reads
+	// /vault/v1, will writes it); deleted by privileged principals only; never shared by
+	// stream grants. The write token is not a principal.
+	"shared": {
+		"catch-up":    "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"long-poll":   "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"sse":         "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"head":        "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"fork":        "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"fork-by-url": "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"append":      "401 ok  403 ok  403 403 403 ok  401 401 401",
+		"close":       "401 ok  403 ok  403 403 403 ok  401 401 401",
+		"delete":      "401 403 403 403 403 403 403 ok  401 401 401",
+		"recreate":    "401 ok  403 ok  403 403 403 ok  401 401 401",
+		"grants-list": "401 400 400 400 400 400 400 400 401 401 401",
+		"grants-add":  "401 400 400 400 400 400 400 400 401 401 401",
+	},
+	// A cron stream: every principal reads it; only the server writes it.
+	"cron": {
+		"catch-up":    "401 ok  ok  ok  ok  ok  ok  ok  401 401 401",
+		"long-poll":   "401 ok  ok  ok  ok  ok  ok  ok  401 401 401",
+		"sse":         "401 ok  ok  ok  ok  ok  ok  ok  401 401 401",
+		"head":        "401 ok  ok  ok  ok  ok  ok  ok  401 401 401",
+		"fork":        "401 ok  ok  ok  ok  ok  ok  ok  401 401 401",
+		"fork-by-url": "401 ok  ok  ok  ok  ok  ok  ok  401 401 401",
+		"append":      "401 403 403 403 403 403 403 403 401 401 401",
+		"close":       "401 403 403 403 403 403 403 403 401 401 401",
+		"delete":      "401 403 403 403 403 403 403 403 401 401 401",
+		"recreate":    "401 403 403 403 403 403 403 403 401 401 401",
+		"grants-list": "401 403 403 403 403 403 403 403 401 401 401",
+		"grants-add":  "401 403 403 403 403 403 403 403 401 401 401",
+	},
+	// alice's tag-membership stream: hers alone to read; only the server writes it.
+	"members": {
+		"catch-up":    "401 ok  403 403 403 403 403 ok  401 401 401",
+		"long-poll":   "401 ok  403 403 403 403 403 ok  401 401 401",
+		"sse":         "401 ok  403 403 403 403 403 ok  401 401 401",
+		"head":        "401 ok  403 403 403 403 403 ok  401 401 401",
+		"fork":        "401 ok  403 403 403 403 403 ok  401 401 401",
+		"fork-by-url": "401 ok  403 403 403 403 403 ok  401 401 401",
+		"append":      "401 403 403 403 403 403 403 403 401 401 401",
+		"close":       "401 403 403 403 403 403 403 403 401 401 401",
+		"delete":      "401 403 403 403 403 403 403 403 401 401 401",
+		"recreate":    "401 403 403 403 403 403 403 403 401 401 401",
+		"grants-list": "401 403 403 403 403 403 403 403 401 401 401",
+		"grants-add":  "401 403 403 403 403 403 403 403 401 401 401",
+	},
 }
 
 // routeExpected are the other routes that reach streams or what they hold (wakes, rows
@@ -209,6 +260,7 @@ var outsidePrefixes = map[string]string{
 	"/__ds/subscriptions/":     "admin-only subscription management (the rows above)",
 	"/v1/stream/__ds/":         "admin-only subscription management (the rows above)",
 	"/_electric/stream-grants": "the grants-list and grants-add ways of the stream rows",
+	"/_electric/observations/": "ensure the server's cron and membership streams (the cron and members rows); a membership stream is the caller's own",
 }
 
 // isolationFixture is the world of the matrix, made through the API as its users would.
@@ -267,7 +319,30 @@ func newIsolationFixture(t *testing.T) *isolationFixture {
 		[][]byte{[]byte(`{"old":true}`)})
 	require.NoError(t, err)
 	f.paths["legacy"] = "/legacy/old"
+	f.paths["shared"] = f.shared(t, "iso")
+	res := f.call(t, "stranger", "POST", "/_electric/observations/cron/ensure-stream", `{"expression":"0 9 * * *","timezone":"Europe/Paris"}`)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	f.paths["cron"] = gjsonString(t, res.body, "streamUrl")
+	res = f.call(t, "owner", "POST", "/_electric/observations/entities/ensure-stream", `{"tags":{"team":"a"}}`)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	f.paths["members"] = gjsonString(t, res.body, "streamUrl")
 	return f
+}
+
+// shared makes shared state of alice's for her entity /vault/v1, with one message.
+func (f *isolationFixture) shared(t *testing.T, id string) string {
+	path := "/_electric/shared-state/" + id
+	res := f.call(t, "owner", "PUT", path, `[{"n":1}]`, "Content-Type", "application/json", "Electric-Owner-Entity", "/vault/v1")
+	require.Equal(t, http.StatusCreated, res.status, res.body)
+	return path
+}
+
+func gjsonString(t *testing.T, body, field string) string {
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(body), &m), body)
+	s, _ := m[field].(string)
+	require.NotEmpty(t, s, body)
+	return s
 }
 
 // plain creates a plain stream of alice's at path with one message and the matrix's
@@ -296,6 +371,8 @@ func (f *isolationFixture) fresh(t *testing.T, kind string) string {
 			[][]byte{[]byte(`{"old":true}`)})
 		require.NoError(t, err)
 		return "/legacy/fresh-" + n
+	case "shared":
+		return f.shared(t, "fresh-"+n)
 	}
 	return f.paths[kind]
 }
@@ -431,6 +508,8 @@ func runIsolationMatrix(t *testing.T, f *isolationFixture) (mismatches []string,
 	for _, ra := range routes {
 		key := ra.Method + " " + strings.TrimSuffix(ra.Pattern, "/")
 		switch {
+		case ra.Kind == "stream" && ra.Pattern == "/_electric/shared-state/{id}":
+			// the shared row's paths are under it: the "" way reaches it
 		case ra.Kind == "stream":
 			prefix := strings.TrimSuffix(strings.TrimSuffix(ra.Pattern, "*"), "/")
 			if !slices.Contains(streamRoutes, prefix) {

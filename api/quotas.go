@@ -24,6 +24,27 @@ func (q quotas) stream(ctx context.Context, p principal.Principal) error {
 	})
 }
 
+// schedule is checked before p stores schedule id of the entity at url (replacing one is
+// no new one).
+func (q quotas) schedule(ctx context.Context, p principal.Principal, url, id string) error {
+	if q.limits.Schedules <= 0 || quota.Exempt(p) {
+		return nil
+	}
+	if exists, err := q.s.schedules.Exists(ctx, url, id); err != nil || exists {
+		return err
+	}
+	return q.check(ctx, p, 1, q.limits.Schedules, "schedules", "ENTITYD_QUOTA_SCHEDULES", func(limit int) (int, error) {
+		return q.s.schedules.CountBy(ctx, p.String(), limit)
+	})
+}
+
+// observation is checked before p makes a new tag observation.
+func (q quotas) observation(ctx context.Context, p principal.Principal) error {
+	return q.check(ctx, p, 1, q.limits.Observations, "tag observations", "ENTITYD_QUOTA_OBSERVATIONS", func(limit int) (int, error) {
+		return q.s.members.CountBy(ctx, p.String(), limit)
+	})
+}
+
 // typ is checked before p registers a new entity type.
 func (q quotas) typ(ctx context.Context, p principal.Principal) error {
 	return q.check(ctx, p, 1, q.limits.Types, "entity types", "ENTITYD_QUOTA_TYPES", func(limit int) (int, error) {

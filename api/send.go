@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	neturl "net/url"
 	"time"
 
 	"github.com/entityd/entityd/entity"
@@ -101,14 +102,21 @@ func (s *Server) sendLater(w http.ResponseWriter, r *http.Request, e *entity.Ent
 	return nil
 }
 
-// checkFromAgent accepts from_agent only from a caller holding that agent entity's write
-// token (Authorization: Bearer, or Electric-Claim-Token).
+// checkFromAgent accepts from_agent only from a caller holding a write token of that
+// agent entity (Authorization: Bearer, or Electric-Claim-Token): its spawn token, or
+// the write token of the claim of its current wake (what Electric's runtime sends from
+// ctx.send). A claim token is fenced as every claim write is: once the wake ended or a
+// later wake was claimed, it is refused. from_agent may be the agent's URL or a full
+// URL whose path is the agent's, as the reference reads it.
 func (s *Server) checkFromAgent(r *http.Request, agentURL string) error {
 	refuse := newError(http.StatusBadRequest, CodeInvalidRequest,
 		"Request from_agent must be backed by the write token of that agent entity")
 	token := bearerToken(r)
 	if token == "" {
 		return refuse
+	}
+	if u, err := neturl.Parse(agentURL); err == nil && u.Scheme != "" && u.Host != "" {
+		agentURL = u.Path
 	}
 	agent, err := s.registry.Get(r.Context(), agentURL)
 	if errors.Is(err, entity.ErrNotFound) {
@@ -117,10 +125,19 @@ func (s *Server) checkFromAgent(r *http.Request, agentURL string) error {
 	if err != nil {
 		return err
 	}
-	if !constantTimeEqual(agent.WriteToken, token) {
-		return refuse
+	if constantTimeEqual(agent.WriteToken, token) {
+		return nil
 	}
-	return nil
+	if s.cfg.ClaimTokens != nil {
+		ok, err := s.cfg.ClaimTokens(r.Context(), agent.MainStream(), token)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+	}
+	return refuse
 }
 
 func bearerToken(r *http.Request) string {

@@ -23,6 +23,8 @@ import (
 	"github.com/entityd/entityd/internal/outbound"
 	"github.com/entityd/entityd/internal/quota"
 	"github.com/entityd/entityd/internal/textpolicy"
+	"github.com/entityd/entityd/membership"
+	"github.com/entityd/entityd/schedule"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
 	"github.com/entityd/entityd/wakereg"
@@ -151,6 +153,9 @@ type Server struct {
 	checker *authz.Checker
 	grants  *authz.Store
 	quotas  quotas
+
+	schedules *schedule.Service   // schedules and cron observations (SetSchedules)
+	members   *membership.Service // tag observations (SetMembership)
 	// loosened, set only by a test, lets decideStream allow what it answers true for:
 	// the isolation matrix shows that it notices a loosened rule.
 	loosened atomic.Pointer[func(streamdb.AccessKind, streamOp) bool]
@@ -241,7 +246,12 @@ func (s *Server) Handler() http.Handler {
 			r.Get("/{type}/{id}/grants", s.handle(s.listEntityGrants))
 			r.Post("/{type}/{id}/grants", s.handle(s.addEntityGrant))
 			r.Delete("/{type}/{id}/grants/{grantId}", s.handle(s.revokeEntityGrant))
+			r.Put("/{type}/{id}/schedules/{scheduleId}", s.handle(s.putSchedule))
+			r.Delete("/{type}/{id}/schedules/{scheduleId}", s.handle(s.deleteSchedule))
 		})
+		r.Post("/observations/cron/ensure-stream", s.handle(s.ensureCronStream))
+		r.Post("/observations/entities/ensure-stream", s.handle(s.ensureEntitiesStream))
+		r.Handle("/shared-state/{id}", s.sharedStateRoutes())
 		r.Route("/stream-grants", func(r chi.Router) {
 			r.Get("/", s.handle(s.listStreamGrants))
 			r.Post("/", s.handle(s.addStreamGrant))

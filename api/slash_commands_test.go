@@ -335,7 +335,7 @@ func TestSlashCommandsPutAndDelete(t *testing.T) {
 	require.Equal(t, "true", r.Header.Get("Stream-Up-To-Date"))
 	require.Len(t, coll, len(evs)-1)
 	for i, ev := range coll {
-		require.Equal(t, string(evs[i+1].Raw), string(ev.Raw))
+		require.Equal(t, stored(evs[i+1].Raw), stored(ev.Raw))
 	}
 }
 
@@ -466,7 +466,7 @@ func TestCollectionStreamReads(t *testing.T) {
 	require.Equal(t, "update", events[0].Headers["operation"])
 	require.Equal(t, c.Txid, events[0].Headers["txid"])
 	mainEvents := h.commandEvents(u)
-	require.Equal(t, string(mainEvents[len(mainEvents)-1].Raw), string(events[0].Raw))
+	require.Equal(t, stored(mainEvents[len(mainEvents)-1].Raw), stored(events[0].Raw))
 	tail2 := r.Header.Get("Stream-Next-Offset")
 	require.Greater(t, tail2, tail)
 	require.Equal(t, tail2, h.collTail(u))

@@ -160,6 +160,7 @@ func (hub *streamHub) deliverBatch(ctx context.Context, from streamdb.Offset, re
 		if len(msgs) == 0 {
 			return from, false, errNoMessages
 		}
+		msgs = stampStateOffsets(hub.meta, msgs) // once for every subscriber
 		n := sseDataBound(hub.meta, msgs, hub.binary) + sseControlBound
 		if err := s.settle(ctx, &held, hubKey, int64(n)); err != nil {
 			return from, false, err

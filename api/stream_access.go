@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -9,6 +10,8 @@ import (
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/principal"
+	"github.com/entityd/entityd/membership"
+	"github.com/entityd/entityd/schedule"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -42,7 +45,12 @@ var opPermission = map[streamOp]authz.Permission{opRead: authz.Read, opWrite: au
 //   - an entity's stream is read with read permission on its entity and appended to
 //     with the entity's write token (never a principal); it is never closed, deleted or
 //     created through the stream API;
-//   - a wake stream (a runner's) is read by its owner and written by the server only;
+//   - a wake stream (a runner's) and a tag-membership stream (/_entities/<ref>) are read
+//     by their owner and written by the server only; a cron stream (/_cron/<spec>) is
+//     read by any authenticated principal and written by the server only;
+//   - a shared-state stream (/_electric/shared-state/<id>) is read and written by the
+//     principals that may read or write an entity linked to it (sharedStateOwnerHeader
+//     makes the first link); only privileged principals delete it;
 //   - a plain stream belongs to its creator; others need a grant of the permission,
 //     except under a configured public prefix, where every authenticated principal may
 //     read and append (closing, deleting and grants stay with the owner).
@@ -57,17 +65,13 @@ func (s *Server) decideStream(r *http.Request, id streamdb.Identity, path string
 	case streamdb.AccessEntity:
 		return s.decideEntityStream(r, id, path, op)
 	case streamdb.AccessWake:
-		r, err := s.authenticated(r)
-		if err != nil {
-			return r, err
-		}
-		if op != opRead {
-			return r, newError(http.StatusForbidden, CodeForbidden, "This stream is written by the server only (a runner's wake stream)")
-		}
-		if p := caller(r); !s.checker.Privileged(p) && id.Access.Owner != p.String() {
-			return r, s.streamDenied(authz.Read, path)
-		}
-		return r, nil
+		return s.decideServerStream(r, id, path, op, "a runner's wake stream", false)
+	case streamdb.AccessCron:
+		return s.decideServerStream(r, id, path, op, "a cron stream", true)
+	case streamdb.AccessMembers:
+		return s.decideServerStream(r, id, path, op, "a tag-membership stream", false)
+	case streamdb.AccessShared:
+		return s.decideSharedState(r, id, path, op)
 	}
 	r, err := s.authenticated(r)
 	if err != nil {
@@ -189,9 +193,105 @@ func reservedStreamPath(path string) error {
 		return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
 			"Entity streams are created by spawning the entity (PUT /_electric/entities/:type/:id); /<type>/<id>/main and /<type>/<id>/slash-commands are reserved for them")
 	}
+	for _, server := range []string{schedule.CronPrefix, membership.Prefix} {
+		if strings.HasPrefix(path, server) {
+			return newError(http.StatusForbidden, CodeForbidden,
+				"Streams under "+server+" are the server's: ensure them with POST /_electric/observations/…/ensure-stream")
+		}
+	}
 	if entitypath.IsRunnerWake(path) {
 		return newError(http.StatusForbidden, CodeForbidden,
 			"Runner wake streams are created by registering the runner (POST /_electric/runners)")
+	}
+	return nil
+}
+
+// decideServerStream decides for a stream the server writes: read by its owner (or, when
+// anyReader, by any authenticated principal) and by privileged principals.
+func (s *Server) decideServerStream(r *http.Request, id streamdb.Identity, path string, op streamOp, what string, anyReader bool) (*http.Request, error) {
+	r, err := s.authenticated(r)
+	if err != nil {
+		return r, err
+	}
+	if op != opRead {
+		return r, newError(http.StatusForbidden, CodeForbidden, "This stream is written by the server only ("+what+")")
+	}
+	if p := caller(r); !anyReader && !s.checker.Privileged(p) && id.Access.Owner != p.String() {
+		return r, s.streamDenied(authz.Read, path)
+	}
+	return r, nil
+}
+
+// sharedStateOwnerHeader names, on a PUT or POST of shared state, the entity the caller
+// writes it for (the runtime's mkdb): the link that lets that entity's principals use it.
+const sharedStateOwnerHeader = "Electric-Owner-Entity"
+
+// decideSharedState decides for a shared-state stream (authz.Checker.SharedState). A
+// write naming an owner entity the caller may write links the stream to that entity
+// before it is answered, so that the runtime's read right after mkdb finds the link.
+func (s *Server) decideSharedState(r *http.Request, id streamdb.Identity, path string, op streamOp) (*http.Request, error) {
+	r, err := s.authenticated(r)
+	if err != nil {
+		return r, err
+	}
+	p := caller(r)
+	perm := authz.Write
+	owner := ""
+	switch op {
+	case opRead:
+		perm = authz.Read
+	case opWrite, opClose, opRecreate:
+		owner = strings.TrimSpace(r.Header.Get(sharedStateOwnerHeader))
+	case opManage:
+		return r, badRequest("Shared state is shared through the entities linked to it (their grants), not through stream grants")
+	default:
+		if s.checker.Privileged(p) {
+			return r, nil
+		}
+		return r, newError(http.StatusForbidden, CodeForbidden,
+			"Shared state is kept while entities use it; only privileged principals delete it")
+	}
+	if owner != "" {
+		if _, err := s.registry.Known(r.Context(), owner); errors.Is(err, entity.ErrNotFound) {
+			return r, newError(http.StatusNotFound, CodeNotFound, "Entity not found at "+owner+" (electric-owner-entity)")
+		} else if err != nil {
+			return r, err
+		}
+	}
+	ok, err := s.checker.SharedState(r.Context(), p, id, perm, owner)
+	if err != nil {
+		return r, err
+	}
+	if !ok {
+		return r, newError(http.StatusForbidden, CodeForbidden, "Principal is not allowed to "+string(perm)+" shared state "+path)
+	}
+	if owner != "" && id.ID != 0 {
+		if err := s.linkSharedState(r, nil, id.ID, owner); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// linkSharedState links shared-state stream streamID to owner when the caller may write
+// owner (a privileged caller may name any entity that exists).
+func (s *Server) linkSharedState(r *http.Request, tx *streamdb.Tx, streamID int64, owner string) error {
+	e, err := s.registry.Known(r.Context(), owner)
+	if errors.Is(err, entity.ErrNotFound) {
+		return nil // nothing to link; the decision did not count it either
+	}
+	if err != nil {
+		return err
+	}
+	ok, err := s.checker.Entity(r.Context(), caller(r), e, authz.Write)
+	if err != nil || !ok {
+		return err
+	}
+	if err := s.grants.LinkSharedState(r.Context(), tx, streamID, e.URL, caller(r)); err != nil {
+		if errors.Is(err, authz.ErrTooManyLinks) {
+			return newError(http.StatusConflict, CodeInvalidRequest, fmt.Sprintf("A shared state is linked to at most %d entities", authz.MaxSharedStateLinks))
+		}
+		return err
 	}
 	return nil
 }

@@ -58,24 +58,29 @@ func (s *Server) streamRoutes() http.Handler {
 			}
 			return newError(http.StatusNotFound, CodeStreamNotFound, "A stream path needs a name")
 		}
-		if len(path) > s.cfg.MaxStreamPathBytes {
-			return badRequest(fmt.Sprintf("Stream paths must be at most %d bytes", s.cfg.MaxStreamPathBytes))
-		}
-		switch r.Method {
-		case http.MethodGet:
-			return s.readStream(w, r, path)
-		case http.MethodHead:
-			return s.headStream(w, r, path)
-		case http.MethodPost:
-			return s.appendStream(w, r, path)
-		case http.MethodPut:
-			return s.createStream(w, r, path)
-		case http.MethodDelete:
-			return s.deleteStream(w, r, path)
-		}
-		w.Header().Set("Allow", "GET, HEAD, POST, PUT, DELETE, OPTIONS")
-		return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "Method "+r.Method+" is not allowed on streams")
+		return s.serveStream(w, r, path)
 	})
+}
+
+// serveStream answers one Durable Streams request on the stream at path.
+func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, path string) error {
+	if len(path) > s.cfg.MaxStreamPathBytes {
+		return badRequest(fmt.Sprintf("Stream paths must be at most %d bytes", s.cfg.MaxStreamPathBytes))
+	}
+	switch r.Method {
+	case http.MethodGet:
+		return s.readStream(w, r, path)
+	case http.MethodHead:
+		return s.headStream(w, r, path)
+	case http.MethodPost:
+		return s.appendStream(w, r, path)
+	case http.MethodPut:
+		return s.createStream(w, r, path)
+	case http.MethodDelete:
+		return s.deleteStream(w, r, path)
+	}
+	w.Header().Set("Allow", "GET, HEAD, POST, PUT, DELETE, OPTIONS")
+	return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "Method "+r.Method+" is not allowed on streams")
 }
 
 // checkNewStreamPath applies the stream path rules (internal/textpolicy.CheckPath) and
@@ -88,7 +93,32 @@ func (s *Server) checkNewStreamPath(r *http.Request, path string) error {
 	if p := textpolicy.CheckPath(path, s.cfg.MaxStreamPathBytes); p != "" {
 		return badRequest("The stream path " + p)
 	}
+	if isSharedStatePath(path) {
+		return nil // created under its own rule (decideSharedState)
+	}
 	return reservedStreamPath(path)
+}
+
+// SharedStatePrefix is where the runtime's shared state (ctx.mkdb, db()) lives: one
+// stream per id, /_electric/shared-state/<id>.
+const SharedStatePrefix = "/_electric/shared-state/"
+
+// isSharedStatePath reports whether path is one shared state's stream.
+func isSharedStatePath(path string) bool {
+	id, ok := strings.CutPrefix(path, SharedStatePrefix)
+	return ok && id != "" && !strings.Contains(id, "/")
+}
+
+// sharedStateRoutes serves the Durable Streams protocol for shared state, under the
+// reserved /_electric prefix, with the handlers of every stream.
+func (s *Server) sharedStateRoutes() http.Handler {
+	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		path := r.URL.Path
+		if !isSharedStatePath(path) {
+			return newError(http.StatusNotFound, CodeNotFound, "No route for "+r.Method+" "+path)
+		}
+		return s.serveStream(w, r, path)
+	})
 }
 
 // authorizeEntityWrite guards direct appends to an entity's stream: only a holder of

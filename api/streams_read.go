@@ -156,6 +156,7 @@ func (s *Server) writeCatchUp(w http.ResponseWriter, r *http.Request, m *streamd
 	if err != nil {
 		return err
 	}
+	msgs = stampStateOffsets(m, msgs)
 	next := from
 	if len(msgs) > 0 {
 		next = msgs[len(msgs)-1].End

@@ -188,6 +188,7 @@ func (s *Server) sseBatch(ctx context.Context, key budgetKey, res *hold, b *byte
 	if len(msgs) == 0 {
 		return from, errNoMessages
 	}
+	msgs = stampStateOffsets(m, msgs)
 	n := sseDataBound(m, msgs, binary) + sseControlBound
 	if err := s.settle(ctx, res, key, int64(n)); err != nil {
 		return from, err

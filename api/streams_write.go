@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -26,6 +27,10 @@ func (s *Server) createStream(w http.ResponseWriter, r *http.Request, path strin
 	h := r.Header
 	cfg := streamdb.CreateConfig{ContentType: h.Get("Content-Type"), Closed: headerTrue(h, hStreamClosed),
 		Access: streamdb.Access{Kind: streamdb.AccessPlain, Owner: caller(r).String()}}
+	shared := isSharedStatePath(path)
+	if shared {
+		cfg.Access.Kind = streamdb.AccessShared
+	}
 	// Both checks run under the locks of the create: what they judge is what is used.
 	cfg.CheckExisting = func(existing *streamdb.Meta) error {
 		_, err := s.decideStream(r, streamdb.IdentityOf(existing), path, opRecreate)
@@ -35,7 +40,14 @@ func (s *Server) createStream(w http.ResponseWriter, r *http.Request, path strin
 		_, err := s.decideStream(r, streamdb.IdentityOf(src), src.Path, opRead)
 		return err
 	}
-	cfg.CheckNew = func() error { return s.quotas.stream(r.Context(), caller(r)) }
+	cfg.CheckNew = func() error {
+		if shared { // a new shared state needs an owner entity the caller may write
+			if _, err := s.decideStream(r, streamdb.Identity{Access: cfg.Access}, path, opWrite); err != nil {
+				return err
+			}
+		}
+		return s.quotas.stream(r.Context(), caller(r))
+	}
 	ttl, hasTTL := h.Get(hStreamTTL), h.Get(hStreamTTL) != ""
 	exp, hasExp := h.Get(hStreamExpiresAt), h.Get(hStreamExpiresAt) != ""
 	if hasTTL && hasExp {
@@ -81,7 +93,15 @@ func (s *Server) createStream(w http.ResponseWriter, r *http.Request, path strin
 			initial = [][]byte{data}
 		}
 	}
-	m, created, err := s.streams.Create(r.Context(), path, cfg, initial)
+	var m *streamdb.Meta
+	var created bool
+	err = s.streams.WithTx(r.Context(), func(ctx context.Context, tx *streamdb.Tx) error {
+		var err error
+		if m, created, err = tx.Create(ctx, path, cfg, initial); err != nil || !created || !shared {
+			return err
+		}
+		return s.linkSharedState(r, tx, m.ID, strings.TrimSpace(h.Get(sharedStateOwnerHeader)))
+	})
 	if err != nil {
 		return streamError(w, err)
 	}

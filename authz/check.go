@@ -27,6 +27,8 @@ type Checker struct {
 	mu    sync.Mutex
 	cache map[cacheKey]cached
 	gen   uint64
+
+	users users
 }
 
 type cacheKey struct {

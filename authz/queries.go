@@ -6,7 +6,8 @@ import (
 	"github.com/entityd/entityd/internal/sqlfile"
 )
 
-// queryFiles are this package's SQL: it owns entity_grants, type_grants and stream_grants.
+// queryFiles are this package's SQL: it owns entity_grants, type_grants, stream_grants,
+// users and shared_state_links.
 //
 //go:embed queries/*.sql
 var queryFiles embed.FS
@@ -31,4 +32,7 @@ var (
 	sqlDeleteStreamGrant = queries.Get("DeleteStreamGrant")
 	sqlStreamGranted     = queries.Get("StreamGranted")
 	sqlCountGrantsBy     = queries.Get("CountGrantsBy")
+	sqlNoteUser          = queries.Get("NoteUser")
+	sqlSharedStateLinks  = queries.Get("SharedStateLinks")
+	sqlLinkSharedState   = queries.Get("LinkSharedState")
 )

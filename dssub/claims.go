@@ -190,7 +190,8 @@ func (s *Service) Callback(ctx context.Context, cb WakeCallback) (nextWake, ende
 		claims.WakeID == cb.WakeID {
 		// The common end of a wake: ended together with the dones of other wakes
 		// (endWakes). A refused token, effects and heartbeats take the path below.
-		ans, err := s.dones.Do(ctx, doneRequest{sub: claims.Sub, wakeID: cb.WakeID, token: cb.Token, req: req})
+		ans, err := s.dones.Do(ctx, doneRequest{sub: claims.Sub, wakeID: cb.WakeID, token: cb.Token, req: req,
+			primary: claims.Primary})
 		if err != nil {
 			return false, false, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -33,6 +34,7 @@ type doneRequest struct {
 	generation  int64
 	token       string
 	req         *ackRequest
+	primary     string // the wake's primary stream (relative), for WakeEnded
 }
 
 // doneAnswer is what Callback answers a done request; alone: the batch did not take it
@@ -90,7 +92,17 @@ func (s *Service) endWakes(ctx context.Context, reqs []doneRequest) ([]doneAnswe
 					continue
 				}
 			}
+			var retryAt time.Time
+			if r.req != nil && r.primary != "" { // a done is about its own wake's primary stream only
+				if retryAt, _, err = s.failedWake(ctx, tx, sb, l, r.primary, "the handler's done left its work unacknowledged"); err != nil {
+					return err
+				}
+			}
+			if err := s.wakeEnded(ctx, tx, r.primary); err != nil {
+				return err
+			}
 			endWake(sb)
+			retryAfter(sb, retryAt)
 			job, err := s.startWake(ctx, tx, sb, l)
 			if err != nil {
 				return err
@@ -108,6 +120,15 @@ func (s *Service) endWakes(ctx context.Context, reqs []doneRequest) ([]doneAnswe
 		s.committed(a.sb, a.job)
 	}
 	return out, nil
+}
+
+// wakeEnded runs Options.WakeEnded for the end of a wake whose primary stream is primary
+// (relative; nothing for a wake that listed none).
+func (s *Service) wakeEnded(ctx context.Context, tx *streamdb.Tx, primary string) error {
+	if s.opts.WakeEnded == nil || primary == "" {
+		return nil
+	}
+	return s.opts.WakeEnded(ctx, tx, streamRoot+primary)
 }
 
 // lockManyWithLinks locks the subscriptions ids name that no other transaction holds

@@ -32,8 +32,12 @@ type Enricher func(ctx context.Context, w WakeContext) (map[string]any, error)
 var ErrNotWanted = errors.New("dssub: the wake is not to be delivered")
 
 // enrich encodes a delivery's body with what the Enricher adds: the protocol's members
-// first, then the added ones, and each listed stream also gets its tail as "offset" (the
-// field Electric's runtimes read).
+// first, then the added ones. As Electric's agents server writes them, each listed
+// stream's path gets its leading "/" ("/chat/a/main": Electric's runtime looks its
+// offset up by streamPath) and its tail as "offset" (where the runtime's wake starts);
+// the other Durable Streams fields stay (entityd's own runtime reads acked_offset).
+// A wake that is not enriched (any stream but an entity's main stream) keeps the
+// Durable Streams body exactly.
 func (s *Service) enrich(ctx context.Context, job *delivery) ([]byte, error) {
 	if s.opts.Enrich == nil || job.primary == "" {
 		return json.Marshal(job.body)
@@ -52,7 +56,7 @@ func (s *Service) enrich(ctx context.Context, job *delivery) ([]byte, error) {
 	body := job.body
 	body.Streams = make([]streamInfo, len(job.body.Streams))
 	for i, st := range job.body.Streams {
-		st.Offset = st.TailOffset
+		st.Path, st.Offset = streamRoot+st.Path, st.TailOffset
 		body.Streams[i] = st
 	}
 	for k := range extra {

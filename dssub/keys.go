@@ -153,6 +153,9 @@ type tokenClaims struct {
 	Sub        string `json:"s"`
 	Generation int64  `json:"g"`
 	WakeID     string `json:"w"`
+	// Primary is the wake's primary stream (relative to the root), which Electric's
+	// wake callbacks are about (WakeStream); empty when the wake listed none.
+	Primary string `json:"p,omitempty"`
 }
 
 // mintToken returns base64url(claims) "." base64url(HMAC-SHA256). Tokens carry their own

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -374,7 +375,21 @@ func (s *Service) ack(ctx context.Context, id, token string, req *ackRequest, pu
 			return err
 		}
 		if req.Done != nil && *req.Done {
+			primary := ""
+			if claims, ok := s.keys.Load().verifyToken(token); ok {
+				primary = claims.Primary
+			}
+			var retryAt time.Time
+			if primary != "" { // a done is about its own wake's primary stream only
+				if retryAt, _, err = s.failedWake(ctx, tx, sb, nil, primary, "the handler's done left its work unacknowledged"); err != nil {
+					return err
+				}
+			}
+			if err := s.wakeEnded(ctx, tx, primary); err != nil {
+				return err
+			}
 			endWake(sb)
+			retryAfter(sb, retryAt)
 			if job, err = s.startWake(ctx, tx, sb, links); err != nil {
 				return err
 			}
@@ -427,7 +442,12 @@ func (s *Service) claimWake(ctx context.Context, id, worker string) (*claimed, e
 			if sb.LeaseUntil != nil && sb.LeaseUntil.After(sb.now) {
 				return fail(http.StatusConflict, codeAlreadyClaimed, "The wake is claimed by another worker").WithExtra(map[string]any{"current_holder": sb.Holder, "generation": sb.Generation})
 			}
+			retryAt, _, err := s.failedWake(ctx, tx, sb, nil, "", "the worker's lease lapsed before its done")
+			if err != nil {
+				return err
+			}
 			endWake(sb) // the previous holder's lease lapsed
+			retryAfter(sb, retryAt)
 		}
 		links, err := loadLinks(ctx, tx, id, true)
 		if err != nil {
@@ -440,6 +460,10 @@ func (s *Service) claimWake(ctx context.Context, id, worker string) (*claimed, e
 			if _, err := s.startWake(ctx, tx, sb, links); err != nil {
 				return err
 			}
+			if sb.WakeID == "" { // held back after failed wakes (retryAfter)
+				saveSub(tx, sb)
+				return fail(http.StatusConflict, codeNoPendingWork, "Subscription has no pending work yet")
+			}
 		}
 		listed := wakeLinks(links)
 		snapshot(tx, id, listed)
@@ -448,7 +472,8 @@ func (s *Service) claimWake(ctx context.Context, id, worker string) (*claimed, e
 		out = &claimed{
 			WakeID:     sb.WakeID,
 			Generation: sb.Generation,
-			Token:      s.keys.Load().mintToken(tokenClaims{Sub: id, Generation: sb.Generation, WakeID: sb.WakeID}),
+			Token: s.keys.Load().mintToken(tokenClaims{Sub: id, Generation: sb.Generation, WakeID: sb.WakeID,
+				Primary: primaryStream(listed)}),
 			Streams:    infos(listed),
 			LeaseTTLms: sb.LeaseTTLms,
 		}

@@ -69,6 +69,14 @@ type Options struct {
 	Workers int
 	// Enrich, when set, adds members to webhook wake bodies (see Enricher).
 	Enrich Enricher
+	// WakeEnded, when set, runs in the transaction that ends a wake that its handler
+	// finished (a done callback or ack, a webhook's {"done":true}) or that was given up
+	// on, with the wake's primary stream ("/<path>"); an error fails that transaction.
+	// Electric's entity status follows wakes with it (remote.Status).
+	WakeEnded func(ctx context.Context, tx *streamdb.Tx, primary string) error
+	// GiveUp is when a stream's work stops being retried (see GiveUpRule); its zero
+	// value retries for ever, as the Durable Streams protocol does.
+	GiveUp GiveUpRule
 	Logger *zap.Logger
 }
 

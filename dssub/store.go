@@ -178,7 +178,7 @@ type streamInfo struct {
 	TailOffset  string `json:"tail_offset"`
 	HasPending  bool   `json:"has_pending"`
 	// Offset repeats TailOffset in an enriched webhook wake (the field Electric's
-	// runtimes read); empty elsewhere.
+	// runtimes read, as the path with its leading "/" there); empty elsewhere.
 	Offset string `json:"offset,omitempty"`
 }
 

@@ -187,7 +187,12 @@ func (s *Service) step(ctx context.Context, tx *streamdb.Tx, sb *sub, links []*l
 		}
 		s.log.Info("wake lease expired", zap.String("subscription", sb.ID), zap.String("wake_id", sb.WakeID),
 			zap.Int64("generation", sb.Generation), zap.String("holder", sb.Holder))
+		retryAt, _, err := s.failedWake(ctx, tx, sb, links, "", "the handler's lease lapsed before its done")
+		if err != nil {
+			return nil, err
+		}
 		endWake(sb)
+		retryAfter(sb, retryAt)
 		return s.startWake(ctx, tx, sb, links)
 	default: // a pull-wake announced on its wake stream, waiting to be claimed
 		sb.DueAt = nil
@@ -204,7 +209,11 @@ func (s *Service) startWake(ctx context.Context, tx *streamdb.Tx, sb *sub, links
 			return nil, err
 		}
 	}
-	sb.DueAt = nil
+	if sb.NextAttemptAt != nil && sb.NextAttemptAt.After(sb.now) {
+		sb.DueAt = sb.NextAttemptAt // the backoff after a failed wake (retryAfter)
+		return nil, nil
+	}
+	sb.DueAt, sb.NextAttemptAt = nil, nil
 	if !anyPending(links) {
 		return nil, nil
 	}
@@ -236,7 +245,8 @@ func (s *Service) takeAttempt(ctx context.Context, tx *streamdb.Tx, sb *sub, lin
 	startBy := time.Now().Add(s.opts.MaxDeliveryWait)
 	until := sb.now.Add(s.opts.MaxDeliveryWait + s.opts.DeliveryTimeout + 5*time.Second)
 	sb.AttemptOwner, sb.AttemptUntil, sb.DueAt = s.procID, &until, &until
-	token := s.keys.Load().mintToken(tokenClaims{Sub: sb.ID, Generation: sb.Generation, WakeID: sb.WakeID})
+	primary := primaryStream(listed)
+	token := s.keys.Load().mintToken(tokenClaims{Sub: sb.ID, Generation: sb.Generation, WakeID: sb.WakeID, Primary: primary})
 	body := webhookBody{
 		SubscriptionID: sb.ID,
 		WakeID:         sb.WakeID,
@@ -247,7 +257,7 @@ func (s *Service) takeAttempt(ctx context.Context, tx *streamdb.Tx, sb *sub, lin
 	}
 	job := &delivery{subID: sb.ID, wakeID: sb.WakeID, generation: sb.Generation, url: sb.WebhookURL, body: body,
 		token: token, origin: s.origin(sb.BaseURL), startBy: startBy}
-	if primary := primaryStream(listed); primary != "" {
+	if primary != "" {
 		for _, l := range listed {
 			if l.Path == primary {
 				job.primary, job.primaryTail = primary, l.Tail.String()
@@ -372,6 +382,10 @@ func (s *Service) recordAccepted(ctx context.Context, wakes []acceptedWake) ([]s
 type result struct {
 	ok, done bool
 	err      error
+	// handlerFailed: the handler answered an error status or did not answer in time (a
+	// failed attempt of its work, for the give-up rule); a target that cannot be reached
+	// or is busy is retried without counting, as an outage
+	handlerFailed bool
 }
 
 // deliver makes a webhook attempt: it enriches the wake, takes its slots (targets.go)
@@ -440,12 +454,12 @@ func (s *Service) post(ctx context.Context, job *delivery, body []byte) result {
 	req.Header.Set("Webhook-Signature", s.keys.Load().signature(body, time.Now()))
 	resp, err := s.clients.For(req.URL).Do(req)
 	if err != nil {
-		return result{err: err}
+		return result{err: err, handlerFailed: errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil}
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return result{err: fmt.Errorf("webhook answered %d", resp.StatusCode)}
+		return result{err: fmt.Errorf("webhook answered %d", resp.StatusCode), handlerFailed: true}
 	}
 	var answer struct {
 		Done bool `json:"done"`
@@ -465,7 +479,8 @@ func (s *Service) applyResult(ctx context.Context, job *delivery, res result) (*
 	if res.ok && res.done {
 		// The answer of a handler that finished at once: the wake ends in the dones'
 		// shared transaction (endWakes), which also starts and launches the next one.
-		ans, err := s.dones.Do(ctx, doneRequest{sub: job.subID, wakeID: job.wakeID, generation: job.generation})
+		ans, err := s.dones.Do(ctx, doneRequest{sub: job.subID, wakeID: job.wakeID, generation: job.generation,
+			primary: job.primary})
 		if err != nil || !ans.alone {
 			return nil, err
 		}
@@ -485,6 +500,9 @@ func (s *Service) applyResult(ctx context.Context, job *delivery, res result) (*
 		case res.ok && res.done:
 			sb.Status, sb.LastError = statusActive, ""
 			ackSnapshot(tx, sb.ID)
+			if err := s.wakeEnded(ctx, tx, job.primary); err != nil {
+				return err
+			}
 			endWake(sb)
 			if next, err = s.startWake(ctx, tx, sb, nil); err != nil {
 				return err
@@ -513,6 +531,23 @@ func (s *Service) applyResult(ctx context.Context, job *delivery, res result) (*
 			sb.Status, sb.LastError = statusFailed, msg
 			sb.AttemptOwner, sb.AttemptUntil = "", nil
 			sb.NextAttemptAt, sb.DueAt = &at, &at
+			setAside := false
+			if res.handlerFailed {
+				if _, setAside, err = s.failedWake(ctx, tx, sb, nil, job.primary, msg); err != nil {
+					return err
+				}
+			}
+			if setAside { // the wake ends; later work makes the next one
+				if err := s.wakeEnded(ctx, tx, job.primary); err != nil {
+					return err
+				}
+				endWake(sb)
+				if next, err = s.startWake(ctx, tx, sb, nil); err != nil {
+					return err
+				}
+				saveSub(tx, sb)
+				return nil
+			}
 			s.log.Warn("webhook delivery failed; retrying", zap.String("subscription", sb.ID),
 				zap.String("wake_id", sb.WakeID), zap.Int("attempt", sb.RetryCount), zap.Duration("retry_in", delay),
 				zap.Error(res.err))

@@ -201,7 +201,8 @@ func (r *Registry) Spawn(ctx context.Context, t *Type, req SpawnRequest) (*Spawn
 		}
 		e, err := scanEntity(tx.QueryRow(ctx, sqlInsertEntity,
 			url, req.Type, req.InstanceID, m.ID, hex.EncodeToString(token[:]), tags, nullable(req.Args),
-			parent, createdBy, t.Revision, nullable(t.InboxSchemas), nullable(t.StateSchemas), string(StatusIdle)))
+			parent, createdBy, t.Revision, nullable(t.InboxSchemas), nullable(t.StateSchemas), string(StatusIdle),
+			nullable(t.DefaultDispatchPolicy)))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrDuplicate
 		}
@@ -362,6 +363,8 @@ func (r *Registry) ByStream(ctx context.Context, path string) (*Entity, error) {
 // Filter selects entities in List.
 type Filter struct {
 	Type, Status, Parent string
+	// Tags, when set, keeps the entities carrying every one of these tags.
+	Tags map[string]string
 	// Limit is the page size (at most MaxListLimit, which is also the default).
 	Limit int
 	// After continues a listing after the entity with this URL (a page's last row).
@@ -388,6 +391,14 @@ func (r *Registry) List(ctx context.Context, f Filter) ([]*Entity, error) {
 	add("type", f.Type)
 	add("status", f.Status)
 	add("parent", f.Parent)
+	if len(f.Tags) > 0 {
+		tags, err := json.Marshal(f.Tags)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, string(tags))
+		where = append(where, fmt.Sprintf("tags @> $%d::jsonb", len(args)))
+	}
 	if f.After != "" {
 		var created time.Time
 		err := r.pool.QueryRow(ctx, sqlEntityCreatedAt, f.After).Scan(&created)

@@ -81,10 +81,11 @@ func (r *Registry) Signal(ctx context.Context, url string, req SignalRequest) (*
 				}
 			}
 		}
-		if next != e.Status {
-			if _, err := tx.Exec(ctx, sqlSetStatus, url, string(next)); err != nil {
-				return err
-			}
+		// The row is written even when the status stays (updated_at moves): the entities
+		// shape then carries this transaction's txid, which the answer names and clients
+		// await, as the reference touches the row for such signals.
+		if _, err := tx.Exec(ctx, sqlSetStatus, url, string(next)); err != nil {
+			return err
 		}
 		out = &SignalResult{URL: url, Signal: req.Signal, PreviousState: e.Status, NewState: next, CreatedAt: now, Txid: txid}
 		return nil

@@ -1,7 +1,6 @@
 package inbox
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -64,38 +63,13 @@ func (s *Sender) SendLater(ctx context.Context, e *entity.Entity, req *SendReque
 	if delay <= 0 || delay > MaxDelay {
 		return fmt.Errorf("inbox: delay %s out of range", delay)
 	}
-	t, err := s.registry.Type(ctx, e.Type)
-	if err != nil && !errors.Is(err, entity.ErrTypeNotFound) {
+	if err := s.CheckLater(ctx, e, req); err != nil {
 		return err
-	}
-	fresh, err := s.registry.Get(ctx, e.URL)
-	if err != nil {
-		return err
-	}
-	if !fresh.Status.AcceptsWrites() {
-		return entity.ErrNotRunning
-	}
-	if err := s.Validate(fresh, t, req); err != nil {
-		return err
-	}
-	// A key already used for a different message would only be refused when the send
-	// fires; refuse it now, as Send would.
-	if req.Key != "" {
-		hash, used, err := s.streams.DedupeHash(ctx, fresh.StreamID, req.Key)
-		switch {
-		case err != nil:
-			return err
-		case used && !bytes.Equal(hash, requestHash(req)):
-			return ErrKeyReused
-		}
 	}
 	if _, err := s.streams.DB().Exec(ctx, sqlInsertDelayed, e.URL, delay.Seconds(), string(storedRequest(req))); err != nil {
 		return fmt.Errorf("inbox: store delayed send: %w", err)
 	}
-	select {
-	case s.delayedPoke <- struct{}{}:
-	default:
-	}
+	s.PokeDelayed()
 	return nil
 }
 
@@ -167,8 +141,8 @@ func (s *Sender) fireDelayedRow(ctx context.Context, log *zap.Logger, id int64) 
 	var resumed *entity.Entity
 	err = s.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		done, resumed = false, nil
-		var url, request string
-		err := tx.QueryRow(ctx, sqlLockDelayed, id).Scan(&url, &request)
+		var url, request, owner, manifestKey, manifest string
+		err := tx.QueryRow(ctx, sqlLockDelayed, id).Scan(&url, &request, &owner, &manifestKey, &manifest)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // taken by another process, or fired already
 		}
@@ -178,6 +152,11 @@ func (s *Sender) fireDelayedRow(ctx context.Context, log *zap.Logger, id int64) 
 		e, failure, err := s.fireOne(ctx, tx, id, url, request)
 		if err != nil {
 			return err
+		}
+		if owner != "" {
+			if err := writeScheduledStatus(ctx, tx, owner, manifestKey, manifest, failure); err != nil {
+				return err
+			}
 		}
 		if failure != "" {
 			log.Warn("delayed send cannot be delivered; kept in delayed_sends with last_error",

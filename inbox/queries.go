@@ -18,6 +18,10 @@ var queries = sqlfile.MustLoad("inbox", queryFiles)
 var (
 	// delayed.go
 	sqlInsertDelayed        = queries.Get("InsertDelayed")
+	sqlCancelScheduled      = queries.Get("CancelScheduled")
+	sqlInsertScheduled      = queries.Get("InsertScheduled")
+	sqlCountScheduledBy     = queries.Get("CountScheduledBy")
+	sqlHasScheduled         = queries.Get("HasScheduled")
 	sqlDueDelayed           = queries.Get("DueDelayed")
 	sqlSecondsToNextDelayed = queries.Get("SecondsToNextDelayed")
 	sqlLockDelayed          = queries.Get("LockDelayed")

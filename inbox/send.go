@@ -81,6 +81,8 @@ type Sender struct {
 	limits   Limits
 	now      func() time.Time
 	unpaused func(url, entityType string)
+	// beforeSend runs before a valid send is appended or stored (SetBeforeSend).
+	beforeSend func(ctx context.Context, e *entity.Entity, t *entity.Type) error
 	// delayedPoke wakes RunDelayed when a delayed send is stored.
 	delayedPoke chan struct{}
 }
@@ -88,6 +90,13 @@ type Sender struct {
 // OnUnpause registers fn to hear about entities a send moved from paused to idle (their
 // handlers have work again).
 func (s *Sender) OnUnpause(fn func(url, entityType string)) { s.unpaused = fn }
+
+// SetBeforeSend registers fn to run for every valid send (immediate or delayed) before
+// it is appended or stored; an error fails the send. t is e's current type (nil when it
+// was deleted). The server links the entity to its type's dispatch targets with it.
+func (s *Sender) SetBeforeSend(fn func(ctx context.Context, e *entity.Entity, t *entity.Type) error) {
+	s.beforeSend = fn
+}
 
 // NewSender returns a Sender.
 func NewSender(registry *entity.Registry, streams *streamdb.Store, limits Limits) *Sender {
@@ -209,6 +218,11 @@ func (s *Sender) Send(ctx context.Context, e *entity.Entity, req *SendRequest) (
 			return nil, entity.ErrNotRunning
 		}
 		return nil, err
+	}
+	if s.beforeSend != nil {
+		if err := s.beforeSend(ctx, e, t); err != nil {
+			return nil, err
+		}
 	}
 	p := s.Prepare(req)
 	res, err := s.streams.Append(ctx, s.appendRequest(e, p))

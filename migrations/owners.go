@@ -34,6 +34,12 @@ var Owners = map[string]string{
 	"stream_grants":           "authz",
 	"wake_registrations":      "wakereg",
 	"wake_sources":            "wakereg",
+	"users":                   "authz",
+	"shared_state_links":      "authz",
+	"cron_streams":            "schedule",
+	"cron_schedules":          "schedule",
+	"entity_observations":     "membership",
+	"observation_members":     "membership",
 }
 
 // Published are read-only views an owner offers to other packages for joins (see
@@ -44,4 +50,9 @@ var Published = map[string]string{
 	// the rows of Electric shapes, in Electric's text encoding (migration 016)
 	"entity_shape_rows":      "entity",
 	"entity_type_shape_rows": "entity",
+	// the shapes Electric's web UI reads besides those (migration 025)
+	"runner_shape_rows":             "remote",
+	"runner_diagnostics_shape_rows": "remote",
+	"user_shape_rows":               "authz",
+	"entity_permission_shape_rows":  "authz",
 }

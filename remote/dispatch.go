@@ -7,6 +7,8 @@ import (
 	"errors"
 	"net/http"
 
+	"go.uber.org/zap"
+
 	"github.com/entityd/entityd/dssub"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/entitypath"
@@ -22,6 +24,19 @@ import (
 type Dispatch struct {
 	Subs     *dssub.Service
 	Registry *entity.Registry
+	// Store and Log serve the links made on send (BeforeSend); without Store, entities
+	// are linked at spawn only.
+	Store *streamdb.Store
+	Log   *zap.Logger
+
+	sent sendLinks // entities linked on send, by type revision
+}
+
+// refusal reports an error of ours that refuses a link (an httpx error), not a failure
+// of the database.
+func refusal(err error) bool {
+	var he *httpx.Error
+	return errors.As(err, &he)
 }
 
 // subscriptionFor names the subscription of an entity's target as the reference does:

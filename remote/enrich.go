@@ -47,6 +47,9 @@ func notification(ctx context.Context, registry *entity.Registry, w dssub.WakeCo
 	if notWoken(e) {
 		return nil, dssub.ErrNotWanted
 	}
+	if err := markRunning(ctx, registry, e); err != nil {
+		return nil, err
+	}
 	out := map[string]any{
 		"consumerId":     w.WakeID,
 		"consumer_id":    w.WakeID,

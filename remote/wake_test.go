@@ -43,7 +43,7 @@ func TestWebhookWakeClaimWriteDone(t *testing.T) {
 	// list too (depending on when the subscription saw it); the main stream is pending.
 	var s0 map[string]any
 	for _, s := range b["streams"].([]any) {
-		if s.(map[string]any)["path"] == "chat/a/main" { // the protocol's relative path stays
+		if s.(map[string]any)["path"] == "/chat/a/main" { // as Electric writes it
 			s0 = s.(map[string]any)
 		}
 	}
@@ -146,7 +146,7 @@ func TestWriteTokenCoversTheWakesStreams(t *testing.T) {
 	w := e.next()
 	listed := 0
 	for _, s := range w.body["streams"].([]any) {
-		if s.(map[string]any)["path"] == "pair/b/main" || s.(map[string]any)["path"] == "pair/a/main" {
+		if s.(map[string]any)["path"] == "/pair/b/main" || s.(map[string]any)["path"] == "/pair/a/main" {
 			listed++
 		}
 	}
@@ -157,7 +157,7 @@ func TestWriteTokenCoversTheWakesStreams(t *testing.T) {
 	wt := r.json(t)["writeToken"].(string)
 	ev := `{"type":"text","key":"k","value":{},"headers":{"operation":"insert"}}`
 	for _, s := range w.body["streams"].([]any) {
-		path := "/" + s.(map[string]any)["path"].(string)
+		path := s.(map[string]any)["path"].(string)
 		if !strings.HasSuffix(path, "/main") {
 			continue // the pattern also follows the slash-command collections
 		}

@@ -23,8 +23,10 @@ import (
 	"github.com/entityd/entityd/internal/quota"
 	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/mcpserve"
+	"github.com/entityd/entityd/membership"
 	"github.com/entityd/entityd/remote"
 	"github.com/entityd/entityd/runtime"
+	"github.com/entityd/entityd/schedule"
 	"github.com/entityd/entityd/shapes"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
@@ -33,16 +35,18 @@ import (
 
 // Assembly is an entityd's parts, wired.
 type Assembly struct {
-	Store    *streamdb.Store
-	Registry *entity.Registry
-	Sender   *inbox.Sender
-	Runtime  *runtime.Runtime
-	Wake     *wake.Dispatcher
-	Subs     *dssub.Service
-	API      *api.Server
-	Shapes   *shapes.Service
-	MCP      *mcpserve.Service
-	Wakes    *wakereg.Service
+	Store     *streamdb.Store
+	Registry  *entity.Registry
+	Sender    *inbox.Sender
+	Runtime   *runtime.Runtime
+	Wake      *wake.Dispatcher
+	Subs      *dssub.Service
+	API       *api.Server
+	Shapes    *shapes.Service
+	Schedules *schedule.Service
+	Members   *membership.Service
+	MCP       *mcpserve.Service
+	Wakes     *wakereg.Service
 }
 
 // Assemble builds every part of the server over a migrated pool, in dependency order,
@@ -89,8 +93,15 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 		subOpts.Outbound.NoLoopback, subOpts.OpaqueErrors = true, true
 	}
 	subOpts.Enrich = remote.Enricher(a.Registry) // webhook wakes of entity streams carry Electric's context
+	subOpts.WakeEnded = remote.WakeEnded         // and the entity is running until its wake ends
+	attempts := s.cfg.Wake.MaxAttempts
+	if attempts <= 0 {
+		attempts = wake.DefaultMaxAttempts
+	}
+	subOpts.GiveUp = remote.GiveUpRule(attempts) // the poison-message rule of in-process handlers
 	a.Subs = dssub.New(a.Store, subOpts)
-	dispatch := &remote.Dispatch{Registry: a.Registry, Subs: a.Subs}
+	dispatch := &remote.Dispatch{Registry: a.Registry, Subs: a.Subs, Store: a.Store, Log: s.log}
+	a.Sender.SetBeforeSend(dispatch.BeforeSend) // link on send too, as the reference does
 	a.Registry.SetEndHook(func(ctx context.Context, tx *streamdb.Tx, url, status string) error {
 		if err := wake.NotifyEnd(ctx, tx, url, status); err != nil {
 			return err
@@ -127,6 +138,10 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	a.API.SetDispatcher(a.Wake)
 	a.Wakes = wakereg.New(a.Store, sourceEntity(a.Registry), wakereg.Options{Logger: s.log})
 	a.API.SetWakes(a.Wakes)
+	a.Schedules = schedule.New(a.Store, a.Registry, a.Sender, s.log.Named("schedule"))
+	a.API.SetSchedules(a.Schedules)
+	a.Members = membership.New(a.Store, a.Registry, checker, s.log.Named("membership"))
+	a.API.SetMembership(a.Members)
 	a.API.MountRoutes(strings.TrimSuffix(dssub.ControlPrefix, "/"), a.Subs.Routes)
 	a.API.MountRoutes(strings.TrimSuffix(dssub.AliasControlPrefix, "/"), a.Subs.Routes)
 	a.API.MountRoutes(strings.TrimSuffix(remote.CallbackPrefix, "/"), (&remote.Callbacks{Subs: a.Subs,
@@ -170,6 +185,8 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 		{"wake delivery", a.Wake},
 		{"cross-entity wakes", a.Wakes},
 		{"delayed sends", &lifecycle.Loop{Run: func(ctx context.Context) { a.Sender.RunDelayed(ctx, s.log.Named("delayed")) }}},
+		{"cron ticks", &lifecycle.Loop{Run: a.Schedules.RunCron}},
+		{"tag observations", &lifecycle.Loop{Run: a.Members.Run}},
 		{"retention", &lifecycle.Loop{Run: jan.run}},
 	} {
 		if err := services.Start(ctx, svc.svc); err != nil {

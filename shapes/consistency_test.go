@@ -26,6 +26,25 @@ type client struct {
 	seen   map[string]int // messages per key
 	offset string
 	handle string
+	// the snapshot-end that closed the snapshot: every change after it is of a
+	// transaction it did not see (else the client would await that txid's change for
+	// ever, or apply it twice)
+	snapEnd map[string]any
+}
+
+// visibleIn is Electric's isVisibleInSnapshot.
+func visibleIn(txid float64, end map[string]any) bool {
+	var xmin, xmax float64
+	_, _ = fmt.Sscan(end["xmin"].(string), &xmin)
+	_, _ = fmt.Sscan(end["xmax"].(string), &xmax)
+	for _, x := range end["xip_list"].([]any) {
+		var v float64
+		_, _ = fmt.Sscan(x.(string), &v)
+		if v == txid {
+			return false
+		}
+	}
+	return txid < xmin || txid < xmax
 }
 
 func newClient(e *env, table string) *client {
@@ -52,12 +71,22 @@ func (c *client) next() (reply, bool) {
 	up := false
 	for _, m := range r.msgs {
 		h := m["headers"].(map[string]any)
+		if h["control"] == "snapshot-end" {
+			require.Nil(c.e.t, c.snapEnd, "one snapshot-end per snapshot: %s", r.raw)
+			c.snapEnd = h
+			continue
+		}
 		if h["control"] == "up-to-date" {
 			up = true
 			continue
 		}
 		key := m["key"].(string)
 		c.seen[key]++
+		if c.snapEnd != nil { // a change after the snapshot
+			txids, _ := h["txids"].([]any)
+			require.Len(c.e.t, txids, 1, "a change names its transaction: %s", r.raw)
+			require.False(c.e.t, visibleIn(txids[0].(float64), c.snapEnd), "a change after the snapshot is of a transaction it did not see: %v after %v", txids, c.snapEnd)
+		}
 		row, held := c.rows[key]
 		switch op := h["operation"]; op {
 		case "insert":

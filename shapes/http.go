@@ -51,7 +51,7 @@ func (s *Service) parse(ctx context.Context, r *http.Request) (*request, error) 
 	}
 	t := tables[strings.TrimPrefix(name, "public.")]
 	if t == nil {
-		return nil, httpx.New(http.StatusForbidden, codeTableNotAllowed, "Table "+strconv.Quote(name)+" is not available as a shape (entities, entity_types)")
+		return nil, httpx.New(http.StatusForbidden, codeTableNotAllowed, "Table "+strconv.Quote(name)+" is not available as a shape ("+tableNames+")")
 	}
 	v := &view{t: t, cols: t.columns}
 	if c := q.Get("columns"); c != "" {
@@ -221,6 +221,7 @@ func (s *Service) afterSnapshotPage(ctx context.Context, w http.ResponseWriter, 
 	if err != nil {
 		return nil, "", err
 	}
+	page = append(page, snapshotEnd(c.seen))
 	out, err := s.scope(ctx, v.t.name, append(page, changed...))
 	if err != nil {
 		return nil, "", err
@@ -238,20 +239,20 @@ func (s *Service) scope(ctx context.Context, table string, out []message) ([]mes
 	if s.opts.Scope == nil {
 		return out, nil
 	}
-	var pks []string
+	var rows []Row
 	for _, m := range out {
 		if m.pk != "" {
-			pks = append(pks, m.pk)
+			rows = append(rows, Row{Key: m.pk, Values: m.row, Deleted: m.Headers["operation"] == "delete"})
 		}
 	}
-	if len(pks) == 0 {
+	if len(rows) == 0 {
 		return out, nil // no rows: not even the caller's grants need loading (a waiting live read)
 	}
 	visible, err := s.opts.Scope(ctx, table)
 	if err != nil {
 		return nil, err
 	}
-	shown, err := visible(ctx, pks)
+	shown, err := visible(ctx, rows)
 	if err != nil {
 		return nil, err
 	}

@@ -40,14 +40,27 @@ func parsePosition(s string) (position, bool) {
 
 // message is one entry of a shape response.
 type message struct {
-	pk      string          // the row's primary key (scoping); not sent
-	Key     string          `json:"key,omitempty"`
-	Value   json.RawMessage `json:"value,omitempty"`
-	Headers map[string]any  `json:"headers"`
+	pk      string             // the row's primary key (scoping); not sent
+	row     map[string]*string // every stored column of the row (scoping); not sent
+	Key     string             `json:"key,omitempty"`
+	Value   json.RawMessage    `json:"value,omitempty"`
+	Headers map[string]any     `json:"headers"`
 }
 
 func upToDate(p position) message {
 	return message{Headers: map[string]any{"control": "up-to-date", "global_last_seen_lsn": strconv.FormatUint(p.txid, 10)}}
+}
+
+// snapshotEnd ends a snapshot as Electric's sync service does: the Postgres snapshot
+// its rows are as of, so a client awaiting a txid the snapshot saw (its change is in the
+// rows, and never comes as a change message) knows it has it.
+func snapshotEnd(s snap) message {
+	xip := make([]string, len(s.xip))
+	for i, x := range s.xip {
+		xip[i] = strconv.FormatUint(x, 10)
+	}
+	return message{Headers: map[string]any{"control": "snapshot-end",
+		"xmin": strconv.FormatUint(s.xmin, 10), "xmax": strconv.FormatUint(s.xmax, 10), "xip_list": xip}}
 }
 
 // view is what a shape request selects: a table, its rows that pass a where, the
@@ -59,14 +72,13 @@ type view struct {
 }
 
 // row renders a stored value (all columns, text-encoded) as the view shows it, or
-// reports that the row is outside the view.
-func (v *view) row(value []byte, op string) (json.RawMessage, bool, error) {
-	var all map[string]*string
+// reports that the row is outside the view; all is every stored column.
+func (v *view) row(value []byte, op string) (_ json.RawMessage, in bool, all map[string]*string, err error) {
 	if err := json.Unmarshal(value, &all); err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	if op != "delete" && !v.where.match(all) {
-		return nil, false, nil
+		return nil, false, all, nil
 	}
 	out := make(map[string]*string, len(v.cols))
 	for _, c := range v.cols {
@@ -76,7 +88,7 @@ func (v *view) row(value []byte, op string) (json.RawMessage, bool, error) {
 		out[c] = all[c]
 	}
 	b, err := json.Marshal(out)
-	return b, true, err
+	return b, true, all, err
 }
 
 // offset is where a client continues in shape_log: it holds every change at or before
@@ -179,7 +191,7 @@ func readChanges(rows pgx.Rows, v *view) (out []message, last position, n int, e
 			return nil, last, 0, fmt.Errorf("shapes: txid %q: %w", txid, err)
 		}
 		last = position{t, id}
-		val, in, err := v.row(value, op)
+		val, in, all, err := v.row(value, op)
 		if err != nil {
 			return nil, last, 0, err
 		}
@@ -190,12 +202,15 @@ func readChanges(rows pgx.Rows, v *view) (out []message, last position, n int, e
 				continue
 			}
 			op = "delete"
-			if val, _, err = v.row(value, "delete"); err != nil {
+			if val, _, _, err = v.row(value, "delete"); err != nil {
 				return nil, last, 0, err
 			}
 		}
-		out = append(out, message{pk: key, Key: v.t.keyOf(key), Value: val,
-			Headers: map[string]any{"operation": op, "relation": []string{"public", v.t.name}}})
+		// txids names the transaction that made the change, as Electric's sync service
+		// does: the txid the HTTP API answered for that write (a spawn's, a signal's, a
+		// tag's), which clients await (awaitTxId) before trusting their optimistic state.
+		out = append(out, message{pk: key, row: all, Key: v.t.keyOf(key), Value: val,
+			Headers: map[string]any{"operation": op, "relation": []string{"public", v.t.name}, "txids": []uint64{t}}})
 	}
 	return out, last, n, rows.Err()
 }

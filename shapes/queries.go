@@ -24,4 +24,9 @@ var (
 	sqlEntityRows     = queries.Get("EntityRows")
 	sqlEntityTypeRows = queries.Get("EntityTypeRows")
 	sqlTrimLog        = queries.Get("TrimLog")
+
+	sqlRunnerRows            = queries.Get("RunnerRows")
+	sqlRunnerDiagnosticsRows = queries.Get("RunnerDiagnosticsRows")
+	sqlUserRows              = queries.Get("UserRows")
+	sqlEntityPermissionRows  = queries.Get("EntityPermissionRows")
 )

@@ -28,10 +28,18 @@ type Options struct {
 	// Live, when closed, ends every live request at once (the server is shutting down).
 	Live   <-chan struct{}
 	Logger *zap.Logger
-	// Scope returns which rows of table the request's caller may see: given the primary
-	// keys of a response's rows, the visible ones (entities it may read, types it may
-	// spawn). Nil shows every row.
-	Scope func(ctx context.Context, table string) (func(ctx context.Context, pks []string) (map[string]bool, error), error)
+	// Scope returns which rows of table the request's caller may see: given a
+	// response's rows, the primary keys of the visible ones (entities it may read, types
+	// it may spawn, its own runners). Nil shows every row.
+	Scope func(ctx context.Context, table string) (func(ctx context.Context, rows []Row) (map[string]bool, error), error)
+}
+
+// Row is a row a response would show: its primary key and every stored column
+// (text-encoded, nil for NULL; a delete's is the row's last value when the log kept it).
+type Row struct {
+	Key     string
+	Values  map[string]*string
+	Deleted bool // the change is the row's delete
 }
 
 // Service serves shapes; it is a lifecycle service (its watcher runs while started).

@@ -78,8 +78,8 @@ func apply(rows map[string]map[string]any, msgs []map[string]any) bool {
 	up := false
 	for _, m := range msgs {
 		h := m["headers"].(map[string]any)
-		if h["control"] == "up-to-date" {
-			up = true
+		if c, ok := h["control"]; ok { // up-to-date, snapshot-end
+			up = up || c == "up-to-date"
 			continue
 		}
 		key := m["key"].(string)

@@ -235,12 +235,12 @@ func pageRows(ctx context.Context, q querier, v *view, after string, limit int) 
 		}
 		n++
 		last = key
-		val, in, err := v.row(value, "insert")
+		val, in, all, err := v.row(value, "insert")
 		if err != nil {
 			return nil, "", false, err
 		}
 		if in {
-			out = append(out, message{pk: key, Key: v.t.keyOf(key), Value: val,
+			out = append(out, message{pk: key, row: all, Key: v.t.keyOf(key), Value: val,
 				Headers: map[string]any{"operation": "insert", "relation": []string{"public", v.t.name}}})
 		}
 	}

@@ -12,6 +12,15 @@ const (
 	AccessEntity AccessKind = "entity"
 	// AccessWake: written by the server only; read by its owner (a runner's wake stream).
 	AccessWake AccessKind = "wake"
+	// AccessShared: a shared-state stream (/_electric/shared-state/<id>), used by the
+	// principals that may read or write an entity linked to it.
+	AccessShared AccessKind = "shared"
+	// AccessCron: a cron stream (/_cron/<spec>): read by any authenticated principal,
+	// written by the server only.
+	AccessCron AccessKind = "cron"
+	// AccessMembers: a tag-membership stream (/_entities/<ref>): read by its owner (the
+	// principal it was made for), written by the server only.
+	AccessMembers AccessKind = "members"
 )
 
 // Access is what is recorded about a stream for deciding who may use it: set when the

@@ -209,9 +209,16 @@ func ackError(err error) error {
 	return err
 }
 
-// finishStop completes a graceful stop after the SIGTERM wake: the entity becomes
-// stopped, its streams close, and its observers hear about it.
+// finishStop completes a graceful stop after the SIGTERM wake (FinishStop).
 func (d *Dispatcher) finishStop(ctx context.Context, tx *streamdb.Tx, url string) error {
+	return FinishStop(ctx, tx, url)
+}
+
+// FinishStop completes a graceful stop inside tx, once the handler's wake that follows
+// the SIGTERM is over: a stopping entity becomes stopped, its streams close, and its
+// observers hear about it. An entity that is not stopping is left as it is. Remote
+// handlers' stops finish here too, on their wake's done.
+func FinishStop(ctx context.Context, tx *streamdb.Tx, url string) error {
 	stopped, err := entity.FinishStop(ctx, tx, url)
 	if err != nil || !stopped {
 		return err

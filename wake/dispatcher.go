@@ -13,6 +13,10 @@ import (
 	"github.com/entityd/entityd/streamdb"
 )
 
+// DefaultMaxAttempts is how many times failing work is tried when Options.MaxAttempts
+// is not set (the poison-message rule; remote handlers' wakes follow it too).
+const DefaultMaxAttempts = 5
+
 // Options tune delivery. Zero values take the defaults.
 type Options struct {
 	// Lease is how long this process's claims outlive its last heartbeat: after a crash,
@@ -50,7 +54,7 @@ func (o *Options) setDefaults() {
 	def(&o.HandlerTimeout, 5*time.Minute)
 	def(&o.SweepInterval, 5*time.Second)
 	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = 5
+		o.MaxAttempts = DefaultMaxAttempts
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()

@@ -75,6 +75,8 @@ type config struct {
 	QuotaGrants        int
 	QuotaStreams       int
 	QuotaWakes         int
+	QuotaSchedules     int
+	QuotaObservations  int
 	MaxTagsPerEntity   int
 }
 
@@ -163,6 +165,8 @@ func loadConfig(args []string) (*config, error) {
 	num(&c.QuotaGrants, "quota-grants", "ENTITYD_QUOTA_GRANTS", q.Grants, "most grants one principal may make (429 beyond; 0: no limit)")
 	num(&c.QuotaStreams, "quota-streams", "ENTITYD_QUOTA_STREAMS", q.Streams, "most plain streams one principal may own (429 beyond; 0: no limit)")
 	num(&c.QuotaWakes, "quota-wake-registrations", "ENTITYD_QUOTA_WAKE_REGISTRATIONS", q.WakeRegistrations, "most cross-entity wake registrations one principal may make (429 beyond; 0: no limit)")
+	num(&c.QuotaSchedules, "quota-schedules", "ENTITYD_QUOTA_SCHEDULES", q.Schedules, "most schedules (cron, pending future_send) one principal may make (429 beyond; 0: no limit)")
+	num(&c.QuotaObservations, "quota-observations", "ENTITYD_QUOTA_OBSERVATIONS", q.Observations, "most tag observations made for one principal (429 beyond; 0: no limit)")
 	num(&c.MaxTagsPerEntity, "max-tags-per-entity", "ENTITYD_MAX_TAGS_PER_ENTITY", q.TagsPerEntity, "most tags on one entity (429 beyond; 0: no limit)")
 	str(&c.DatabaseURL, "database-url", "DATABASE_URL", "", "Postgres URL; empty starts a private cluster under --data-dir")
 	str(&c.DataDir, "data-dir", "ENTITYD_DATA_DIR", "./.entityd", "directory of the embedded Postgres cluster (used without DATABASE_URL)")
@@ -182,7 +186,7 @@ func loadConfig(args []string) (*config, error) {
 	num(&c.DBMaxConns, "db-max-conns", "ENTITYD_DB_MAX_CONNS", 32, "size of the Postgres connection pool")
 	num(&c.CommitLanes, "commit-lanes", "ENTITYD_COMMIT_LANES", 2, "concurrent group-commit transactions for appends")
 	dur(&c.WakeLease, "wake-lease", "ENTITYD_WAKE_LEASE", 10*time.Second, "how long a crashed process keeps its entities before others redeliver their work")
-	num(&c.WakeMaxAttempts, "wake-max-attempts", "ENTITYD_WAKE_MAX_ATTEMPTS", 5, "handler attempts per message before it is marked failed")
+	num(&c.WakeMaxAttempts, "wake-max-attempts", "ENTITYD_WAKE_MAX_ATTEMPTS", 5, "handler attempts per message before it is marked failed (remote handlers: failed wakes in a row before their work is set aside)")
 	dur(&c.WakeBackoff, "wake-backoff", "ENTITYD_WAKE_BACKOFF", 200*time.Millisecond, "delay before the first retry of a failed handler (doubles each time, up to 30s)")
 	dur(&c.HandlerTimeout, "handler-timeout", "ENTITYD_HANDLER_TIMEOUT", 5*time.Minute, "longest a handler may run before its wake fails")
 	dur(&c.WebhookTimeout, "webhook-timeout", "ENTITYD_WEBHOOK_TIMEOUT", 10*time.Second, "longest one webhook delivery may take; also how long one may wait for a free slot")
@@ -276,7 +280,7 @@ func (c *config) quotas() quota.Limits {
 	}
 	return quota.Limits{Types: off(c.QuotaTypes), Runners: off(c.QuotaRunners), Subscriptions: off(c.QuotaSubscriptions),
 		Grants: off(c.QuotaGrants), Streams: off(c.QuotaStreams), TagsPerEntity: off(c.MaxTagsPerEntity),
-		WakeRegistrations: off(c.QuotaWakes)}
+		WakeRegistrations: off(c.QuotaWakes), Schedules: off(c.QuotaSchedules), Observations: off(c.QuotaObservations)}
 }
 
 // publicStreamPrefixes are the configured public path prefixes, each a stream path.

@@ -35,11 +35,11 @@ UPDATE ds_subscription_streams l SET wake_seq = k.seq, wake_pos = k.pos
     AND (k.seq IS NOT NULL OR l.wake_seq IS NOT NULL)
 
 -- name: AckSnapshot
-UPDATE ds_subscription_streams SET acked_seq = wake_seq, acked_pos = wake_pos
+UPDATE ds_subscription_streams SET acked_seq = wake_seq, acked_pos = wake_pos, failures = 0
   WHERE subscription_id = $1 AND wake_seq IS NOT NULL AND (wake_seq, wake_pos) > (acked_seq, acked_pos)
 
 -- name: UpdateAcked
-UPDATE ds_subscription_streams SET acked_seq = $3, acked_pos = $4,
+UPDATE ds_subscription_streams SET acked_seq = $3, acked_pos = $4, failures = 0,
     stream_id = coalesce($5, stream_id)
   WHERE subscription_id = $1 AND path = $2
 

@@ -18,9 +18,12 @@ UPDATE entities SET status = $2, updated_at = now()
 SELECT pg_current_xact_id()::text::bigint
 
 -- name: InsertEntity
+-- Spawn args are {} when the spawn gave none, and the type's default dispatch policy is
+-- kept as the entity's (the entities shape shows both, as the reference stores them).
 INSERT INTO entities (url, type, instance_id, status, stream_id,
-    write_token, tags, spawn_args, parent, created_by, type_revision, inbox_schemas, state_schemas, commands_revision)
-  VALUES ($1, $2, $3, $13, $4, $5, $6, $7, $8, $9, $10, $11, $12, $10)
+    write_token, tags, spawn_args, parent, created_by, type_revision, inbox_schemas, state_schemas, commands_revision,
+    dispatch_policy)
+  VALUES ($1, $2, $3, $13, $4, $5, $6, coalesce($7::json, '{}'), $8, $9, $10, $11, $12, $10, $14)
   ON CONFLICT (url) DO NOTHING RETURNING {{entityColumns}}
 
 -- name: SelectEntity

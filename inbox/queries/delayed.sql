@@ -13,7 +13,8 @@ SELECT extract(epoch FROM min(fire_at) - now())::float8
   FROM delayed_sends WHERE completed_at IS NULL
 
 -- name: LockDelayed
-SELECT entity_url, request::text FROM delayed_sends
+SELECT entity_url, request::text, coalesce(owner_url, ''), coalesce(manifest_key, ''), coalesce(manifest::text, '')
+  FROM delayed_sends
   WHERE id = $1 AND completed_at IS NULL AND fire_at <= now() FOR UPDATE SKIP LOCKED
 
 -- name: FailDelayed
@@ -25,3 +26,19 @@ DELETE FROM delayed_sends WHERE id = $1
 -- name: GiveUpDelayed
 UPDATE delayed_sends SET completed_at = now(), last_error = $2
   WHERE id = $1 AND completed_at IS NULL
+
+-- name: CancelScheduled
+-- The pending future_send of owner $1's schedule $2 (replaced or deleted).
+DELETE FROM delayed_sends WHERE owner_url = $1 AND manifest_key = $2 AND completed_at IS NULL
+
+-- name: InsertScheduled
+INSERT INTO delayed_sends (entity_url, fire_at, request, owner_url, manifest_key, manifest, created_by)
+  VALUES ($1, $2, $3, $4, $5, $6, $7)
+
+-- name: CountScheduledBy
+-- How many pending future_send schedules principal $1 made, counted up to $2.
+SELECT count(*) FROM (
+  SELECT 1 FROM delayed_sends WHERE created_by = $1 AND completed_at IS NULL LIMIT $2) pending
+
+-- name: HasScheduled
+SELECT EXISTS (SELECT 1 FROM delayed_sends WHERE owner_url = $1 AND manifest_key = $2 AND completed_at IS NULL)

@@ -28,3 +28,12 @@ var (
 func init() {
 	Registry.MustRegister(WebhookDeliveriesWaiting, WebhookSlotWait, WebhookDeliveriesRefused)
 }
+
+// WakesSetAside counts work of a subscription's stream given up on after failed wakes
+// (dssub's give-up rule: Electric's entities).
+var WakesSetAside = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "entityd_subscription_work_set_aside_total",
+	Help: "Streams' work given up on (acknowledged and recorded) after their wakes failed the give-up rule's attempts.",
+})
+
+func init() { Registry.MustRegister(WakesSetAside) }

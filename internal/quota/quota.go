@@ -1,5 +1,6 @@
 // Package quota bounds what one principal may create: entity types, runners,
-// subscriptions, grants and plain streams, and the tags of one entity. Every shared
+// subscriptions, grants, plain streams, schedules and tag observations, and the tags of one
+// entity. Every shared
 // resource has a budget per tenant; without these, one principal with a token could
 // fill the database (and every list the others page through). The owners of the tables
 // count; this package holds the limits and the one answer beyond them: 429
@@ -25,12 +26,14 @@ type Limits struct {
 	// WakeRegistrations are cross-entity wakes a principal registered (POST
 	// /_electric/wake, a spawn's wake)
 	WakeRegistrations int
+	Schedules         int // cron schedules and pending future_sends a principal made
+	Observations      int // tag observations (/_entities/<ref>) made for a principal
 }
 
 // Defaults are generous for one tenant's real use and small beside a database.
 func Defaults() Limits {
 	return Limits{Types: 1_000, Runners: 100, Subscriptions: 1_000, Grants: 10_000, Streams: 100_000, TagsPerEntity: 256,
-		WakeRegistrations: 100_000}
+		WakeRegistrations: 100_000, Schedules: 10_000, Observations: 1_000}
 }
 
 // CodeExceeded is the error code of a refused creation.

@@ -1,6 +1,7 @@
 package rawjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"unicode/utf8"
@@ -151,4 +152,62 @@ func Ordered(data []byte) (keys []string, values map[string][]byte, err error) {
 		values[m.Key] = m.Value
 	}
 	return keys, values, nil
+}
+
+// Span is one member of a JSON object by position: data[KeyStart:KeyEnd] is its key (the
+// string token, quotes included), data[ValueStart:ValueEnd] its value.
+type Span struct {
+	KeyStart, KeyEnd, ValueStart, ValueEnd int
+}
+
+// KeyIs reports whether the key of member sp of data is key, without allocating unless
+// the key is written with escapes.
+func KeyIs(data []byte, sp Span, key string) bool {
+	tok := data[sp.KeyStart:sp.KeyEnd]
+	if len(tok) < 2 {
+		return false
+	}
+	inner := tok[1 : len(tok)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner) == key
+	}
+	k, err := stringValue(tok)
+	return err == nil && k == key
+}
+
+// ObjectSpans is SplitObject by position, for callers that look for a few members or
+// rewrite one in place; close is the index of the object's closing brace. spans is
+// appended to (pass a reused buffer to spare allocations). data must be valid JSON.
+func ObjectSpans(data []byte, spans []Span) (_ []Span, close int, err error) {
+	i := SkipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return nil, 0, ErrNotObject
+	}
+	i++
+	for {
+		i = SkipSpace(data, i)
+		if i >= len(data) {
+			return nil, 0, ErrNotObject
+		}
+		if data[i] == '}' {
+			return spans, i, nil
+		}
+		if data[i] == ',' {
+			i++
+			continue
+		}
+		if data[i] != '"' {
+			return nil, 0, ErrNotObject
+		}
+		keyStart := i
+		keyEnd := SkipString(data, i)
+		i = SkipSpace(data, keyEnd)
+		if i >= len(data) || data[i] != ':' {
+			return nil, 0, ErrNotObject
+		}
+		i = SkipSpace(data, i+1)
+		end := skipValue(data, i)
+		spans = append(spans, Span{KeyStart: keyStart, KeyEnd: keyEnd, ValueStart: i, ValueEnd: end})
+		i = end
+	}
 }

@@ -7,6 +7,7 @@ package testserver
 import (
 	"context"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,6 +58,8 @@ type Server struct {
 	API      *api.Server
 	MCP      *mcpserve.Service
 	HTTP     *httptest.Server
+
+	stop func()
 }
 
 // Start starts a server and stops it when the test ends.
@@ -90,16 +93,25 @@ func Start(t testing.TB, opts Options) *Server {
 		t.Fatalf("testserver: assemble: %v", err)
 	}
 	hs := httptest.NewServer(a.API.Handler())
-	t.Cleanup(func() {
-		a.API.Shutdown()
-		hs.Close()
-		a.API.Wait()
-		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		services.Stop(stopCtx)
-		pool.Close()
-	})
+	var stop sync.Once
 	store, registry, sender, apiServer := a.Store, a.Registry, a.Sender, a.API
-	return &Server{URL: hs.URL, DBURL: dbURL, Pool: pool, Streams: store, Registry: registry, Sender: sender,
+	srvOut := &Server{URL: hs.URL, DBURL: dbURL, Pool: pool, Streams: store, Registry: registry, Sender: sender,
 		API: apiServer, MCP: a.MCP, HTTP: hs}
+	srvOut.stop = func() {
+		stop.Do(func() {
+			a.API.Shutdown()
+			hs.Close()
+			a.API.Wait()
+			stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			services.Stop(stopCtx)
+			pool.Close()
+		})
+	}
+	t.Cleanup(srvOut.stop)
+	return srvOut
 }
+
+// Stop stops the server before the test ends (a process that goes away); the test's
+// cleanup does it otherwise.
+func (s *Server) Stop() { s.stop() }

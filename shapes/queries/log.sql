@@ -49,6 +49,18 @@ SELECT key, value::text FROM entity_shape_rows WHERE key > $1
 -- name: EntityTypeRows
 SELECT key, value::text FROM entity_type_shape_rows WHERE key > $1
 
+-- name: RunnerRows
+SELECT key, value::text FROM runner_shape_rows WHERE key > $1
+
+-- name: RunnerDiagnosticsRows
+SELECT key, value::text FROM runner_diagnostics_shape_rows WHERE key > $1
+
+-- name: UserRows
+SELECT key, value::text FROM user_shape_rows WHERE key > $1
+
+-- name: EntityPermissionRows
+SELECT key, value::text FROM entity_permission_shape_rows WHERE key > $1
+
 -- name: TrimLog
 -- Retention: drop up to 10,000 changes older than $1, remembering the newest
 -- transaction dropped (a client at or before it must start again).

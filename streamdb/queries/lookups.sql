@@ -9,6 +9,6 @@ SELECT data FROM stream_messages
 SELECT body_hash FROM stream_dedupe WHERE stream_id = $1 AND key = $2
 
 -- name: CountOwned
--- How many live plain streams principal $1 owns, counted up to $2.
+-- How many live plain and shared-state streams principal $1 created, counted up to $2.
 SELECT count(*) FROM (
-  SELECT 1 FROM streams WHERE owner_principal = $1 AND access_kind = 'plain' AND NOT soft_deleted LIMIT $2) owned
+  SELECT 1 FROM streams WHERE owner_principal = $1 AND access_kind IN ('plain', 'shared') AND NOT soft_deleted LIMIT $2) owned

@@ -1,0 +1,100 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/entityd/entityd/internal/rawjson"
+	"github.com/entityd/entityd/membership"
+	"github.com/entityd/entityd/schedule"
+	"github.com/entityd/entityd/streamdb"
+)
+
+// Bounds of a tag observation.
+const maxObservedTags = 32
+
+// SetMembership gives the server its tag observations (package membership).
+func (s *Server) SetMembership(m *membership.Service) { s.members = m }
+
+// ensureCronStream is POST /_electric/observations/cron/ensure-stream
+// {expression, timezone?} → {streamUrl}: the cron stream /_cron/<spec>, ticking.
+func (s *Server) ensureCronStream(w http.ResponseWriter, r *http.Request) error {
+	if s.schedules == nil {
+		return newError(http.StatusServiceUnavailable, CodeServiceUnavailable, "Cron observations are not served by this server")
+	}
+	b, err := s.readJSON(w, r)
+	if err != nil {
+		return err
+	}
+	b.only("expression", "timezone")
+	expr, ok := b.text("expression")
+	if !ok && !b.has("expression") {
+		b.details.Add("/expression", "must have required property 'expression'")
+	}
+	tz, _ := b.str("timezone")
+	if err := b.fail(); err != nil {
+		return err
+	}
+	spec, err := schedule.Resolve(expr, tz)
+	if err != nil {
+		return scheduleError(err)
+	}
+	path, err := s.schedules.EnsureCron(r.Context(), spec)
+	if err != nil {
+		return scheduleError(err)
+	}
+	var o rawjson.Object
+	o.String("streamUrl", path)
+	writeJSONBytes(w, o.Bytes())
+	return nil
+}
+
+// ensureEntitiesStream is POST /_electric/observations/entities/ensure-stream {tags?} →
+// {sourceRef, streamUrl}: the caller's membership stream of the entities with the tags.
+func (s *Server) ensureEntitiesStream(w http.ResponseWriter, r *http.Request) error {
+	if s.members == nil {
+		return newError(http.StatusServiceUnavailable, CodeServiceUnavailable, "Tag observations are not served by this server")
+	}
+	b, err := s.readJSON(w, r)
+	if err != nil {
+		return err
+	}
+	b.only("tags")
+	tags := b.stringMap("tags", maxTagKeyLength, maxTagValueLength)
+	if len(tags) > maxObservedTags {
+		b.details.Add("/tags", "must have at most 32 properties")
+	}
+	if err := b.fail(); err != nil {
+		return err
+	}
+	p := caller(r)
+	ref := membership.SourceRef(orNoTags(tags), p.Kind, p.URL())
+	if _, err := s.streams.Lookup(r.Context(), membership.Prefix+ref); errors.Is(err, streamdb.ErrNotFound) || errors.Is(err, streamdb.ErrGone) {
+		if err := s.quotas.observation(r.Context(), p); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	ref, path, err := s.members.Ensure(r.Context(), p, tags)
+	if err != nil {
+		return err
+	}
+	var o rawjson.Object
+	o.String("sourceRef", ref).String("streamUrl", path)
+	writeJSONBytes(w, o.Bytes())
+	return nil
+}
+
+func orNoTags(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+func writeJSONBytes(w http.ResponseWriter, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+}

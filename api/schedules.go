@@ -1,0 +1,185 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/entityd/entityd/authz"
+	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/internal/textpolicy"
+	"github.com/entityd/entityd/schedule"
+)
+
+// Schedule limits beyond the body size.
+const (
+	maxScheduleIDLength = 256
+	maxScheduleWaitMs   = 365 * 24 * 3600 * 1000 // debounceMs and timeoutMs
+)
+
+// SetSchedules gives the server its schedules (package schedule); without them the
+// schedule and observation routes answer 503.
+func (s *Server) SetSchedules(sch *schedule.Service) { s.schedules = sch }
+
+// putSchedule is PUT /_electric/entities/:type/:id/schedules/:scheduleId: a cron
+// schedule or a future_send, stored and written to the entity's manifest → {txid}.
+func (s *Server) putSchedule(w http.ResponseWriter, r *http.Request) error {
+	e, id, err := s.scheduleTarget(r)
+	if err != nil {
+		return err
+	}
+	b, err := s.readJSON(w, r)
+	if err != nil {
+		return err
+	}
+	typ, _ := b.enum("scheduleType", "cron", "future_send")
+	if !b.has("scheduleType") {
+		b.details.Add("/scheduleType", "must have required property 'scheduleType'")
+	}
+	if !b.has("payload") {
+		b.details.Add("/payload", "must have required property 'payload'")
+	}
+	switch typ {
+	case "cron":
+		return s.putCronSchedule(w, r, e, id, b)
+	case "future_send":
+		return s.putFutureSend(w, r, e, id, b)
+	}
+	return b.fail()
+}
+
+func (s *Server) putCronSchedule(w http.ResponseWriter, r *http.Request, e *entity.Entity, id string, b *body) error {
+	b.only("scheduleType", "expression", "timezone", "payload", "debounceMs", "timeoutMs")
+	expr, ok := b.text("expression")
+	if !ok && !b.has("expression") {
+		b.details.Add("/expression", "must have required property 'expression'")
+	}
+	tz, _ := b.str("timezone")
+	debounce := waitMs(b, "debounceMs")
+	timeout := waitMs(b, "timeoutMs")
+	if err := b.fail(); err != nil {
+		return err
+	}
+	spec, err := schedule.Resolve(expr, tz)
+	if err != nil {
+		return scheduleError(err)
+	}
+	if err := s.quotas.schedule(r.Context(), caller(r), e.URL, id); err != nil {
+		return err
+	}
+	txid, err := s.schedules.UpsertCron(r.Context(), e, schedule.CronRequest{ID: id, Spec: spec, Payload: b.raw("payload"),
+		DebounceMs: debounce, TimeoutMs: timeout, CreatedBy: caller(r).String()})
+	if err != nil {
+		return scheduleError(err)
+	}
+	return writeTxid(w, txid)
+}
+
+func (s *Server) putFutureSend(w http.ResponseWriter, r *http.Request, e *entity.Entity, id string, b *body) error {
+	b.only("scheduleType", "payload", "targetUrl", "fireAt", "messageType", "from")
+	fireAtText, ok := b.str("fireAt")
+	if !ok && !b.has("fireAt") {
+		b.details.Add("/fireAt", "must have required property 'fireAt'")
+	}
+	targetURL, _ := b.str("targetUrl")
+	b.maxLen("targetUrl", targetURL, maxURLLength)
+	msgType, _ := b.str("messageType")
+	from, _ := b.str("from")
+	if err := b.fail(); err != nil {
+		return err
+	}
+	sender := caller(r).URL()
+	if from != "" && from != sender {
+		return newError(http.StatusBadRequest, CodeInvalidRequest, "Request from must match Electric-Principal")
+	}
+	fireAt, err := time.Parse(time.RFC3339Nano, fireAtText)
+	if err != nil {
+		return newError(http.StatusBadRequest, CodeInvalidRequest, "Invalid fireAt timestamp: "+fireAtText)
+	}
+	if time.Until(fireAt) > inbox.MaxDelay {
+		return newError(http.StatusBadRequest, CodeInvalidRequest, "fireAt must be within 365 days")
+	}
+	target := e
+	if targetURL != "" && targetURL != e.URL {
+		// A schedule sends as its creator: it needs write on the target, as a send would.
+		if target, err = s.registry.Get(r.Context(), targetURL); errors.Is(err, entity.ErrNotFound) {
+			return newError(http.StatusNotFound, CodeNotFound, "Entity not found at "+targetURL)
+		} else if err != nil {
+			return err
+		}
+		ok, err := s.checker.Entity(r.Context(), caller(r), target, authz.Write)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return newError(http.StatusForbidden, CodeForbidden, "Principal is not allowed to write "+target.URL)
+		}
+	}
+	if err := s.quotas.schedule(r.Context(), caller(r), e.URL, id); err != nil {
+		return err
+	}
+	req := &inbox.SendRequest{Payload: b.raw("payload"), Type: msgType, Sender: sender}
+	txid, err := s.schedules.UpsertFutureSend(r.Context(), e, schedule.FutureSendRequest{ID: id, Target: target, Send: req,
+		FireAt: fireAt, MessageType: msgType, CreatedBy: caller(r).String()})
+	if err != nil {
+		return scheduleError(err)
+	}
+	return writeTxid(w, txid)
+}
+
+// deleteSchedule is DELETE /_electric/entities/:type/:id/schedules/:scheduleId → {txid}.
+func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request) error {
+	e, id, err := s.scheduleTarget(r)
+	if err != nil {
+		return err
+	}
+	txid, err := s.schedules.Delete(r.Context(), e, id)
+	if err != nil {
+		return scheduleError(err)
+	}
+	return writeTxid(w, txid)
+}
+
+func (s *Server) scheduleTarget(r *http.Request) (*entity.Entity, string, error) {
+	if s.schedules == nil {
+		return nil, "", newError(http.StatusServiceUnavailable, CodeServiceUnavailable, "Schedules are not served by this server")
+	}
+	if param(r, "type") == "principal" {
+		return nil, "", newError(http.StatusBadRequest, CodeInvalidRequest, "Principal entities cannot be scheduled")
+	}
+	e, err := s.entityAt(r)
+	if err != nil {
+		return nil, "", err
+	}
+	id := param(r, "scheduleId")
+	if id == "" || len(id) > maxScheduleIDLength || !textpolicy.Valid(id, textpolicy.Name) {
+		return nil, "", newError(http.StatusBadRequest, CodeInvalidRequest,
+			fmt.Sprintf("Schedule ids must be 1-%d bytes of UTF-8 without control characters", maxScheduleIDLength))
+	}
+	return e, id, nil
+}
+
+// waitMs reads an optional non-negative integer number of milliseconds.
+func waitMs(b *body, name string) *int64 {
+	f, ok := b.number(name)
+	if !ok {
+		return nil
+	}
+	if f < 0 || f > maxScheduleWaitMs || f != float64(int64(f)) {
+		b.details.Add("/"+name, fmt.Sprintf("must be an integer from 0 to %d", int64(maxScheduleWaitMs)))
+		return nil
+	}
+	n := int64(f)
+	return &n
+}
+
+func scheduleError(err error) error {
+	var invalid *schedule.InvalidError
+	if errors.As(err, &invalid) {
+		return newError(http.StatusBadRequest, CodeInvalidRequest, invalid.Message).
+			WithDetails(validationDetails("/"+invalid.Field, invalid.Message))
+	}
+	return sendError(err)
+}
