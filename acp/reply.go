@@ -27,8 +27,10 @@ const (
 
 // replyFollower streams the entity's reply to one message to the editor: it follows the
 // entity's main stream from the offset just after the message with long-polls, turns
-// every text event into an agent_message_chunk (one chunk per event, sent as it arrives,
-// so nothing is buffered), and stops when the handler's run for the message has ended.
+// the reply's text into agent_message_chunks (one chunk per text_delta event — how a
+// handler writes its reply, as Electric's runtime does — or per `text` event with a text
+// member, as older handlers wrote it; sent as it arrives, so nothing is buffered), and
+// stops when the handler's run for the message has ended.
 //
 // The run has ended when the wake status's scanned_seq reaches the message's sequence
 // number (a run's writes commit together with that acknowledgement). The status is read
@@ -38,9 +40,10 @@ const (
 // failed when an error event for the message says will_retry false, the message's inbox
 // row is updated to status "failed", or the status lists it among its failures.
 //
-// Events are not labelled with the run that wrote them: while prompts from several
-// sessions (or other senders) overlap on one entity, a reply can include text of the run
-// of a neighbouring message.
+// Text is not matched to the message's run (a Go handler's run is run-<the message's
+// seq>, but a handler written with Electric's runtime numbers its runs itself): while
+// prompts from several sessions (or other senders) overlap on one entity, a reply can
+// include text of the run of a neighbouring message.
 type replyFollower struct {
 	api    *entityAPI
 	log    *zap.Logger

@@ -212,8 +212,17 @@ describe("the console", () => {
     const message = page.locator(".ev-inbox .composed")
     await expect.poll(() => message.textContent()).toBe(source)
     expect(await message.locator(".chip").textContent()).toBe("/search")
-    await expect.poll(() => page.locator(".ev-text .reply").last().textContent(), { timeout: 10000 })
+    await expect.poll(() => page.locator(".ev-reply .reply").last().textContent(), { timeout: 10000 })
       .toMatch(/^Command \/search with input "release notes"/)
+    // the reply is written as Electric's runtime writes one (a run, its text, the text's
+    // delta, the text and the run completed) and the timeline shows it as one item
+    const replyEvents = (await events(`/assistant/${aid}`)).filter((ev) => ["run", "text", "text_delta"].includes(ev.type))
+    expect(replyEvents.map((ev) => `${ev.type} ${ev.headers.operation}`))
+      .toEqual(["run insert", "text insert", "text_delta insert", "text update", "run update"])
+    await expect.poll(() => page.locator(".ev-reply").count()).toBe(1)
+    expect(await page.locator(".ev-text, .ev-run, .ev-text_delta").count()).toBe(0)
+    expect(await page.locator(".ev-reply").getAttribute("data-key")).toBe(replyEvents[0].key)
+    expect(await page.locator(".ev-reply .badge").count()).toBe(0) // completed: no state badge
     expect(await box.textContent()).toBe("")
     await screenshot(page, "entity")
     expect(await axe(page)).toEqual([])
@@ -403,7 +412,7 @@ describe("the console", () => {
     expect((await call("PUT", `/_electric/entities/assistant/${rid}/slash-commands/fresh?owner=ops`, { description: "Registered while away" })).status).toBe(200)
     // the live clients retry with backoff (a few seconds at most) and pick up where they were
     await expect.poll(() => page.locator(".ev-inbox .composed").last().textContent(), { timeout: 15000 }).toBe("after the restart")
-    await expect.poll(() => page.locator(".ev-text .reply").last().textContent(), { timeout: 10000 }).toMatch(/after the restart/)
+    await expect.poll(() => page.locator(".ev-reply .reply").last().textContent(), { timeout: 10000 }).toMatch(/after the restart/)
     await expect.poll(() => page.locator('.command-list li[data-command="fresh"]').count(), { timeout: 10000 }).toBe(1)
     expect(await offline.isVisible()).toBe(false)
     expect(page.errors).toEqual([])

@@ -27,7 +27,7 @@ describe("a remote handler in TypeScript", () => {
         const texts = await waitFor(async () => {
           const r = await fetch(`${base}/${type}/${id}/main?offset=-1`)
           const events = await r.json()
-          const t = events.filter((e) => e.type === "text").map((e) => e.value.text)
+          const t = events.filter((e) => e.type === "text_delta").map((e) => e.value.delta)
           return t.length >= want.length ? t : null
         }, `the replies on ${id}`, 30000)
         expect(texts).toEqual(want) // each once, in send order

@@ -34,6 +34,8 @@ type Context struct {
 	SlashCommands *SlashCommands
 
 	host     host
+	seq      int64 // the wake's position in the stream (names its run)
+	run      *replyRun
 	def      *EntityDefinition
 	state    func() (*wake.State, error)
 	steer    <-chan InboxWake
@@ -54,7 +56,7 @@ func (r *Runtime) newContext(ctx context.Context, def *EntityDefinition, job *wa
 // newContext is a handler's Context for job, wherever the handler runs (h says where).
 func newContext(ctx context.Context, h host, log *zap.Logger, def *EntityDefinition, job *wake.Job, eff *effects) *Context {
 	c := &Context{Context: ctx, Wake: job.Wake, Entity: Entity{URL: job.EntityURL, Type: job.EntityType},
-		Attempt: job.Attempt, host: h, def: def, state: job.State, steer: job.Steer, eff: eff,
+		Attempt: job.Attempt, host: h, seq: job.Seq, def: def, state: job.State, steer: job.Steer, eff: eff,
 		Log: log.With(zap.String("entity", job.EntityURL), zap.String("wake", job.Wake.Kind()))}
 	c.commands = &SlashCommands{c: c}
 	c.SlashCommands = c.commands
@@ -78,15 +80,6 @@ func (c *Context) State() *State {
 // Steering delivers steer-mode messages sent while this handler runs; a message received
 // here is not delivered again as a wake of its own.
 func (c *Context) Steering() <-chan InboxWake { return c.steer }
-
-// WriteText appends a text event (collection "texts" in StreamDB terms) and returns its key.
-func (c *Context) WriteText(text string) error {
-	var v rawjson.Object
-	v.String("text", text).Time("timestamp", time.Now())
-	c.eff.own(streamdb.Event{Type: "text", Key: "text-" + uuid.NewString(), Value: v.Bytes(),
-		Operation: streamdb.OpInsert, Timestamp: time.Now()}.Marshal())
-	return nil
-}
 
 // WriteEvent appends a custom state event: an insert (or, with op "update"/"delete", a
 // change) of row key in the collection eventType. When the entity type declares state

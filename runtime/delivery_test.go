@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -149,18 +148,29 @@ func TestWakeVariants(t *testing.T) {
 		return e.queryInt(`SELECT count(*) FROM wake_observations WHERE observer_url = $1 AND source_url = $2`, a, b) == 1
 	}, "the observation commits with the wake")
 	e.send(b, map[string]any{"key": "to-b", "payload": "hi"})
+	// B's reply is a run (see reply.go): the first event A observes opens it, and the
+	// text arrives as the run's text_delta
 	s = rec.wait(t, a, 10*time.Second, func(s seen) bool { return s.Wake.Kind() == "observation" })
 	ob := s.Wake.(runtime.ObservationWake)
 	require.Equal(t, b, ob.Source)
 	require.NotNil(t, ob.Event)
-	require.Equal(t, "text", ob.Event.Type)
+	require.Equal(t, "run", ob.Event.Type)
 	require.Equal(t, "insert", ob.Event.Operation)
-	require.True(t, strings.HasPrefix(ob.Event.Key, "text-"), ob.Event.Key)
+	runKey := ob.Event.Key
+	require.Regexp(t, `^run-[0-9]+$`, runKey)
+	s = rec.wait(t, a, 10*time.Second, func(s seen) bool {
+		o, ok := s.Wake.(runtime.ObservationWake)
+		return ok && o.Event != nil && o.Event.Type == "text_delta"
+	})
+	ob = s.Wake.(runtime.ObservationWake)
+	require.Equal(t, runKey+":msg:0", ob.Event.Key)
 	var tv struct {
-		Text string `json:"text"`
+		Delta string `json:"delta"`
+		RunID string `json:"run_id"`
 	}
 	require.NoError(t, json.Unmarshal(ob.Event.Value, &tv))
-	require.Equal(t, "source got to-b", tv.Text)
+	require.Equal(t, "source got to-b", tv.Delta)
+	require.Equal(t, runKey, tv.RunID)
 	require.Empty(t, ob.Lifecycle)
 
 	e.kill(b)
@@ -202,7 +212,8 @@ func TestWakeVariants(t *testing.T) {
 
 	// every unit of work once, in stream order
 	require.Equal(t, []string{"spawn", "inbox:ci-1", "inbox:typed-1", "inbox:sched-1", "schedule", "inbox:obs-1",
-		"observation:text", "observation:killed", "signal:SIGINT", "signal:SIGUSR", "signal:SIGTERM"}, kinds(rec.of(a)))
+		"observation:run", "observation:text", "observation:text_delta", "observation:text", "observation:run",
+		"observation:killed", "signal:SIGINT", "signal:SIGUSR", "signal:SIGTERM"}, kinds(rec.of(a)))
 	require.Equal(t, []string{"spawn", "inbox:to-b"}, kinds(rec.of(b)), "SIGKILL wakes nobody")
 }
 
@@ -271,8 +282,17 @@ func TestConcurrentSendsDeliveredOnceInStreamOrder(t *testing.T) {
 		return slices.Clone(keys)
 	}
 	waitUntil(t, 60*time.Second, func() bool { return len(delivered()) >= total }, "delivered %d of %d", len(delivered()), total)
-	waitUntil(t, 30*time.Second, func() bool { return e.wakeStatus(url).ScannedSeq >= int64(len(e.events(url))-total) },
-		"the acknowledgements commit")
+	waitUntil(t, 30*time.Second, func() bool {
+		// the last message (events are numbered from 1) is acknowledged
+		evs := e.events(url)
+		last := 0
+		for i, ev := range evs {
+			if ev.Type == "inbox" {
+				last = i + 1
+			}
+		}
+		return e.wakeStatus(url).ScannedSeq >= int64(last)
+	}, "the acknowledgements commit")
 	// A duplicate (a redelivery of something already handled) would come before a message
 	// sent now: delivery is in stream order.
 	send(t, e.base, url, map[string]any{"key": "marker", "payload": map[string]any{"i": -1}})

@@ -75,8 +75,10 @@ func TestFailedRunLeavesOnlyErrorEvents(t *testing.T) {
 			e.send(a, map[string]any{"key": key, "payload": map[string]any{"sink": s, "end": end}})
 
 			if end == "ok" {
-				waitUntil(t, 10*time.Second, func() bool { return len(after(t, e.events(a), "inbox", key)) >= 4 })
-				require.Equal(t, []string{"text", "progress", "context_inserted", "slash_command"},
+				waitUntil(t, 10*time.Second, func() bool { return len(after(t, e.events(a), "inbox", key)) >= 8 })
+				// the run's own writes in order, its end, then what the server appends for
+				// the slash command registration in the same transaction
+				require.Equal(t, []string{"run", "text", "text_delta", "text", "progress", "context_inserted", "run", "slash_command"},
 					eventTypes(after(t, e.events(a), "inbox", key)))
 				sinkRec.waitKey(t, s, "note-"+key, 10*time.Second)
 				require.EqualValues(t, 1, e.queryInt(`SELECT count(*) FROM slash_commands WHERE entity_url = $1`, a))
@@ -92,11 +94,14 @@ func TestFailedRunLeavesOnlyErrorEvents(t *testing.T) {
 			waitUntil(t, 10*time.Second, func() bool { return slices.Contains(texts(t, e.events(a)), "marker") }, "the marker is handled")
 			evs := after(t, e.events(a), "inbox", key)
 			evs = evs[:slices.IndexFunc(evs, func(ev event) bool { return ev.Type == "inbox" && ev.Key == "marker" })]
-			require.Equal(t, []string{"error", "error", "inbox"}, eventTypes(evs), "nothing but error events and the failure mark")
+			require.Equal(t, []string{"error", "run", "error", "inbox", "run"}, eventTypes(evs),
+				"nothing but error events, and the failure mark in a failed run")
 			want := "boom: " + key
 			if end == "panic" {
 				want = "handler panicked: kaboom: " + key
 			}
+			requireFailedRun(t, evs[1:], want)
+			evs = append([]event{evs[0], evs[2]}, evs[3])
 			for i, ev := range evs[:2] {
 				require.Equal(t, want, ev.str(t, "message"))
 				var attempt int
@@ -176,7 +181,11 @@ func TestRetryWithBackoffThenGiveUp(t *testing.T) {
 	require.GreaterOrEqual(t, gap2, 2*base, "the second retry waits twice as long")
 
 	evs := after(t, e.events(url), "inbox", "poison")
-	require.Equal(t, []string{"error", "error", "error", "inbox", "inbox", "text"}, eventTypes(evs), "then next and its text")
+	require.Equal(t, []string{"error", "error", "run", "error", "inbox", "run", "inbox", "run", "text", "text_delta", "text", "run"},
+		eventTypes(evs), "then next and its reply")
+	requireFailedRun(t, evs[2:6], "poison attempt 3")
+	require.Equal(t, []string{"ok next"}, texts(t, evs))
+	evs = append([]event{evs[0], evs[1], evs[3], evs[4]}, evs[6:]...)
 	for i, ev := range evs[:3] {
 		require.Equal(t, fmt.Sprintf("poison attempt %d", i+1), ev.str(t, "message"))
 		var attempt, maxAttempts int
@@ -210,7 +219,7 @@ func TestRetryWithBackoffThenGiveUp(t *testing.T) {
 	e.send(url, map[string]any{"key": "twice-1", "payload": 3})
 	waitUntil(t, 10*time.Second, func() bool { return slices.Contains(texts(t, e.events(url)), "twice-1 attempt 3") })
 	evs = after(t, e.events(url), "inbox", "twice-1")
-	require.Equal(t, []string{"error", "error", "text"}, eventTypes(evs))
+	require.Equal(t, []string{"error", "error", "run", "text", "text_delta", "text", "run"}, eventTypes(evs))
 	require.Equal(t, []string{"twice-1 attempt 3"}, texts(t, evs))
 	st = e.wakeStatus(url)
 	require.Len(t, st.Failures, 1, "no failure record for a message that succeeded")
@@ -411,7 +420,9 @@ func TestHandlerTimeout(t *testing.T) {
 	st := e.wakeStatus(url)
 	require.Equal(t, "context deadline exceeded", st.Failures[0].Error)
 	require.Equal(t, 2, st.Failures[0].Attempts)
-	require.Equal(t, []string{"error", "error", "inbox"}, eventTypes(after(t, e.events(url), "inbox", "nap")))
+	evs := after(t, e.events(url), "inbox", "nap")
+	require.Equal(t, []string{"error", "run", "error", "inbox", "run"}, eventTypes(evs))
+	requireFailedRun(t, evs[1:], "context deadline exceeded")
 }
 
 // counterValue reads a Prometheus counter of this process.

@@ -334,14 +334,35 @@ func inboxOrder(events []event) []string {
 	return out
 }
 
-// texts lists the "text" members of the text events in stream order.
+// texts lists the texts of the handlers' replies in stream order: WriteText writes each
+// as one text_delta (see reply.go).
 func texts(t *testing.T, events []event) []string {
 	t.Helper()
 	var out []string
-	for _, ev := range ofType(events, "text") {
-		out = append(out, ev.str(t, "text"))
+	for _, ev := range ofType(events, "text_delta") {
+		out = append(out, ev.str(t, "delta"))
 	}
 	return out
+}
+
+// requireFailedRun checks what a given-up unit of work leaves (wake.FailureEvents): a run
+// inserted as started, the last error (linked to the run), and the run updated to failed.
+func requireFailedRun(t *testing.T, evs []event, message string) {
+	t.Helper()
+	runs := ofType(evs, "run")
+	require.Len(t, runs, 2, "%v", eventTypes(evs))
+	key := runs[0].Key
+	require.Regexp(t, `^run-[0-9]+$`, key)
+	require.Equal(t, "insert", runs[0].op())
+	require.JSONEq(t, `{"status":"started"}`, string(runs[0].Value))
+	require.Equal(t, key, runs[1].Key)
+	require.Equal(t, "update", runs[1].op())
+	require.JSONEq(t, `{"status":"failed","finish_reason":"error"}`, string(runs[1].Value))
+	errs := ofType(evs, "error")
+	require.Len(t, errs, 1)
+	require.Equal(t, key, errs[0].str(t, "run_id"))
+	require.Equal(t, message, errs[0].str(t, "message"))
+	require.True(t, evs[0].Type == "run" && evs[len(evs)-1].Type == "run", "the run brackets the failure: %v", eventTypes(evs))
 }
 
 func eventTypes(events []event) []string {

@@ -142,9 +142,11 @@ func (r *Runtime) checkRemoteRun(ctx context.Context, d *effectsDoc) (remoteRun,
 	return run, nil
 }
 
-// builtinEventTypes are written by Context helpers (WriteText, InsertContext,
-// RemoveContext) and are not subject to the type's state schemas.
-var builtinEventTypes = map[string]bool{"text": true, "context_inserted": true, "context_removed": true}
+// builtinEventTypes are written by Context helpers (WriteText, StartRun, FailRun,
+// InsertContext, RemoveContext) and by a given-up run's failure events, and are not
+// subject to the type's state schemas.
+var builtinEventTypes = map[string]bool{"run": true, "text": true, "text_delta": true, "error": true,
+	"context_inserted": true, "context_removed": true}
 
 func (r *Runtime) checkRemoteEvent(ctx context.Context, raw json.RawMessage, e *entity.Entity, t *entity.Type) error {
 	var ev wake.Event

@@ -119,12 +119,13 @@ func (e *effects) size() int {
 func (r *Remote) runItem(ctx context.Context, def *EntityDefinition, url, typ string, ent *remoteEntity, it wake.ScannedWake) *effects {
 	failures := &effects{url: url}
 	for attempt := 1; ; attempt++ {
-		job := &wake.Job{EntityURL: url, EntityType: typ, Wake: it.Wake, Attempt: attempt,
+		job := &wake.Job{EntityURL: url, EntityType: typ, Wake: it.Wake, Seq: it.Seq, Attempt: attempt,
 			State: func() (*wake.State, error) { return ent.state, nil }}
 		eff := &effects{url: url}
 		c := newContext(ctx, r, r.log, def, job, eff)
 		err := runHandler(def, c)
 		if err == nil {
+			c.endRun()
 			for _, ev := range eff.events { // later units of this wake see this one's writes
 				ent.state.Apply(ent.state.Seq(), ev)
 			}

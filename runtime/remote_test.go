@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -174,7 +175,7 @@ func TestRemoteRetriesAndGivesUp(t *testing.T) {
 	for _, p := range []string{"flaky", "poison", "ok"} {
 		e.send(a, map[string]any{"payload": p, "key": p})
 	}
-	waitUntil(t, 30*time.Second, func() bool { return len(ofType(e.events(a), "text")) >= 4 }, "texts")
+	waitUntil(t, 30*time.Second, func() bool { return len(ofType(e.events(a), "text_delta")) >= 4 }, "texts")
 	events := e.events(a)
 	require.Equal(t, []string{"partial flaky", "handled flaky on attempt 3", "partial ok", "handled ok on attempt 1"}, texts(t, events))
 	errs := ofType(events, "error")
@@ -191,6 +192,12 @@ func TestRemoteRetriesAndGivesUp(t *testing.T) {
 		}
 	}
 	require.True(t, failed, "the poison message is marked failed")
+	// the give-up: a failed run around the last error and the failure mark, together
+	last := errs[len(errs)-1]
+	run := last.str(t, "run_id")
+	first := slices.IndexFunc(events, func(ev event) bool { return ev.Type == "run" && ev.Key == run })
+	end := first + slices.IndexFunc(events[first+1:], func(ev event) bool { return ev.Type == "run" && ev.Key == run }) + 2
+	requireFailedRun(t, events[first:end], "poison always fails")
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, map[string]int{"flaky": 3, "poison": 5, "ok": 1}, attempts)

@@ -138,6 +138,7 @@ func (r *Runtime) Run(ctx context.Context, job *wake.Job) (wake.Effects, error) 
 	if err := def.Handler(c); err != nil {
 		return nil, err
 	}
+	c.endRun()
 	return c.eff, nil
 }
 

@@ -433,19 +433,20 @@ func skOfType(evs []skEvent, typ string) []skEvent {
 	return out
 }
 
-// waitTexts waits until the entity wrote n text events and returns the stream.
+// waitTexts waits until the entity wrote n reply texts (text_delta events: one per
+// WriteText) and returns the stream.
 func (h *skServer) waitTexts(url string, n int) []skEvent {
 	h.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		evs := h.events(url)
-		if got := len(skOfType(evs, "text")); got >= n {
+		if got := len(skOfType(evs, "text_delta")); got >= n {
 			require.Equal(h.t, n, got)
 			return evs
 		}
 		if time.Now().After(deadline) {
 			_, status, _ := h.do(http.MethodGet, "/_electric/entities"+url+"/wake", "")
-			h.t.Fatalf("%s: %d text events, want %d; wake status %s", url, len(skOfType(evs, "text")), n, status)
+			h.t.Fatalf("%s: %d reply texts, want %d; wake status %s", url, len(skOfType(evs, "text_delta")), n, status)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -467,8 +468,8 @@ func skObj(t *testing.T, raw json.RawMessage) map[string]any {
 
 func skTexts(t *testing.T, evs []skEvent) []string {
 	var out []string
-	for _, e := range skOfType(evs, "text") {
-		out = append(out, skStr(t, e.Value["text"]))
+	for _, e := range skOfType(evs, "text_delta") {
+		out = append(out, skStr(t, e.Value["delta"]))
 	}
 	return out
 }
@@ -542,7 +543,7 @@ func TestSkillsLoaderEndToEnd(t *testing.T) {
 	require.Len(t, skOfType(evs, "slash_command"), 2)
 	require.Len(t, skOfType(evs, "context_inserted"), 1)
 	for _, e := range evs[before:] {
-		require.Contains(t, []string{"inbox", "text"}, e.Type, "only the messages and the replies: %+v", e)
+		require.Contains(t, []string{"inbox", "run", "text", "text_delta"}, e.Type, "only the messages and the replies: %+v", e)
 	}
 	require.Len(t, h.read(url+"/slash-commands"), collection, "nothing new in the slash-commands collection")
 

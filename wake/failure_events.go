@@ -24,24 +24,51 @@ type RunFailure struct {
 
 // FailureEvents are what a failed run leaves on the entity's stream, wherever the
 // handler runs: an error event, and, when the work is given up on, the inbox message
-// marked failed.
+// marked failed and a failed run (RunKey of the unit) bracketing the error, as
+// Electric's runtime records a run that ended in an error: Electric's UI shows the
+// error as the reply, and runFinished wake registrations on the entity fire with
+// run_status failed. Attempts that will be retried leave no run: only the attempt
+// that is kept (the successful one, or the last) ends the unit's run.
 func FailureEvents(f RunFailure) [][]byte {
 	now := time.Now()
+	giveUpRun := f.GiveUp && f.Seq > 0
 	var v rawjson.Object
-	v.String("message", storableError(f.Err)).String("wake", f.Wake.Kind()).String("key", f.Key).
+	// error_code and message are the members of Electric's error rows
+	v.String("error_code", "handler_failed").String("message", storableError(f.Err)).String("wake", f.Wake.Kind()).String("key", f.Key).
 		String("offset", f.Offset).Int("attempt", int64(f.Attempt)).Int("max_attempts", int64(f.MaxAttempts))
 	v.Bool("will_retry", !f.GiveUp)
 	if !f.GiveUp {
 		v.Time("retry_at", f.RetryAt)
 	}
+	if giveUpRun {
+		v.String("run_id", RunKey(f.Seq))
+	}
 	v.Time("timestamp", now)
-	events := [][]byte{streamdb.Event{Type: "error", Key: "error-" + strconv.FormatInt(f.Seq, 10) + "-" + strconv.Itoa(f.Attempt),
-		Value: v.Bytes(), Operation: streamdb.OpInsert, Timestamp: now}.Marshal()}
+	var events [][]byte
+	if giveUpRun {
+		events = append(events, RunEvent(RunKey(f.Seq), streamdb.OpInsert, "started", "", now))
+	}
+	events = append(events, streamdb.Event{Type: "error", Key: "error-" + strconv.FormatInt(f.Seq, 10) + "-" + strconv.Itoa(f.Attempt),
+		Value: v.Bytes(), Operation: streamdb.OpInsert, Timestamp: now}.Marshal())
 	if _, ok := f.Wake.(InboxWake); ok && f.GiveUp {
 		var u rawjson.Object
 		u.String("status", "failed").Time("failed_at", now).String("error", storableError(f.Err)).Int("attempts", int64(f.Attempt))
 		events = append(events, streamdb.Event{Type: inbox.EventType, Key: f.Key, Value: u.Bytes(),
 			Operation: streamdb.OpUpdate, Timestamp: now}.Marshal())
 	}
+	if giveUpRun {
+		events = append(events, RunEvent(RunKey(f.Seq), streamdb.OpUpdate, "failed", "error", now))
+	}
 	return events
+}
+
+// RunEvent is a `run` row event as Electric's runtime writes it: an insert with status
+// "started", or an update to "completed" or "failed" with its finish_reason.
+func RunEvent(key, op, status, finishReason string, at time.Time) []byte {
+	var v rawjson.Object
+	v.String("status", status)
+	if finishReason != "" {
+		v.String("finish_reason", finishReason)
+	}
+	return streamdb.Event{Type: "run", Key: key, Value: v.Bytes(), Operation: op, Timestamp: at}.Marshal()
 }

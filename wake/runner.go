@@ -11,6 +11,10 @@ type Job struct {
 	EntityURL  string
 	EntityType string
 	Wake       Wake
+	// Seq is the position in the entity's main stream of the event that made this unit
+	// of work (from 1): the units of an entity are delivered in this order, each is
+	// committed at most once, so it names the run a handler's reply belongs to.
+	Seq int64
 	// Attempt counts runs of this unit of work, from 1.
 	Attempt int
 	// State returns the entity's materialized state (built on first use): its whole

@@ -272,7 +272,7 @@ func (w *worker) deliver(ctx context.Context, it *item) error {
 	defer cancel()
 	steer := make(chan InboxWake)
 	feeder := w.startSteerFeeder(runCtx, steer)
-	job := &Job{EntityURL: w.url, EntityType: w.typ, Wake: it.wake, Attempt: w.attempts + 1, Steer: steer,
+	job := &Job{EntityURL: w.url, EntityType: w.typ, Wake: it.wake, Seq: it.seq, Attempt: w.attempts + 1, Steer: steer,
 		State: func() (*State, error) { return w.materialize(runCtx) }}
 	started := time.Now()
 	eff, runErr := w.runHandler(runCtx, job)

@@ -77,22 +77,36 @@ func request(t *testing.T, method, url, body string) (int, []byte) {
 	return res.StatusCode, data
 }
 
-// replies reads the entity's text events.
+// replies reads the entity's reply texts: the deltas of its text_delta events, each
+// checked to belong to a run that completed (the handler writes a reply as Electric's
+// runtime does).
 func replies(t *testing.T, base, url string) []string {
 	t.Helper()
 	status, body := request(t, http.MethodGet, base+url+"/main?offset=-1", "")
 	require.Equal(t, http.StatusOK, status, "%s", body)
 	var evs []struct {
-		Type  string `json:"type"`
+		Type    string `json:"type"`
+		Key     string `json:"key"`
+		Headers struct {
+			Operation string `json:"operation"`
+		} `json:"headers"`
 		Value struct {
-			Text string `json:"text"`
+			Status string `json:"status"`
+			RunID  string `json:"run_id"`
+			Delta  string `json:"delta"`
 		} `json:"value"`
 	}
 	require.NoError(t, json.Unmarshal(body, &evs))
+	completed := map[string]bool{}
+	for _, ev := range evs {
+		if ev.Type == "run" && ev.Headers.Operation == "update" && ev.Value.Status == "completed" {
+			completed[ev.Key] = true
+		}
+	}
 	var out []string
 	for _, ev := range evs {
-		if ev.Type == "text" {
-			out = append(out, ev.Value.Text)
+		if ev.Type == "text_delta" && completed[ev.Value.RunID] {
+			out = append(out, ev.Value.Delta)
 		}
 	}
 	return out

@@ -16,9 +16,10 @@ func strp(s string) *string { return &s }
 
 func truep() *bool { b := true; return &b }
 
-// Definition is the demo entity: it answers every composer_input with a text event that
-// says how it read the message — the primary command, further commands (modifiers), the
-// references (files, symbols, branches) and the plain text — without calling any model.
+// Definition is the demo entity: it answers every composer_input with a reply (a run with
+// one text, see runtime.Context.WriteText, which Electric's UI shows) that says how it
+// read the message — the primary command, further commands (modifiers), the references
+// (files, symbols, branches) and the plain text — without calling any model.
 //
 // On every wake it also runs the skills loader over skillsDir: the skills there become
 // dynamic slash commands (owner "skills", on top of the static ones of the same name),

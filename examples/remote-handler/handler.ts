@@ -1,8 +1,10 @@
 // A remote entity handler in TypeScript with nothing but Node's standard library: it
 // receives entityd's webhook wakes, verifies their Ed25519 signature against the
 // server's JWKS, claims the wake for a write token, answers each inbox message with a
-// State Protocol "text" event written straight to the entity's stream, and finishes the
-// wake with the offset it handled. The same code works against Electric Agents.
+// reply written straight to the entity's stream as State Protocol events (a run, its
+// text and the text's delta, as Electric's runtime writes a reply and Electric's UI
+// shows it), and finishes the wake with the offset it handled. The same code works
+// against Electric Agents.
 //
 // Run it (Node >= 22.6 strips the types itself):
 //   ENTITYD_URL=http://localhost:4437 node --experimental-strip-types handler.ts
@@ -80,19 +82,25 @@ export async function startHandler(opts: HandlerOptions): Promise<{ url: string;
     const res = await fetch(`${opts.entityd}${wake.streamPath}?offset=${encodeURIComponent(from)}`)
     const events = (await res.json()) as StreamEvent[]
     const handledTo = res.headers.get("stream-next-offset")!
-    // 3. answer each new inbox message with a text event, written with the write token
+    // 3. answer each new inbox message with a reply, written with the write token: a run
+    //    (keyed by the message, so a redelivered wake writes the same rows again), one
+    //    text in it whose content is one text_delta, then the text and the run completed
     let handled = 0
     for (const ev of events) {
       if (ev.type !== "inbox" || ev.headers?.operation !== "insert") continue
+      const run = `run-reply-${ev.key}`
+      const msg = `${run}:msg`
+      const row = (type: string, key: string, operation: string, value: unknown) => ({ type, key, value, headers: { operation } })
       const out = await fetch(`${opts.entityd}${wake.streamPath}`, {
         method: "POST",
         headers: { "content-type": "application/json", authorization: `Bearer ${writeToken}` },
-        body: JSON.stringify({
-          type: "text",
-          key: `reply-${ev.key}`,
-          value: { text: reply(ev.value?.payload, ev.value?.from ?? "") },
-          headers: { operation: "insert" },
-        }),
+        body: JSON.stringify([
+          row("run", run, "insert", { status: "started" }),
+          row("text", msg, "insert", { status: "streaming", run_id: run }),
+          row("text_delta", `${msg}:0`, "insert", { text_id: msg, run_id: run, delta: reply(ev.value?.payload, ev.value?.from ?? "") }),
+          row("text", msg, "update", { status: "completed", run_id: run }),
+          row("run", run, "update", { status: "completed", finish_reason: "stop" }),
+        ]),
       })
       if (!out.ok) throw new Error(`write: ${out.status} ${await out.text()}`)
       handled++

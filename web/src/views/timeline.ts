@@ -1,6 +1,8 @@
 // An entity's main stream as a timeline: inbox messages rendered from their
-// composer_input nodes, the handler's text, signals, command changes, and every other
-// State Protocol event in a compact form.
+// composer_input nodes, signals, command changes, and every other State Protocol event
+// in a compact form. A handler's reply (a run with its texts, see replies.ts) is one
+// item that the list folds together; a `text` event of no run (an older handler's whole
+// reply, {text}) is rendered here.
 
 import { h, formatTime } from "../dom"
 import type { StreamEvent } from "../live"
