@@ -290,6 +290,7 @@ func (w *worker) deliver(ctx context.Context, it *item) error {
 		// handled: the retry is handed them again (or they become wakes of their own).
 		return w.fail(ackCtx, it, runErr, pruneConsumed(w.consumed, it.seq))
 	}
+	eff = markProcessed(eff, it.wake)
 	for _, seq := range consumedNow {
 		w.scanner.consumed[seq] = true
 	}
