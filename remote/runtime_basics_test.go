@@ -29,8 +29,10 @@ func (e *env) claim(w hook) (callback, token, writeToken string) {
 func (e *env) done(w hook, callback, token string) {
 	e.t.Helper()
 	s := w.body["streams"].([]any)[0].(map[string]any)
+	// a consumer that handled everything acknowledges the tail ("offset" is where the
+	// wake's input starts)
 	r := e.do("POST", callback, `{"epoch":`+str(w.body["epoch"])+`,"acks":[{"path":"`+str(s["path"])+`","offset":"`+
-		str(s["offset"])+`"}],"done":true}`, "Authorization", "Bearer "+token)
+		str(s["tail_offset"])+`"}],"done":true}`, "Authorization", "Bearer "+token)
 	require.Equal(e.t, http.StatusOK, r.status, r.text())
 }
 
