@@ -22,7 +22,7 @@ import (
 type Context struct {
 	context.Context
 	// Wake says why the handler runs: one of InboxWake, SpawnWake, ScheduleWake,
-	// ObservationWake, SignalWake.
+	// ObservationWake, SignalWake, RegisteredWake.
 	Wake Wake
 	// Entity is the entity being woken.
 	Entity Entity

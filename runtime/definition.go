@@ -68,6 +68,8 @@ type (
 	ObservationWake = wake.ObservationWake
 	ObservedEvent   = wake.ObservedEvent
 	SignalWake      = wake.SignalWake
+	RegisteredWake  = wake.RegisteredWake
+	FinishedChild   = wake.FinishedChild
 )
 
 // typeJSON renders the definition as an entity-type registration.

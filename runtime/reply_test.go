@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -189,7 +190,20 @@ func TestHandlerReplyIsARun(t *testing.T) {
 // run, with the reply's text (or, for a unit given up on, its error).
 func TestGoHandlerRunsWakeRunFinishedObservers(t *testing.T) {
 	t.Parallel()
-	parent := runtime.EntityDefinition{Type: "parent", Handler: func(*runtime.Context) error { return nil }}
+	var (
+		mu       sync.Mutex
+		heard    []runtime.RegisteredWake
+		parentOf = map[string]bool{}
+	)
+	parent := runtime.EntityDefinition{Type: "parent", Handler: func(ctx *runtime.Context) error {
+		if w, ok := ctx.Wake.(runtime.RegisteredWake); ok {
+			mu.Lock()
+			heard = append(heard, w)
+			parentOf[ctx.Entity.URL] = true
+			mu.Unlock()
+		}
+		return nil
+	}}
 	e := startServer(t, wake.Options{MaxAttempts: 1}, true, parent, replier())
 	p := e.spawn("parent", "p", nil)
 	c := e.spawn("replier", "c", `{"parent":"`+p+`"}`)
@@ -233,4 +247,22 @@ func TestGoHandlerRunsWakeRunFinishedObservers(t *testing.T) {
 		summary = append(summary, f.RunStatus+" "+str(f.Response)+" "+str(f.Error))
 	}
 	require.Equal(t, []string{"completed ab <nil>", "failed <nil> crashed on k3", "failed let me see cannot do that"}, summary)
+
+	// the parent's Go handler is woken by each of them, once, with the finished child
+	waitUntil(t, 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(heard) >= 4
+	}, "the parent's handler ran for every wake event")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, heard, 4)
+	require.True(t, parentOf[p])
+	first := heard[0]
+	require.Equal(t, c, first.Source)
+	require.False(t, first.Timeout)
+	require.NotEmpty(t, first.Changes)
+	require.NotNil(t, first.FinishedChild)
+	require.Equal(t, runtime.FinishedChild{URL: c, Type: "replier", RunStatus: "completed", Response: "ab"}, *first.FinishedChild)
+	require.Equal(t, "failed", heard[1].FinishedChild.RunStatus)
 }

@@ -195,6 +195,8 @@ func wakeEvent(ev *Event) Wake {
 		return ScheduleWake{ID: v.ID, Payload: v.Payload, DueAt: v.DueAt}
 	case "observation":
 		return ObservationWake{Source: v.Source, Event: v.Event, Lifecycle: v.Lifecycle}
+	case "":
+		return registeredWake(ev)
 	}
 	return nil
 }

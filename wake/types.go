@@ -8,10 +8,10 @@ import (
 )
 
 // Wake says why a handler runs. It is one of InboxWake, SpawnWake, ScheduleWake,
-// ObservationWake or SignalWake; a type switch tells them apart.
+// ObservationWake, SignalWake or RegisteredWake; a type switch tells them apart.
 type Wake interface {
 	isWake()
-	// Kind names the variant: inbox, spawn, schedule, observation or signal.
+	// Kind names the variant: inbox, spawn, schedule, observation, signal or registered.
 	Kind() string
 }
 
