@@ -266,3 +266,31 @@ func TestGoHandlerRunsWakeRunFinishedObservers(t *testing.T) {
 	require.Equal(t, runtime.FinishedChild{URL: c, Type: "replier", RunStatus: "completed", Response: "ab"}, *first.FinishedChild)
 	require.Equal(t, "failed", heard[1].FinishedChild.RunStatus)
 }
+
+// The same through runtime.Remote: a Go parent served as a webhook handler is woken by
+// its child's finished run.
+func TestRemoteGoHandlerRunsOnRegisteredWake(t *testing.T) {
+	t.Parallel()
+	heard := make(chan runtime.RegisteredWake, 8)
+	parent := runtime.EntityDefinition{Type: "parent", Handler: func(ctx *runtime.Context) error {
+		if w, ok := ctx.Wake.(runtime.RegisteredWake); ok {
+			heard <- w
+		}
+		return nil
+	}}
+	e := startServer(t, wake.Options{}, true)
+	startRemote(t, e, "webhook", parent, replier())
+	p := e.spawn("parent", "p", nil)
+	c := e.spawn("replier", "c", `{"parent":"`+p+`"}`)
+	r := e.do(http.MethodPost, "/_electric/wake", map[string]any{"subscriberUrl": p, "sourceUrl": c, "condition": "runFinished"})
+	require.Equal(t, http.StatusNoContent, r.Status, "%s", r.Body)
+	e.send(c, map[string]any{"key": "k1", "payload": "two"})
+	select {
+	case w := <-heard:
+		require.Equal(t, c, w.Source)
+		require.NotNil(t, w.FinishedChild)
+		require.Equal(t, runtime.FinishedChild{URL: c, Type: "replier", RunStatus: "completed", Response: "ab"}, *w.FinishedChild)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the remote parent was not woken by its child's finished run")
+	}
+}
