@@ -45,6 +45,7 @@ type config struct {
 	WebhookPerTarget   int
 	WebhookQueued      int
 	DebugAddr          string
+	TLSCert, TLSKey    string
 	MaxStreamPath      int
 	BodyReadTimeout    time.Duration
 	ReadHeaderTimeout  time.Duration
@@ -206,6 +207,8 @@ func loadConfig(args []string) (*config, error) {
 	num(&c.SlashMaxOwners, "slash-max-owners", "ENTITYD_SLASH_MAX_OWNERS", 64, "most distinct slash-command owners per entity (422 beyond)")
 	num(&c.MCPMaxSessions, "mcp-max-sessions-per-principal", "ENTITYD_MCP_MAX_SESSIONS_PER_PRINCIPAL", 100, "most MCP sessions one principal holds over all entities (429 beyond)")
 	dur(&c.MCPSessionTimeout, "mcp-session-timeout", "ENTITYD_MCP_SESSION_TIMEOUT", 5*time.Minute, "how long an MCP session may make no request before it is closed")
+	str(&c.TLSCert, "tls-cert", "ENTITYD_TLS_CERT", "", "PEM certificate (chain) file: serve HTTPS, and so HTTP/2 to browsers (with --tls-key)")
+	str(&c.TLSKey, "tls-key", "ENTITYD_TLS_KEY", "", "PEM private key file of --tls-cert")
 	str(&c.DebugAddr, "debug-addr", "ENTITYD_DEBUG_ADDR", "", "serve Go's profiler (pprof) on this address, e.g. 127.0.0.1:6060 (off when empty)")
 	str(&c.SkillsDir, "skills-dir", "ENTITYD_SKILLS_DIR", "./skills", "SKILL.md files of the demo assistant")
 	c.Demo = true

@@ -91,6 +91,8 @@ func run(args []string) int {
 	}
 	srv := server.New(server.Config{
 		Addr:        cfg.Addr,
+		TLSCertFile: cfg.TLSCert,
+		TLSKeyFile:  cfg.TLSKey,
 		DatabaseURL: cfg.DatabaseURL,
 		DataDir:     cfg.DataDir,
 		DBMaxConns:  cfg.DBMaxConns,
