@@ -91,6 +91,7 @@ type appendState struct {
 	dedupe    map[dedupeKey]*dedupeRow
 	flagged   map[*Admission]map[string]string // admission -> subject key -> code
 	now       time.Time
+	sqlNow    *time.Time // the now parameter of the writes (clock.Clock.SQL)
 }
 
 type producerKey struct {
@@ -191,13 +192,14 @@ func queueLoad(b *pgx.Batch, st *appendState, reqs []*AppendRequest) {
 	}
 }
 
-func newAppendState(now time.Time) *appendState {
+func newAppendState(now time.Time, sqlNow *time.Time) *appendState {
 	return &appendState{
 		streams:   map[string]*Meta{},
 		producers: map[producerKey]*producerState{},
 		dedupe:    map[dedupeKey]*dedupeRow{},
 		flagged:   map[*Admission]map[string]string{},
 		now:       now,
+		sqlNow:    sqlNow,
 	}
 }
 
@@ -418,7 +420,7 @@ func queueWrites(b *pgx.Batch, st *appendState, w *writeSet) {
 			}
 			lss = append(lss, m.LastStreamSeq)
 		}
-		b.Queue(sqlUpdateTails, ids, seqs, poss, closed, cpID, cpEpoch, cpSeq, lss)
+		b.Queue(sqlUpdateTails, ids, seqs, poss, closed, cpID, cpEpoch, cpSeq, lss, st.sqlNow)
 	}
 	var pStream, pEpoch, pSeq []int64
 	var pID []string
@@ -463,7 +465,7 @@ type batchSender interface {
 // last one: the group-commit lanes send BEGIN with the locking reads and COMMIT with the
 // writes, so a whole transaction costs two round trips.
 func (s *Store) runAppendsWith(ctx context.Context, tx batchSender, now time.Time, reqs []*AppendRequest, notify bool, open, close string) ([]AppendResult, []error, *writeSet, error) {
-	st := newAppendState(now)
+	st := newAppendState(now, s.clock.SQL())
 	b := &pgx.Batch{}
 	if open != "" {
 		b.Queue(open)

@@ -56,7 +56,7 @@ func (s *Store) Create(ctx context.Context, path string, cfg CreateConfig, initi
 
 // Create creates a stream inside the transaction; see Store.Create.
 func (t *Tx) Create(ctx context.Context, path string, cfg CreateConfig, initial [][]byte) (*Meta, bool, error) {
-	now := time.Now()
+	now := t.store.clock.Now()
 	if cfg.ExpiresAt != nil {
 		// Postgres keeps microseconds (pgx truncates): compare with what gets stored, so
 		// that repeating a create with a nanosecond Expires-At is still the same config.
@@ -119,7 +119,7 @@ func (t *Tx) Create(ctx context.Context, path string, cfg CreateConfig, initial 
 	err = t.QueryRow(ctx, sqlInsertStream,
 		path, m.ContentType, m.Tail.Seq, m.Tail.Pos, m.TTLSeconds, m.ExpiresAt,
 		forkSource, m.ForkSeq, m.ForkPos, m.ForkOffset, m.ForkSubOffset,
-		string(m.Access.Kind), m.Access.Owner, m.Access.Entity).Scan(&m.ID, &m.LastAccessAt, &m.CreatedAt)
+		string(m.Access.Kind), m.Access.Owner, m.Access.Entity, t.store.clock.SQL()).Scan(&m.ID, &m.LastAccessAt, &m.CreatedAt)
 	if err != nil {
 		return nil, false, fmt.Errorf("streamdb: create stream: %w", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
@@ -43,7 +42,7 @@ func (t *Tx) Delete(ctx context.Context, path string, check func(*Meta) error) e
 	if m == nil {
 		return ErrNotFound
 	}
-	if err := liveness(m, time.Now()); err != nil {
+	if err := liveness(m, t.store.clock.Now()); err != nil {
 		if err == ErrNotFound { // expired and unreferenced: finish the sweeper's job
 			if derr := t.hardDelete(ctx, m); derr != nil {
 				return derr
@@ -95,7 +94,7 @@ func (t *Tx) hardDelete(ctx context.Context, m *Meta) error {
 		if err != nil {
 			return err
 		}
-		if src.Refcount > 0 || !(src.SoftDeleted || src.Expired(time.Now())) {
+		if src.Refcount > 0 || !(src.SoftDeleted || src.Expired(t.store.clock.Now())) {
 			return nil
 		}
 		m = src
@@ -103,29 +102,20 @@ func (t *Tx) hardDelete(ctx context.Context, m *Meta) error {
 	return nil
 }
 
-// sweepLoop deletes expired, unreferenced streams in the background. Access paths check
-// expiry themselves, so the sweeper only reclaims space and may run rarely.
-func (s *Store) sweepLoop(ctx context.Context) {
-	t := time.NewTicker(s.opts.SweepInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			n, err := s.Sweep(ctx)
-			if err != nil && ctx.Err() == nil {
-				s.log.Warn("expiry sweep failed", zap.Error(err))
-			} else if n > 0 {
-				s.log.Info("expired streams deleted", zap.Int("streams", n))
-			}
-		}
+// sweepRound deletes expired, unreferenced streams; it runs every SweepInterval. Access
+// paths check expiry themselves, so the sweeper only reclaims space and may run rarely.
+func (s *Store) sweepRound(ctx context.Context) {
+	n, err := s.Sweep(ctx)
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("expiry sweep failed", zap.Error(err))
+	} else if n > 0 {
+		s.log.Info("expired streams deleted", zap.Int("streams", n))
 	}
 }
 
 // Sweep deletes up to 500 expired, unreferenced streams and returns how many it deleted.
 func (s *Store) Sweep(ctx context.Context) (int, error) {
-	rows, err := s.pool.Query(ctx, sqlExpiredStreams)
+	rows, err := s.pool.Query(ctx, sqlExpiredStreams, s.clock.SQL())
 	if err != nil {
 		return 0, err
 	}
@@ -137,7 +127,7 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 	for _, p := range paths {
 		err := s.WithTx(ctx, func(ctx context.Context, tx *Tx) error {
 			m, err := tx.lockByPath(ctx, p)
-			if err != nil || m == nil || m.Refcount > 0 || !m.Expired(time.Now()) {
+			if err != nil || m == nil || m.Refcount > 0 || !m.Expired(s.clock.Now()) {
 				return err
 			}
 			n++

@@ -183,7 +183,7 @@ func (s *Store) appendTx(ctx context.Context, reqs []*AppendRequest) ([]AppendRe
 		return nil, nil, nil, err
 	}
 	defer conn.Release()
-	results, errs, w, err := s.runAppendsWith(txCtx, conn, time.Now(), reqs, true, "BEGIN", "COMMIT")
+	results, errs, w, err := s.runAppendsWith(txCtx, conn, s.clock.Now(), reqs, true, "BEGIN", "COMMIT")
 	if err != nil {
 		endTx(txCtx, conn)
 		return nil, nil, nil, err

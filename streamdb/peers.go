@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/entityd/entityd/internal/lifecycle"
 )
 
 // Peers: a transaction's NOTIFY exists only to wake readers and wake dispatchers in other
@@ -18,6 +20,8 @@ import (
 // only for peerTrust after its last successful check (after that it notifies again), and
 // a newcomer re-checks all its readers against the database every 100 ms for
 // peerCatchUp > peerTrust after registering.
+//
+// The windows are kept on the store's clock; the 100 ms re-checks only pace the work.
 const (
 	peerPoll    = time.Second
 	peerTrust   = 1500 * time.Millisecond
@@ -32,56 +36,46 @@ type peers struct {
 
 // notifyNeeded reports whether commits must announce themselves now.
 func (s *Store) notifyNeeded() bool {
-	return time.Now().UnixNano() >= s.peers.aloneUntil.Load()
+	return s.clock.Now().UnixNano() >= s.peers.aloneUntil.Load()
 }
 
 // registerListener records this process as listening and, for a while, re-checks every
 // parked reader so that commits of processes that did not know about it yet are seen.
 func (s *Store) registerListener(ctx context.Context) error {
-	if _, err := s.pool.Exec(ctx, sqlRegisterListener, s.procID); err != nil {
+	if _, err := s.pool.Exec(ctx, sqlRegisterListener, s.procID, s.clock.SQL()); err != nil {
 		return err
 	}
-	go func() {
-		deadline := time.Now().Add(peerCatchUp)
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for time.Now().Before(deadline) {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				s.notifier.publishAll()
-				s.tellObservers(nil)
-			}
+	deadline := s.clock.Now().Add(peerCatchUp)
+	catchUp, done := context.WithCancel(ctx)
+	recheck := &lifecycle.Every{Interval: 100 * time.Millisecond, Run: func(context.Context) {
+		if !s.clock.Now().Before(deadline) {
+			done()
+			return
 		}
-	}()
+		s.notifier.publishAll()
+		s.tellObservers(nil)
+	}}
+	s.wg.Add(1) // the listen loop's own count keeps the group open
+	go func() { defer s.wg.Done(); defer done(); recheck.Until(catchUp) }()
 	return nil
 }
 
-// peerLoop renews this process's listener row and finds out whether others listen.
-func (s *Store) peerLoop(ctx context.Context) {
-	t := time.NewTicker(peerPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+// checkPeers renews this process's listener row and finds out whether others listen;
+// it runs every peerPoll.
+func (s *Store) checkPeers(ctx context.Context) {
+	checked := s.clock.Now()
+	var others int
+	err := s.pool.QueryRow(ctx, sqlPeers, s.procID, peerExpiry.String(), s.clock.SQL()).Scan(&others)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Debug("peer check failed; notifying every commit", zap.Error(err))
 		}
-		checked := time.Now()
-		var others int
-		err := s.pool.QueryRow(ctx, sqlPeers, s.procID, peerExpiry.String()).Scan(&others)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Debug("peer check failed; notifying every commit", zap.Error(err))
-			}
-			continue
-		}
-		if others == 0 {
-			s.peers.aloneUntil.Store(checked.Add(peerTrust).UnixNano())
-		} else {
-			s.peers.aloneUntil.Store(0)
-		}
+		return
+	}
+	if others == 0 {
+		s.peers.aloneUntil.Store(checked.Add(peerTrust).UnixNano())
+	} else {
+		s.peers.aloneUntil.Store(0)
 	}
 }
 

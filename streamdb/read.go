@@ -32,7 +32,7 @@ func (s *Store) Lookup(ctx context.Context, path string) (*Meta, error) {
 	if err != nil {
 		return nil, fmt.Errorf("streamdb: look up stream: %w", err)
 	}
-	if err := liveness(m, time.Now()); err != nil {
+	if err := liveness(m, s.clock.Now()); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -64,7 +64,7 @@ func (s *Store) Touch(ctx context.Context, m *Meta) error {
 	if !m.HasTTL() {
 		return nil
 	}
-	_, err := s.pool.Exec(ctx, sqlTouch, m.ID)
+	_, err := s.pool.Exec(ctx, sqlTouch, m.ID, s.clock.SQL())
 	return err
 }
 

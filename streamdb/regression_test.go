@@ -2,12 +2,15 @@ package streamdb
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/entityd/entityd/internal/clock"
 	"github.com/entityd/entityd/internal/pgtest"
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 // Deleting an expired stream removes it for good (the clean-up is not rolled back with
@@ -65,31 +68,34 @@ func TestAppendAfterClose(t *testing.T) {
 
 // A process that has been alone skips NOTIFY; a newcomer still sees its commits — at
 // first through its catch-up re-checks, then through NOTIFY once the first process has
-// noticed it.
+// noticed it. Both keep time with one test clock, which the test moves.
 func TestNewcomerSeesCommitsOfALoneProcess(t *testing.T) {
 	dsn := pgtest.URL(t)
-	a := openStore(t, openPool(t, dsn))
+	clk := clock.NewTest(time.Now())
+	a := openStore(t, openPool(t, dsn), Options{Clock: clk})
 	ctx := testCtx(t)
 	create(t, a, "/alone", CreateConfig{ContentType: "text/plain"}, "first")
-	require.Eventually(t, func() bool { return !a.notifyNeeded() }, 5*time.Second, 20*time.Millisecond,
-		"a process with no peers stops notifying")
+	clk.Advance(peerPoll)
+	testwait.Until(t, "a process with no peers stops notifying", func() bool { return !a.notifyNeeded() })
 
-	b := openStore(t, openPool(t, dsn))
+	b := openStore(t, openPool(t, dsn), Options{Clock: clk})
+	testwait.Until(t, "the newcomer listens", func() bool {
+		return countRows(t, b, `SELECT count(*) FROM stream_listeners`) == 2
+	})
 	mb := lookup(t, b, "/alone")
 	tail := mb.Tail
-	for i := 0; i < 4; i++ { // spans the newcomer's catch-up window and beyond
+	// at 0, 0.7, 1.4 and 2.1 s into the newcomer's catch-up window (peerCatchUp), and after it
+	for i := 0; i < 5; i++ {
 		out := waitAsync(ctx, b, mb, tail)
 		parked(t, b, 1)
 		res := appendMsgs(t, a, "/alone", "next")
-		select {
-		case o := <-out:
-			require.NoError(t, o.err)
-			require.Equal(t, res.Tail, o.res.Tail)
-			tail = o.res.Tail
-		case <-time.After(2 * time.Second):
-			t.Fatalf("append %d through the first process did not wake the newcomer's reader", i)
-		}
-		time.Sleep(700 * time.Millisecond)
+		o := testwait.Recv(t, out, fmt.Sprintf("append %d through the first process wakes the newcomer's reader", i), 2*time.Second)
+		require.NoError(t, o.err)
+		require.Equal(t, res.Tail, o.res.Tail)
+		tail = o.res.Tail
+		clk.Advance(700 * time.Millisecond)
 	}
-	require.True(t, a.notifyNeeded(), "the first process notices the newcomer and notifies again")
+	// (not merely because its trust in being alone ran out: it saw the newcomer)
+	testwait.Until(t, "the first process notices the newcomer", func() bool { return a.peers.aloneUntil.Load() == 0 })
+	require.True(t, a.notifyNeeded(), "and notifies again")
 }

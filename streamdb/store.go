@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"github.com/entityd/entityd/internal/ratelog"
 	"sync"
 	"time"
 
@@ -12,6 +11,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
+
+	"github.com/entityd/entityd/internal/clock"
+	"github.com/entityd/entityd/internal/lifecycle"
+	"github.com/entityd/entityd/internal/ratelog"
 )
 
 // Options tune a Store. Zero values take the defaults.
@@ -26,7 +29,10 @@ type Options struct {
 	NotifyChannel string
 	// SweepInterval is how often expired streams are deleted (0: 30s, <0: never).
 	SweepInterval time.Duration
-	Logger        *zap.Logger
+	// Clock is the time of the store and of every service built on it (nil: the wall
+	// clock). A test sets a clock.Test to move expiry, leases and timers by hand.
+	Clock  clock.Clock
+	Logger *zap.Logger
 }
 
 func (o *Options) setDefaults() {
@@ -48,6 +54,7 @@ func (o *Options) setDefaults() {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
+	o.Clock = clock.Or(o.Clock)
 }
 
 // Store is the Postgres-backed stream store. It is safe for concurrent use.
@@ -55,6 +62,7 @@ type Store struct {
 	pool   *pgxpool.Pool
 	opts   Options
 	log    *zap.Logger
+	clock  clock.Clock
 	procID string
 
 	notifier *notifier
@@ -83,6 +91,7 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error)
 		pool:     pool,
 		opts:     opts,
 		log:      opts.Logger.Named("streamdb"),
+		clock:    opts.Clock,
 		procID:   hex.EncodeToString(id[:]),
 		notifier: newNotifier(),
 		stop:     cancel,
@@ -97,10 +106,12 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error)
 	}
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.listen(runCtx) }()
-	go func() { defer s.wg.Done(); s.peerLoop(runCtx) }()
+	peers := &lifecycle.Every{Interval: peerPoll, Clock: s.clock, Run: s.checkPeers}
+	go func() { defer s.wg.Done(); peers.Until(runCtx) }()
 	if opts.SweepInterval > 0 {
 		s.wg.Add(1)
-		go func() { defer s.wg.Done(); s.sweepLoop(runCtx) }()
+		sweep := &lifecycle.Every{Interval: opts.SweepInterval, Clock: s.clock, Run: s.sweepRound}
+		go func() { defer s.wg.Done(); sweep.Until(runCtx) }()
 	}
 	return s, nil
 }
@@ -134,6 +145,10 @@ type DB interface {
 	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 	Ping(ctx context.Context) error
 }
+
+// Clock is the time the store decides expiry with; services built on the store keep
+// time with it too, so one clock.Test moves a whole server.
+func (s *Store) Clock() clock.Clock { return s.clock }
 
 // DB is the executor for the tables other packages own (see migrations.Owners).
 func (s *Store) DB() DB { return s.pool }

@@ -5,27 +5,35 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/entityd/entityd/internal/clock"
+	"github.com/entityd/entityd/internal/testwait"
 )
 
-// idleFor moves a stream's last access into the past, as if nobody had touched it for d.
+// idleFor moves a stream's last access into the past, as if nobody had touched it for d
+// (by the store's clock).
 func idleFor(t *testing.T, s *Store, path string, d time.Duration) {
 	t.Helper()
-	tag, err := s.DB().Exec(testCtx(t), `UPDATE streams SET last_access_at = now() - make_interval(secs => $2) WHERE path = $1`,
-		path, d.Seconds())
+	tag, err := s.DB().Exec(testCtx(t),
+		`UPDATE streams SET last_access_at = coalesce($3::timestamptz, now()) - make_interval(secs => $2) WHERE path = $1`,
+		path, d.Seconds(), s.Clock().SQL())
 	require.NoError(t, err)
 	require.Equal(t, int64(1), tag.RowsAffected())
 }
 
 func TestTTLExpiresWithoutAccess(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	clk := clock.NewTest(time.Now())
+	s := newStore(t, Options{Clock: clk})
 	ctx := testCtx(t)
 	old := create(t, s, "/ttl", CreateConfig{ContentType: "text/plain", TTLSeconds: ptr[int64](1)}, "data")
 	m := lookup(t, s, "/ttl")
 	require.Equal(t, int64(1), *m.TTLSeconds)
-	require.False(t, m.Expired(time.Now()))
+	require.Equal(t, clk.Now(), m.LastAccessAt, "created now by the store's clock")
 
-	time.Sleep(1100 * time.Millisecond)
+	clk.Advance(999 * time.Millisecond)
+	lookup(t, s, "/ttl") // a millisecond left
+	clk.Advance(time.Millisecond)
 	_, err := s.Lookup(ctx, "/ttl")
 	require.ErrorIs(t, err, ErrNotFound)
 	_, err = s.Append(ctx, &AppendRequest{Path: "/ttl", Messages: msgs("late")})
@@ -50,7 +58,8 @@ func TestTTLExpiresWithoutAccess(t *testing.T) {
 // HEAD path, does not.
 func TestTTLRefresh(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	clk := clock.NewTest(time.Now())
+	s := newStore(t, Options{Clock: clk})
 	ctx := testCtx(t)
 	paths := []string{"/touched", "/appended", "/closed", "/producer-closed", "/idle"}
 	for _, p := range paths {
@@ -67,13 +76,14 @@ func TestTTLRefresh(t *testing.T) {
 	_, err = s.Append(ctx, &AppendRequest{Path: "/producer-closed", Close: true, Producer: &ProducerTuple{ID: "p"}})
 	require.NoError(t, err)
 
-	time.Sleep(800 * time.Millisecond) // past the idle stream's end, well inside the others'
+	refreshed := clk.Now()
+	clk.Advance(500 * time.Millisecond) // the idle stream's end, a second and a half inside the others'
 	_, err = s.Lookup(ctx, "/idle")
 	require.ErrorIs(t, err, ErrNotFound)
 	for _, p := range paths[:4] {
 		m, err := s.Lookup(ctx, p)
 		require.NoError(t, err, p)
-		require.WithinDuration(t, time.Now(), m.LastAccessAt, 1500*time.Millisecond, p)
+		require.Equal(t, refreshed, m.LastAccessAt, p)
 	}
 	require.Equal(t, []string{"x", "y"}, datas(readAll(t, s, "/appended")))
 
@@ -81,7 +91,7 @@ func TestTTLRefresh(t *testing.T) {
 	idleFor(t, s, "/closed", 1500*time.Millisecond)
 	_, err = s.Append(ctx, &AppendRequest{Path: "/closed", Close: true})
 	require.NoError(t, err)
-	require.WithinDuration(t, time.Now(), lookup(t, s, "/closed").LastAccessAt, time.Second)
+	require.Equal(t, clk.Now(), lookup(t, s, "/closed").LastAccessAt)
 }
 
 func TestTouchWithoutTTL(t *testing.T) {
@@ -227,18 +237,18 @@ func TestSweep(t *testing.T) {
 	require.Equal(t, []string{"x"}, datas(readAll(t, s, "/src2")))
 }
 
+// The sweeper runs every SweepInterval of the store's clock and deletes what expired.
 func TestSweepLoop(t *testing.T) {
 	t.Parallel()
-	s := newStore(t, Options{SweepInterval: 20 * time.Millisecond})
-	ctx := testCtx(t)
-	soon := time.Now().Add(time.Hour)
-	m := create(t, s, "/gone-soon", CreateConfig{ExpiresAt: &soon}, "x")
-	_, err := s.DB().Exec(ctx, `UPDATE streams SET expires_at = now() - interval '1 second' WHERE id = $1`, m.ID)
-	require.NoError(t, err)
+	clk := clock.NewTest(time.Now())
+	s := newStore(t, Options{SweepInterval: time.Minute, Clock: clk})
+	soon := clk.Now().Add(time.Hour)
+	create(t, s, "/gone-soon", CreateConfig{ExpiresAt: &soon}, "x")
 	create(t, s, "/stays", CreateConfig{}, "y")
-	require.Eventually(t, func() bool {
-		return countRows(t, s, `SELECT count(*) FROM streams WHERE path = '/gone-soon'`) == 0
-	}, 10*time.Second, 10*time.Millisecond)
+	gone := func() bool { return countRows(t, s, `SELECT count(*) FROM streams WHERE path = '/gone-soon'`) == 0 }
+	require.False(t, gone())
+	clk.Advance(time.Hour) // past the Expires-At, and the sweep due a minute in comes
+	testwait.Until(t, "the expired stream is swept", gone)
 	require.Zero(t, countRows(t, s, `SELECT count(*) FROM stream_messages WHERE data = 'x'`))
 	require.Equal(t, []string{"y"}, datas(readAll(t, s, "/stays")))
 }

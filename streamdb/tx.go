@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -216,7 +215,7 @@ func (b failedBatch) Tx() pgx.Tx                       { return nil }
 // about the request (not found, closed, producer fencing, ...) leaves the transaction
 // usable; the caller decides whether to abort.
 func (t *Tx) Append(ctx context.Context, req *AppendRequest) (AppendResult, error) {
-	results, errs, w, err := t.store.runAppends(ctx, t, time.Now(), []*AppendRequest{req}, false)
+	results, errs, w, err := t.store.runAppends(ctx, t, t.store.clock.Now(), []*AppendRequest{req}, false)
 	if err != nil {
 		return AppendResult{}, err
 	}

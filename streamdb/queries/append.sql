@@ -22,7 +22,7 @@ UPDATE streams s SET tail_seq = u.tail_seq, tail_pos = u.tail_pos, closed = u.cl
     last_stream_seq = u.lss,
     -- only TTL streams track access: leaving the indexed column alone otherwise
     -- keeps this a HOT update (no index churn on the hottest row of the stream)
-    last_access_at = CASE WHEN s.ttl_seconds IS NULL THEN s.last_access_at ELSE now() END
+    last_access_at = CASE WHEN s.ttl_seconds IS NULL THEN s.last_access_at ELSE coalesce($9::timestamptz, now()) END
   FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bool[], $5::text[], $6::bigint[], $7::bigint[], $8::text[])
     AS u(id, tail_seq, tail_pos, closed, cp_id, cp_epoch, cp_seq, lss)
   WHERE s.id = u.id

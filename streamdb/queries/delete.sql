@@ -20,5 +20,6 @@ UPDATE streams SET refcount = refcount - 1 WHERE id = $1 RETURNING id
 
 -- name: ExpiredStreams
 SELECT path FROM streams
-  WHERE refcount = 0 AND (expires_at <= now() OR last_access_at + ttl_seconds * interval '1 second' <= now())
+  WHERE refcount = 0 AND (expires_at <= coalesce($1::timestamptz, now())
+    OR last_access_at + ttl_seconds * interval '1 second' <= coalesce($1::timestamptz, now()))
   LIMIT 500

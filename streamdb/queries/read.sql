@@ -1,7 +1,7 @@
 -- Queries of read.go.
 
 -- name: Touch
-UPDATE streams SET last_access_at = now() WHERE id = $1
+UPDATE streams SET last_access_at = coalesce($2::timestamptz, now()) WHERE id = $1
 
 -- name: ReadRange
 SELECT seq, end_pos, data FROM stream_messages
