@@ -55,8 +55,7 @@ func (s *Store) registerListener(ctx context.Context) error {
 		s.notifier.publishAll()
 		s.tellObservers(nil)
 	}}
-	s.wg.Add(1) // the listen loop's own count keeps the group open
-	go func() { defer s.wg.Done(); defer done(); recheck.Until(catchUp) }()
+	recheck.Go(catchUp, &s.wg) // the listen loop's own count keeps the group open
 	return nil
 }
 

@@ -104,14 +104,11 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error)
 		// queued are committed rather than failed (appendTx bounds each transaction).
 		go func() { defer s.wg.Done(); l.run(context.WithoutCancel(runCtx)) }()
 	}
-	s.wg.Add(2)
+	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.listen(runCtx) }()
-	peers := &lifecycle.Every{Interval: peerPoll, Clock: s.clock, Run: s.checkPeers}
-	go func() { defer s.wg.Done(); peers.Until(runCtx) }()
+	(&lifecycle.Every{Interval: peerPoll, Clock: s.clock, Run: s.checkPeers}).Go(runCtx, &s.wg)
 	if opts.SweepInterval > 0 {
-		s.wg.Add(1)
-		sweep := &lifecycle.Every{Interval: opts.SweepInterval, Clock: s.clock, Run: s.sweepRound}
-		go func() { defer s.wg.Done(); sweep.Until(runCtx) }()
+		(&lifecycle.Every{Interval: opts.SweepInterval, Clock: s.clock, Run: s.sweepRound}).Go(runCtx, &s.wg)
 	}
 	return s, nil
 }

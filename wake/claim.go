@@ -23,21 +23,24 @@ type claimed struct {
 	consumed        []int64
 }
 
+// Leases are judged with now, the dispatcher's clock as a query parameter (nil: the
+// database's now(), one clock for every process).
+
 // registerHolder records this process as a holder with a fresh lease.
-func registerHolder(ctx context.Context, pool streamdb.DB, id string, lease time.Duration) error {
+func registerHolder(ctx context.Context, pool streamdb.DB, id string, lease time.Duration, now *time.Time) error {
 	host, _ := os.Hostname()
-	_, err := pool.Exec(ctx, sqlRegisterHolder, id, lease.String(), host)
+	_, err := pool.Exec(ctx, sqlRegisterHolder, id, lease.String(), host, now)
 	return err
 }
 
 // heartbeat renews this process's lease for every entity it holds in one statement.
-func heartbeat(ctx context.Context, pool streamdb.DB, id string, lease time.Duration) error {
-	tag, err := pool.Exec(ctx, sqlHeartbeat, id, lease.String())
+func heartbeat(ctx context.Context, pool streamdb.DB, id string, lease time.Duration, now *time.Time) error {
+	tag, err := pool.Exec(ctx, sqlHeartbeat, id, lease.String(), now)
 	if err != nil {
 		return err
 	}
 	if tag.RowsAffected() == 0 {
-		return registerHolder(ctx, pool, id, lease)
+		return registerHolder(ctx, pool, id, lease, now)
 	}
 	return nil
 }
@@ -54,9 +57,8 @@ func unregisterHolder(ctx context.Context, pool streamdb.DB, id string) error {
 // claim takes the entities among urls that nobody validly holds, bumping their epochs.
 // Rows locked by someone else's acknowledgement or claim are skipped: that work is being
 // handled.
-func claim(ctx context.Context, pool streamdb.DB, holder string, urls []string) ([]claimed, error) {
-	rows, err := pool.Query(ctx, sqlClaim,
-		holder, urls)
+func claim(ctx context.Context, pool streamdb.DB, holder string, urls []string, now *time.Time) ([]claimed, error) {
+	rows, err := pool.Query(ctx, sqlClaim, holder, urls, now)
 	if err != nil {
 		return nil, fmt.Errorf("wake: claim: %w", err)
 	}
@@ -81,8 +83,8 @@ func release(ctx context.Context, pool streamdb.DB, holder, url string, epoch in
 // pendingUnheld finds entities of the given types whose streams have events beyond what
 // was handled and that nobody validly holds: work a crashed process left behind, or
 // whose notification was missed.
-func pendingUnheld(ctx context.Context, pool streamdb.DB, types []string, limit int) ([]string, error) {
-	rows, err := pool.Query(ctx, sqlPendingUnheld, types, limit, entity.Undeliverable())
+func pendingUnheld(ctx context.Context, pool streamdb.DB, types []string, limit int, now *time.Time) ([]string, error) {
+	rows, err := pool.Query(ctx, sqlPendingUnheld, types, limit, entity.Undeliverable(), now)
 	if err != nil {
 		return nil, err
 	}

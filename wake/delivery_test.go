@@ -14,16 +14,19 @@ import (
 
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/internal/clock"
 	"github.com/entityd/entityd/internal/entitypath"
+	"github.com/entityd/entityd/internal/testwait"
 	"github.com/entityd/entityd/streamdb"
 )
 
-// scriptedRunner runs handlers of type "t": each run is recorded, then answered by
-// script (nil: write an "ack <key>" text event).
+// scriptedRunner runs handlers of type "t": each run is recorded (at the time of clock,
+// nil: the wall clock), then answered by script (nil: write an "ack <key>" text event).
 type scriptedRunner struct {
 	mu     sync.Mutex
 	runs   []run
 	script func(job *Job) (Effects, error)
+	clock  clock.Clock
 }
 
 type run struct {
@@ -47,7 +50,7 @@ func (r *scriptedRunner) Run(_ context.Context, job *Job) (Effects, error) {
 		key = w.Signal
 	}
 	r.mu.Lock()
-	r.runs = append(r.runs, run{url: job.EntityURL, kind: job.Wake.Kind(), key: key, attempt: job.Attempt, at: time.Now()})
+	r.runs = append(r.runs, run{url: job.EntityURL, kind: job.Wake.Kind(), key: key, attempt: job.Attempt, at: clock.Or(r.clock).Now()})
 	r.mu.Unlock()
 	if r.script != nil {
 		return r.script(job)
@@ -90,13 +93,20 @@ type deliveryFixture struct {
 
 func startDelivery(t *testing.T, runner *scriptedRunner, opts Options) *deliveryFixture {
 	t.Helper()
-	f := newFixture(t)
+	return startDeliveryOn(t, newFixture(t), runner, opts)
+}
+
+// startDeliveryOn starts a dispatcher on f (whose store's clock it keeps time with).
+func startDeliveryOn(t *testing.T, f *fixture, runner *scriptedRunner, opts Options) *deliveryFixture {
+	t.Helper()
 	opts.Heartbeat = 100 * time.Millisecond
 	opts.SweepInterval = 100 * time.Millisecond
 	if opts.BaseBackoff == 0 {
 		opts.BaseBackoff = 20 * time.Millisecond
 	}
-	opts.MaxBackoff = 200 * time.Millisecond
+	if opts.MaxBackoff == 0 {
+		opts.MaxBackoff = 200 * time.Millisecond
+	}
 	d := New(f.store, runner, []string{"t"}, opts)
 	f.registry.SetHandled(func(typ string) bool { return typ == "t" })
 	f.registry.SetEndHook(NotifyEnd)
@@ -168,7 +178,7 @@ func TestDeliveryInOrderWithState(t *testing.T) {
 		want = append(want, k)
 		f.send(url, k, "queued", `{"i":`+fmt.Sprint(i)+`}`)
 	}
-	waitFor(t, 10*time.Second, func() bool { return len(f.texts(url)) == 9 }, "every run's write committed")
+	testwait.Until(t, "every run's write committed", func() bool { return len(f.texts(url)) == 9 })
 	require.Equal(t, want, r.keys(url, "inbox"))
 	require.Equal(t, []string{""}, r.keys(url, "spawn"), "the spawn wake first, once")
 	require.Equal(t, append([]string{"ack "}, prefixed("ack ", want)...), f.texts(url), "writes in delivery order")
@@ -177,8 +187,7 @@ func TestDeliveryInOrderWithState(t *testing.T) {
 	mu.Unlock()
 	// entity_created and the eight messages come first in the stream, whatever the
 	// interleaving with the acknowledgements' writes: the last message is at seq 9 or later
-	waitFor(t, 10*time.Second, func() bool { return f.row(url).scanned >= 9 },
-		"the scan position follows the acknowledgements")
+	testwait.Until(t, "the scan position follows the acknowledgements", func() bool { return f.row(url).scanned >= 9 })
 	st, err := StatusOf(context.Background(), f.pool, url)
 	require.NoError(t, err)
 	require.Empty(t, st.Failures)
@@ -195,9 +204,11 @@ func prefixed(p string, ss []string) []string {
 
 // TestFailuresRetryWithBackoffThenGiveUp: a failing run (an error, then a panic) is
 // retried after growing delays, then recorded as failed (wake_failures, an error event per
-// attempt, the inbox row marked failed) and the entity moves on to the next message.
+// attempt, the inbox row marked failed) and the entity moves on to the next message. The
+// delays pass on a test clock: each retry comes when the clock reaches its retry_at.
 func TestFailuresRetryWithBackoffThenGiveUp(t *testing.T) {
-	r := &scriptedRunner{}
+	clk := clock.NewTest(time.Now())
+	r := &scriptedRunner{clock: clk}
 	r.script = func(job *Job) (Effects, error) {
 		if w, ok := job.Wake.(InboxWake); ok && w.Key == "bad" {
 			if job.Attempt == 2 {
@@ -207,19 +218,35 @@ func TestFailuresRetryWithBackoffThenGiveUp(t *testing.T) {
 		}
 		return &testEffects{events: [][]byte{textEvent("ok")}}, nil
 	}
-	f := startDelivery(t, r, Options{MaxAttempts: 3, BaseBackoff: 30 * time.Millisecond})
+	f := startDeliveryOn(t, newFixtureOn(t, clk), r, Options{MaxAttempts: 3, BaseBackoff: time.Second, MaxBackoff: time.Minute})
 	url := f.spawn("failing")
 	f.send(url, "bad", "queued", `1`)
 	f.send(url, "good", "queued", `2`)
-	waitFor(t, 10*time.Second, func() bool { return len(r.attempts(url, "good")) == 1 }, "the next message is handled")
+	retryAt := func(attempts int) time.Time {
+		var at *time.Time
+		testwait.Until(t, fmt.Sprintf("failure %d is recorded", attempts), func() bool {
+			require.NoError(t, f.pool.QueryRow(context.Background(),
+				`SELECT (SELECT retry_at FROM entity_wake WHERE entity_url = $1 AND attempts = $2)`, url, attempts).Scan(&at))
+			return at != nil
+		})
+		return *at
+	}
+	first := clk.Now()
+	require.Equal(t, first.Add(time.Second), retryAt(1), "the first retry waits BaseBackoff")
+	require.Len(t, r.attempts(url, "bad"), 1, "no retry before the clock moves")
+	clk.Advance(time.Second)
+	require.Equal(t, first.Add(3*time.Second), retryAt(2), "the delay doubles")
+	require.Len(t, r.attempts(url, "bad"), 2)
+	clk.Advance(2 * time.Second)
+	testwait.Until(t, "the next message is handled", func() bool { return len(r.attempts(url, "good")) == 1 })
 
 	bad := r.attempts(url, "bad")
 	require.Len(t, bad, 3)
 	for i, x := range bad {
 		require.Equal(t, i+1, x.attempt)
 	}
-	require.GreaterOrEqual(t, bad[1].at.Sub(bad[0].at), 30*time.Millisecond)
-	require.GreaterOrEqual(t, bad[2].at.Sub(bad[1].at), 60*time.Millisecond, "the delay doubles")
+	require.Equal(t, []time.Time{first, first.Add(time.Second), first.Add(3 * time.Second)},
+		[]time.Time{bad[0].at, bad[1].at, bad[2].at}, "each attempt when its delay ended")
 
 	st, err := StatusOf(context.Background(), f.pool, url)
 	require.NoError(t, err)
@@ -254,35 +281,40 @@ func TestPausedHeldAndReleased(t *testing.T) {
 	url := f.spawn("held")
 	f.send(url, "later", "paused", `"held \u0000 content"`)
 	f.send(url, "now", "queued", `1`)
-	waitFor(t, 10*time.Second, func() bool { return slices.Contains(r.keys(url, "inbox"), "now") }, "the queued message goes on")
-	waitFor(t, 10*time.Second, func() bool {
+	testwait.Until(t, "the queued message goes on", func() bool { return slices.Contains(r.keys(url, "inbox"), "now") })
+	testwait.Until(t, "the paused message is held", func() bool {
 		st, err := StatusOf(context.Background(), f.pool, url)
 		return err == nil && st.Paused == 1
-	}, "the paused message is held")
+	})
 	e, err := f.registry.Get(context.Background(), url)
 	require.NoError(t, err)
 	mode := "queued"
 	_, err = f.sender.PatchMessage(context.Background(), e, "later", &inbox.Patch{Mode: &mode})
 	require.NoError(t, err)
-	waitFor(t, 10*time.Second, func() bool { return slices.Contains(r.keys(url, "inbox"), "later") }, "released")
+	testwait.Until(t, "released", func() bool { return slices.Contains(r.keys(url, "inbox"), "later") })
 	require.Equal(t, []string{"now", "later"}, r.keys(url, "inbox"))
 }
 
 // TestTimersFireOnce: a timer scheduled inside a transaction fires once when due, as a
-// schedule wake with its payload.
+// schedule wake with its payload. Due is a minute away on a test clock.
 func TestTimersFireOnce(t *testing.T) {
+	clk := clock.NewTest(time.Now())
 	r := &scriptedRunner{}
-	f := startDelivery(t, r, Options{})
+	f := startDeliveryOn(t, newFixtureOn(t, clk), r, Options{})
 	url := f.spawn("timed")
+	due := clk.Now().Add(time.Minute)
 	require.NoError(t, f.store.WithTx(context.Background(), func(ctx context.Context, tx *streamdb.Tx) error {
-		return Schedule(ctx, tx, "tick-1", url, time.Now().Add(50*time.Millisecond), json.RawMessage(`{"n":1}`))
+		return Schedule(ctx, tx, "tick-1", url, due, json.RawMessage(`{"n":1}`))
 	}))
 	f.d.PokeTimers()
-	waitFor(t, 10*time.Second, func() bool { return len(r.keys(url, "schedule")) == 1 }, "the timer fired")
+	testwait.Until(t, "the entity's spawn is handled", func() bool { return len(r.keys(url, "spawn")) == 1 })
+	require.Empty(t, r.keys(url, "schedule"), "not due yet")
+	clk.Set(due)
+	testwait.Until(t, "the timer fired", func() bool { return len(r.keys(url, "schedule")) == 1 })
 	require.Zero(t, f.count(`SELECT count(*) FROM wake_timers WHERE entity_url = $1`, url), "the timer is gone")
 	// once: a message sent now is handled after any second firing would have been
 	f.send(url, "after", "queued", `1`)
-	waitFor(t, 10*time.Second, func() bool { return slices.Contains(r.keys(url, "inbox"), "after") }, "after")
+	testwait.Until(t, "after", func() bool { return slices.Contains(r.keys(url, "inbox"), "after") })
 	require.Equal(t, []string{"tick-1"}, r.keys(url, "schedule"))
 }
 
@@ -296,16 +328,16 @@ func TestSignalsFollowTheStatusMachine(t *testing.T) {
 	ctx := context.Background()
 	_, err := f.registry.Signal(ctx, url, entity.SignalRequest{Signal: entity.SIGSTOP})
 	require.NoError(t, err)
-	waitFor(t, 10*time.Second, func() bool { return f.row(url).holder == nil }, "a paused entity is let go")
+	testwait.Until(t, "a paused entity is let go", func() bool { return f.row(url).holder == nil })
 	f.send(url, "wake-up", "queued", `1`)
-	waitFor(t, 10*time.Second, func() bool { return slices.Contains(r.keys(url, "inbox"), "wake-up") }, "the send resumed it")
+	testwait.Until(t, "the send resumed it", func() bool { return slices.Contains(r.keys(url, "inbox"), "wake-up") })
 
 	_, err = f.registry.Signal(ctx, url, entity.SignalRequest{Signal: entity.SIGTERM})
 	require.NoError(t, err)
-	waitFor(t, 10*time.Second, func() bool {
+	testwait.Until(t, "the entity stops after its handler saw SIGTERM", func() bool {
 		e, err := f.registry.Get(ctx, url)
 		return err == nil && e.Status == entity.StatusStopped
-	}, "the entity stops after its handler saw SIGTERM")
+	})
 	require.Contains(t, r.keys(url, "signal"), entity.SIGTERM)
 	require.True(t, strings.HasSuffix(strings.Join(f.texts(url), ","), "ack SIGTERM"))
 }
@@ -327,7 +359,7 @@ func TestRefusedWritesCountAsAttempts(t *testing.T) {
 	url := f.spawn("refused")
 	f.send(url, "bad", "queued", `1`)
 	f.send(url, "good", "queued", `2`)
-	waitFor(t, 10*time.Second, func() bool { return len(r.attempts(url, "good")) == 1 }, "the next message is handled")
+	testwait.Until(t, "the next message is handled", func() bool { return len(r.attempts(url, "good")) == 1 })
 	require.Len(t, r.attempts(url, "bad"), 2)
 	st, err := StatusOf(context.Background(), f.pool, url)
 	require.NoError(t, err)

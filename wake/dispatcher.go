@@ -10,6 +10,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/entityd/entityd/internal/clock"
+	"github.com/entityd/entityd/internal/lifecycle"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -69,6 +71,7 @@ type Dispatcher struct {
 	pool    streamdb.DB
 	runner  Runner
 	log     *zap.Logger
+	clock   clock.Clock // the store's: leases, retry delays, idle release and timers
 	holder  string
 	types   []string
 
@@ -78,11 +81,14 @@ type Dispatcher struct {
 	byStream  map[int64]entityRef
 	notEntity map[int64]struct{}
 
-	changes chan []streamdb.Change
-	pokes   chan entityRef
-	rescan  chan struct{}
-	timers  *timerService
-	logs    loopLogs
+	changes    chan []streamdb.Change
+	pokes      chan entityRef
+	rescan     chan struct{}
+	timerPoke  chan struct{}
+	heartbeats *lifecycle.Every // renews the lease
+	sweeps     *lifecycle.Every // finds unheld entities with work; at once on rescan
+	timers     *lifecycle.Every // fires due timers; at once on timerPoke
+	logs       loopLogs
 
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
@@ -104,11 +110,14 @@ func New(streams *streamdb.Store, runner Runner, types []string, opts Options) *
 	_, _ = rand.Read(id[:])
 	d := &Dispatcher{
 		opts: opts, streams: streams, pool: streams.DB(), runner: runner, log: opts.Logger.Named("wake"),
-		holder: "h-" + hex.EncodeToString(id[:]), types: types,
+		clock: streams.Clock(), holder: "h-" + hex.EncodeToString(id[:]), types: types,
 		workers: map[string]*worker{}, byStream: map[int64]entityRef{}, notEntity: map[int64]struct{}{},
-		changes: make(chan []streamdb.Change, 4096), pokes: make(chan entityRef, 1024), rescan: make(chan struct{}, 1),
+		changes: make(chan []streamdb.Change, 4096), pokes: make(chan entityRef, 1024),
+		rescan: make(chan struct{}, 1), timerPoke: make(chan struct{}, 1),
 	}
-	d.timers = &timerService{d: d, poke: make(chan struct{}, 1)}
+	d.heartbeats = &lifecycle.Every{Interval: opts.Heartbeat, Clock: d.clock, Run: d.renewLease}
+	d.sweeps = &lifecycle.Every{Interval: opts.SweepInterval, Clock: d.clock, Wake: d.rescan, Run: d.sweep}
+	d.timers = &lifecycle.Every{Interval: timerPoll, Clock: d.clock, RunAtStart: true, Wake: d.timerPoke, RunNext: d.fireTimers}
 	streams.OnCommit(d.observe)
 	return d
 }
@@ -121,7 +130,7 @@ func (d *Dispatcher) renewedLease(sent time.Time) {
 // run starts after another process may have taken its entities over (a heartbeat that
 // keeps failing — a partition, a starved pool — pauses delivery instead).
 func (d *Dispatcher) waitForLease(ctx context.Context) error {
-	for time.Now().UnixNano() >= d.leaseOK.Load() {
+	for d.clock.Now().UnixNano() >= d.leaseOK.Load() {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -151,17 +160,18 @@ func (d *Dispatcher) Holder() string { return d.holder }
 
 // Start registers this process as a holder and starts finding and delivering work.
 func (d *Dispatcher) Start(ctx context.Context) error {
-	if err := registerHolder(ctx, d.pool, d.holder, d.opts.Lease); err != nil {
+	if err := registerHolder(ctx, d.pool, d.holder, d.opts.Lease, d.clock.SQL()); err != nil {
 		return err
 	}
-	d.renewedLease(time.Now())
+	d.renewedLease(d.clock.Now())
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.stop = cancel
 	d.started.Store(true)
-	d.wg.Add(3)
-	go func() { defer d.wg.Done(); d.heartbeatLoop(runCtx) }()
+	d.heartbeats.Go(runCtx, &d.wg)
+	d.sweeps.Go(runCtx, &d.wg)
+	d.timers.Go(runCtx, &d.wg)
+	d.wg.Add(1)
 	go func() { defer d.wg.Done(); d.loop(runCtx) }()
-	go func() { defer d.wg.Done(); d.timers.run(runCtx) }()
 	d.requestRescan()
 	d.log.Info("wake dispatcher started", zap.String("holder", d.holder), zap.Strings("types", d.types))
 	return nil
@@ -207,36 +217,31 @@ func (d *Dispatcher) observe(changes []streamdb.Change) {
 	}
 }
 
-func (d *Dispatcher) requestRescan() {
+// requestRescan asks for a sweep now.
+func (d *Dispatcher) requestRescan() { poke(d.rescan) }
+
+// poke is a non-blocking send on a wake-up channel of capacity one.
+func poke(ch chan struct{}) {
 	select {
-	case d.rescan <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
 
-func (d *Dispatcher) heartbeatLoop(ctx context.Context) {
-	t := time.NewTicker(d.opts.Heartbeat)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			sent := time.Now()
-			if err := heartbeat(ctx, d.pool, d.holder, d.opts.Lease); err != nil {
-				if ctx.Err() == nil {
-					d.warn(&d.logs.heartbeat, "lease heartbeat failed; handlers wait until it succeeds", zap.Error(err))
-				}
-				continue
-			}
-			d.renewedLease(sent)
+// renewLease is the heartbeat, every Options.Heartbeat.
+func (d *Dispatcher) renewLease(ctx context.Context) {
+	sent := d.clock.Now()
+	if err := heartbeat(ctx, d.pool, d.holder, d.opts.Lease, d.clock.SQL()); err != nil {
+		if ctx.Err() == nil {
+			d.warn(&d.logs.heartbeat, "lease heartbeat failed; handlers wait until it succeeds", zap.Error(err))
 		}
+		return
 	}
+	d.renewedLease(sent)
 }
 
+// loop hands commits and pokes to workers, or claims their entities.
 func (d *Dispatcher) loop(ctx context.Context) {
-	sweep := time.NewTicker(d.opts.SweepInterval)
-	defer sweep.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -245,10 +250,6 @@ func (d *Dispatcher) loop(ctx context.Context) {
 			d.onChanges(ctx, changes)
 		case ref := <-d.pokes:
 			d.dispatch(ctx, []entityRef{ref})
-		case <-d.rescan:
-			d.sweep(ctx)
-		case <-sweep.C:
-			d.sweep(ctx)
 		}
 	}
 }
@@ -367,7 +368,7 @@ func (d *Dispatcher) claimAndStart(ctx context.Context, urls []string) {
 	if len(fresh) == 0 {
 		return
 	}
-	got, err := claim(ctx, d.pool, d.holder, fresh)
+	got, err := claim(ctx, d.pool, d.holder, fresh, d.clock.SQL())
 	if err != nil {
 		if ctx.Err() == nil {
 			d.warn(&d.logs.claim, "claim failed", zap.Error(err))
@@ -416,7 +417,7 @@ func (d *Dispatcher) sweep(ctx context.Context) {
 		return
 	}
 	for ctx.Err() == nil {
-		urls, err := pendingUnheld(ctx, d.pool, d.types, 500)
+		urls, err := pendingUnheld(ctx, d.pool, d.types, 500, d.clock.SQL())
 		if err != nil {
 			if ctx.Err() == nil {
 				d.warn(&d.logs.sweep, "sweep for pending work failed", zap.Error(err))

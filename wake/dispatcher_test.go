@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 // recordingRunner runs handlers of type "t" that write nothing.
@@ -25,17 +27,6 @@ func (r *recordingRunner) Run(_ context.Context, job *Job) (Effects, error) {
 	return &testEffects{}, nil
 }
 
-func waitFor(t *testing.T, timeout time.Duration, cond func() bool, msg string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal(msg)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestPokedEntityIsReleasedAtStop: an entity claimed because of Poke (a send unpaused
 // it) is let go when the dispatcher stops, like any other, so that Stop returns at once
 // and other processes can take the entity over.
@@ -49,7 +40,7 @@ func TestPokedEntityIsReleasedAtStop(t *testing.T) {
 	d := New(f.store, &recordingRunner{}, []string{"t"}, Options{IdleRelease: time.Hour, SweepInterval: time.Hour})
 	require.NoError(t, d.Start(ctx))
 	d.Poke(url, "t")
-	waitFor(t, 10*time.Second, func() bool { return slices.Contains(d.Held(), url) }, "the poked entity is claimed")
+	testwait.Until(t, "the poked entity is claimed", func() bool { return slices.Contains(d.Held(), url) })
 
 	stopCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()

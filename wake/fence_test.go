@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/clock"
 	"github.com/entityd/entityd/internal/pgtest"
 	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/streamdb"
@@ -26,10 +27,13 @@ type fixture struct {
 	typ      *entity.Type
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { return newFixtureOn(t, nil) }
+
+// newFixtureOn is a fixture whose store, and so whose dispatchers, keep time with clk.
+func newFixtureOn(t *testing.T, clk clock.Clock) *fixture {
 	t.Helper()
 	pool := pgtest.Pool(t)
-	store, err := streamdb.Open(context.Background(), pool, streamdb.Options{})
+	store, err := streamdb.Open(context.Background(), pool, streamdb.Options{Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(store.Close)
 	registry := entity.New(store, schemas.NewCache(), zap.NewNop())
@@ -108,14 +112,14 @@ func TestStaleClaimWritesNothing(t *testing.T) {
 	url := f.spawn("a")
 	source := f.spawn("source")
 	d := New(f.store, nil, []string{"t"}, Options{})
-	require.NoError(t, registerHolder(ctx, f.pool, d.holder, time.Hour))
-	got, err := claim(ctx, f.pool, d.holder, []string{url})
+	require.NoError(t, registerHolder(ctx, f.pool, d.holder, time.Hour, nil))
+	got, err := claim(ctx, f.pool, d.holder, []string{url}, nil)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	ours := fence{url: url, holder: d.holder, epoch: got[0].epoch}
 
 	// another process claims the entity (as after our lease lapsed)
-	require.NoError(t, registerHolder(ctx, f.pool, "other", time.Hour))
+	require.NoError(t, registerHolder(ctx, f.pool, "other", time.Hour, nil))
 	_, err = f.pool.Exec(ctx, `UPDATE entity_wake SET epoch = epoch + 1, holder = 'other' WHERE entity_url = $1`, url)
 	require.NoError(t, err)
 	theirs := fence{url: url, holder: "other", epoch: ours.epoch + 1}

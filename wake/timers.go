@@ -26,48 +26,44 @@ func Schedule(ctx context.Context, tx *streamdb.Tx, id, entityURL string, due ti
 }
 
 // PokeTimers makes the timer service look for due timers now (after a Schedule commits).
-func (d *Dispatcher) PokeTimers() {
-	select {
-	case d.timers.poke <- struct{}{}:
-	default:
-	}
-}
+func (d *Dispatcher) PokeTimers() { poke(d.timerPoke) }
 
-// timerService fires due timers: it appends their wake events (deduplicated by timer id,
+// timerPoll is the longest the timer service sleeps: timers scheduled by other
+// processes fire at most this late.
+const timerPoll = time.Second
+
+// fireTimers fires due timers: it appends their wake events (deduplicated by timer id,
 // so a timer fires once even if two processes race) and deletes them, in one transaction
-// per batch. It sleeps until the next due timer, at most a second.
-type timerService struct {
-	d    *Dispatcher
-	poke chan struct{}
-}
-
-func (t *timerService) run(ctx context.Context) {
-	for {
-		next, err := t.fire(ctx)
-		if err != nil && ctx.Err() == nil {
-			t.d.warn(&t.d.logs.timers, "firing timers failed", zap.Error(err))
-		}
-		wait := time.Second
-		if next != nil {
-			if d := time.Until(*next); d < wait {
-				wait = max(d, 5*time.Millisecond)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.poke:
-		case <-time.After(wait):
-		}
+// per batch. It returns when the next timer is due (the timer service sleeps until then,
+// at most timerPoll).
+func (d *Dispatcher) fireTimers(ctx context.Context) time.Time {
+	began := d.clock.Now()
+	next, err := d.fireDueTimers(ctx)
+	if err != nil && ctx.Err() == nil {
+		d.warn(&d.logs.timers, "firing timers failed", zap.Error(err))
 	}
+	if next == nil {
+		return time.Time{}
+	}
+	// one another process is firing (locked, so skipped here) is not looked at again
+	// at once
+	return later(*next, began.Add(5*time.Millisecond))
 }
 
-func (t *timerService) fire(ctx context.Context) (*time.Time, error) {
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func (d *Dispatcher) fireDueTimers(ctx context.Context) (*time.Time, error) {
+	clk := d.clock
 	for {
 		fired := 0
-		err := t.d.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+		err := d.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 			fired = 0
-			rows, err := tx.Query(ctx, sqlDueTimers)
+			rows, err := tx.Query(ctx, sqlDueTimers, d.clock.SQL())
 			if err != nil {
 				return err
 			}
@@ -90,7 +86,7 @@ func (t *timerService) fire(ctx context.Context) (*time.Time, error) {
 				return err
 			}
 			for _, d := range list {
-				now := time.Now()
+				now := clk.Now()
 				var v rawjson.Object
 				v.String("kind", "schedule").String("id", d.id)
 				if d.payload != nil {
@@ -121,6 +117,6 @@ func (t *timerService) fire(ctx context.Context) (*time.Time, error) {
 		}
 	}
 	var next *time.Time
-	err := t.d.pool.QueryRow(ctx, sqlNextTimerDue).Scan(&next)
+	err := d.pool.QueryRow(ctx, sqlNextTimerDue).Scan(&next)
 	return next, err
 }

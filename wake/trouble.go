@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/entityd/entityd/internal/clock"
 	"github.com/entityd/entityd/internal/dberr"
 	"github.com/entityd/entityd/internal/ratelog"
 	"github.com/entityd/entityd/internal/textpolicy"
@@ -76,10 +77,8 @@ func (w *worker) recoverFrom(ctx context.Context, cause error) bool {
 		if !dberr.Unavailable(cause) {
 			w.noteError(ctx, cause)
 		}
-		select {
-		case <-ctx.Done():
+		if !clock.Sleep(ctx, w.d.clock, w.trouble) {
 			return false
-		case <-time.After(w.trouble):
 		}
 		if cause = w.load(ctx); cause == nil {
 			return true

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/clock"
 	"github.com/entityd/entityd/internal/dberr"
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/metrics"
@@ -68,8 +69,8 @@ func (w *worker) run(ctx context.Context) {
 	if err := w.load(ctx); err != nil && !w.recoverFrom(ctx, err) {
 		return
 	}
-	idle := time.NewTimer(w.d.opts.IdleRelease)
-	defer idle.Stop()
+	idle := clock.After(w.d.clock, w.d.opts.IdleRelease)
+	defer func() { idle.Stop() }()
 	for {
 		if ctx.Err() != nil {
 			return // shutting down: Stop releases everything at once
@@ -95,13 +96,8 @@ func (w *worker) run(ctx context.Context) {
 		}
 		if progressed {
 			w.trouble = 0
-			if !idle.Stop() {
-				select {
-				case <-idle.C:
-				default:
-				}
-			}
-			idle.Reset(w.d.opts.IdleRelease)
+			idle.Stop()
+			idle = clock.After(w.d.clock, w.d.opts.IdleRelease)
 			continue
 		}
 		select {
@@ -211,12 +207,8 @@ func (w *worker) step(ctx context.Context) (bool, error) {
 		}
 	}
 	it := w.queue[0]
-	if wait := time.Until(w.retryAt); wait > 0 && w.attempts > 0 {
-		select {
-		case <-ctx.Done():
-			return false, nil
-		case <-time.After(wait):
-		}
+	if w.attempts > 0 && !clock.Sleep(ctx, w.d.clock, clock.Until(w.d.clock, w.retryAt)) {
+		return false, nil
 	}
 	if err := w.d.waitForLease(ctx); err != nil {
 		return false, nil
@@ -345,7 +337,7 @@ func (w *worker) fail(ctx context.Context, it *item, runErr error, consumed []in
 		fl.giveUp = true
 		fl.progress = progress{scanned: it.seq, consumed: consumed, held: it.held}
 	} else {
-		fl.retryAt = time.Now().Add(w.d.backoff(attempt))
+		fl.retryAt = w.d.clock.Now().Add(w.d.backoff(attempt))
 	}
 	w.log.Warn("handler failed", zap.String("wake", it.wake.Kind()), zap.String("key", it.key),
 		zap.Int("attempt", attempt), zap.Bool("giving_up", fl.giveUp), zap.Error(runErr))

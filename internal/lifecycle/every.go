@@ -9,7 +9,7 @@ import (
 )
 
 // Every is a Service that does a round of work periodically on a clock until Stop: a
-// round each Interval, one more at once when poked, never two at the same time. Every
+// round each Interval, one more at once when woken, never two at the same time. Every
 // periodic loop of entityd runs as one, so that a test that runs the server on a
 // clock.Test moves them all by advancing the clock instead of sleeping.
 type Every struct {
@@ -19,26 +19,21 @@ type Every struct {
 	Clock clock.Clock
 	// RunAtStart does a round right after Start instead of an Interval later.
 	RunAtStart bool
+	// Wake, when set, asks for a round at once with each receive: the service pokes the
+	// loop with a non-blocking send on a channel of capacity one, so pokes that come
+	// while one is pending are one poke.
+	Wake <-chan struct{}
 	// Run is one round. Rounds keep to a grid, as a time.Ticker's ticks do: a round that
 	// overruns the next tick is followed by one at once, and the ticks it missed are
-	// dropped. Poked rounds do not move the grid.
+	// dropped. Rounds on Wake do not move the grid.
 	Run func(ctx context.Context)
-	// RunNext, in place of Run, is a round that returns how soon the next is due (at
-	// most Interval): a loop that sleeps until its next piece of work comes due.
-	RunNext func(ctx context.Context) time.Duration
+	// RunNext, in place of Run, is a round that returns when the next is due, for a loop
+	// that sleeps until its next piece of work comes due; the next round comes Interval
+	// after this one began at the latest (the zero time: then). A time, not a duration:
+	// a time the round read from the database stays right when the clock moved meanwhile.
+	RunNext func(ctx context.Context) time.Time
 
-	pokeOnce sync.Once
-	pokes    chan struct{}
-	loop     Loop
-}
-
-// Poke asks for a round now (or right after the one under way). Pokes that come while
-// one is pending are one poke.
-func (e *Every) Poke() {
-	select {
-	case e.pokeCh() <- struct{}{}:
-	default:
-	}
+	loop Loop
 }
 
 // Start runs the rounds in a goroutine until Stop. The first round's time is fixed here,
@@ -56,6 +51,15 @@ func (e *Every) Stop(ctx context.Context) { e.loop.Stop(ctx) }
 // long as a request or a wake rather than the server.
 func (e *Every) Until(ctx context.Context) { e.run(ctx, e.first()) }
 
+// Go does the rounds in a goroutine counted by wg until ctx ends, for a service that
+// keeps its goroutines in a WaitGroup. Like Start, it fixes the first round's time
+// before it returns.
+func (e *Every) Go(ctx context.Context, wg *sync.WaitGroup) {
+	first := e.first()
+	wg.Add(1)
+	go func() { defer wg.Done(); e.run(ctx, first) }()
+}
+
 func (e *Every) first() time.Time {
 	now := clock.Or(e.Clock).Now()
 	if e.RunAtStart {
@@ -64,16 +68,11 @@ func (e *Every) first() time.Time {
 	return now.Add(e.Interval)
 }
 
-func (e *Every) pokeCh() chan struct{} {
-	e.pokeOnce.Do(func() { e.pokes = make(chan struct{}, 1) })
-	return e.pokes
-}
-
 func (e *Every) run(ctx context.Context, next time.Time) {
 	if (e.Run == nil) == (e.RunNext == nil) {
 		panic("lifecycle: Every needs one of Run and RunNext")
 	}
-	clk, pokes := clock.Or(e.Clock), e.pokeCh()
+	clk := clock.Or(e.Clock)
 	for {
 		t := clk.TimerAt(next)
 		ticked := false
@@ -81,14 +80,17 @@ func (e *Every) run(ctx context.Context, next time.Time) {
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-pokes:
+		case <-e.Wake:
 			t.Stop()
 		case <-t.C:
 			ticked = true
 		}
 		if e.RunNext != nil {
-			wait := min(e.RunNext(ctx), e.Interval)
-			next = clk.Now().Add(wait)
+			latest := clk.Now().Add(e.Interval)
+			next = e.RunNext(ctx)
+			if next.IsZero() || next.After(latest) {
+				next = latest
+			}
 			continue
 		}
 		e.Run(ctx)

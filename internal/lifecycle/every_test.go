@@ -41,7 +41,8 @@ func (r *rounds) none(t *testing.T, c *clock.Test, what string) {
 func TestEveryTicksWithItsClockAndStops(t *testing.T) {
 	c := clock.NewTest(time.Now())
 	r := newRounds()
-	e := &Every{Interval: time.Minute, Clock: c, Run: r.round}
+	wake := make(chan struct{}, 1)
+	e := &Every{Interval: time.Minute, Clock: c, Run: r.round, Wake: wake}
 	if err := e.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -60,8 +61,8 @@ func TestEveryTicksWithItsClockAndStops(t *testing.T) {
 	r.expect(t, 4, "the tick made up at once")
 	r.none(t, c, "the skipped ticks")
 
-	e.Poke()
-	r.expect(t, 5, "a poke")
+	wake <- struct{}{}
+	r.expect(t, 5, "a wake-up")
 	c.Advance(time.Minute)
 	r.expect(t, 6, "the grid is where it was")
 
@@ -74,9 +75,13 @@ func TestEveryTicksWithItsClockAndStops(t *testing.T) {
 func TestEveryRunAtStartAndRunNext(t *testing.T) {
 	c := clock.NewTest(time.Now())
 	r := newRounds()
-	e := &Every{Interval: time.Second, Clock: c, RunAtStart: true, RunNext: func(ctx context.Context) time.Duration {
+	due := c.Now().Add(100 * time.Millisecond) // sooner than the Interval
+	e := &Every{Interval: time.Second, Clock: c, RunAtStart: true, RunNext: func(ctx context.Context) time.Time {
 		r.round(ctx)
-		return 100 * time.Millisecond // due soon: sooner than the Interval
+		if r.n.Load() == 1 {
+			return due
+		}
+		return time.Time{} // nothing due: an Interval later
 	}}
 	if err := e.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -84,8 +89,11 @@ func TestEveryRunAtStartAndRunNext(t *testing.T) {
 	defer e.Stop(context.Background())
 	r.expect(t, 1, "at start")
 	r.none(t, c, "before the next is due")
-	c.Advance(100 * time.Millisecond)
+	c.Set(due)
 	r.expect(t, 2, "when the round said")
+	r.none(t, c, "before an Interval passed")
+	c.Advance(time.Second)
+	r.expect(t, 3, "an Interval after the round")
 }
 
 // Until is the same loop in the caller's goroutine, for one with a shorter life.

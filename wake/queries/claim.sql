@@ -1,12 +1,13 @@
--- Queries of claim.go.
+-- Queries of claim.go. Leases are set and judged at coalesce($now, now()): the
+-- dispatcher's clock, which is NULL (the database's own) outside tests.
 
 -- name: RegisterHolder
 INSERT INTO wake_holders (holder_id, lease_until, hostname)
-  VALUES ($1, now() + $2::interval, $3)
+  VALUES ($1, coalesce($4::timestamptz, now()) + $2::interval, $3)
   ON CONFLICT (holder_id) DO UPDATE SET lease_until = excluded.lease_until
 
 -- name: Heartbeat
-UPDATE wake_holders SET lease_until = now() + $2::interval WHERE holder_id = $1
+UPDATE wake_holders SET lease_until = coalesce($3::timestamptz, now()) + $2::interval WHERE holder_id = $1
 
 -- name: ReleaseHeldBy
 UPDATE entity_wake SET holder = NULL, updated_at = now() WHERE holder = $1
@@ -19,7 +20,7 @@ WITH c AS (
     SELECT w.entity_url FROM entity_wake w
     WHERE w.entity_url = ANY($2)
       AND (w.holder IS NULL OR w.holder = $1 OR NOT EXISTS (
-        SELECT 1 FROM wake_holders h WHERE h.holder_id = w.holder AND h.lease_until > now()))
+        SELECT 1 FROM wake_holders h WHERE h.holder_id = w.holder AND h.lease_until > coalesce($3::timestamptz, now())))
     ORDER BY w.entity_url
     FOR UPDATE SKIP LOCKED)
   UPDATE entity_wake w SET holder = $1, epoch = w.epoch + 1, updated_at = now()
@@ -37,5 +38,5 @@ SELECT w.entity_url FROM entity_wake w
   WHERE w.entity_type = ANY($1) AND s.tail_seq > w.scanned_seq AND NOT s.closed
     AND e.status <> ALL($3)
     AND (w.holder IS NULL OR NOT EXISTS (
-      SELECT 1 FROM wake_holders h WHERE h.holder_id = w.holder AND h.lease_until > now()))
+      SELECT 1 FROM wake_holders h WHERE h.holder_id = w.holder AND h.lease_until > coalesce($4::timestamptz, now())))
   LIMIT $2
