@@ -2,51 +2,67 @@ package api_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/entityd/entityd/internal/clock"
+	"github.com/entityd/entityd/internal/testserver"
+	"github.com/entityd/entityd/internal/testwait"
+	"github.com/entityd/entityd/streamdb"
 )
 
-// waitInbox polls url's stream until it holds n inbox events (10 s at most).
+// setupOnClock starts a server that keeps time with a test clock: delayed sends come due
+// when the test advances it.
+func setupOnClock(t *testing.T) (*harness, *clock.Test) {
+	t.Helper()
+	clk := clock.NewTest(time.Now())
+	return setup(t, testserver.Options{Streams: streamdb.Options{Clock: clk}}), clk
+}
+
+// waitInbox waits until url's stream holds n inbox events.
 func (h *harness) waitInbox(url string, n int) []event {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		inbox := ofType(h.events(url), "inbox")
-		if len(inbox) >= n {
-			return inbox
-		}
-		if time.Now().After(deadline) {
-			require.FailNowf(h.t, "delayed send did not fire", "%d of %d inbox events after 10 s", len(inbox), n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var inbox []event
+	testwait.Until(h.t, "the delayed send fires", func() bool {
+		inbox = ofType(h.events(url), "inbox")
+		return len(inbox) >= n
+	})
+	return inbox
 }
 
 // TestDelayedSendFiresLater: afterMs > 0 answers 204 with no body, appends nothing now,
 // and appends the message (payload byte for byte, type, mode) once due.
 func TestDelayedSendFiresLater(t *testing.T) {
-	h := setup(t)
+	h, clk := setupOnClock(t)
 	h.registerType(`{"name":"chat","description":"d"}`)
 	h.mustSpawn("chat", "later", nil)
 	const payload = `{ "source": "/search later",  "nodes": [{"kind":"slash_command","start":0,"end":7,"raw":"/search","name":"search"}] }`
 
-	sent := time.Now()
+	sent := clk.Now()
 	r := h.send("/chat/later", `{"type":"composer_input","afterMs":400,"payload":`+payload+`}`)
 	require.Equal(t, http.StatusNoContent, r.Status, "body: %s", r.Body)
 	require.Empty(t, r.Body)
 	require.Empty(t, ofType(h.events("/chat/later"), "inbox"), "nothing is appended before it is due")
+	var due time.Time
+	require.NoError(t, h.srv.Pool.QueryRow(context.Background(),
+		`SELECT fire_at FROM delayed_sends WHERE entity_url = '/chat/later'`).Scan(&due))
+	require.Equal(t, sent.Add(400*time.Millisecond), due, "due afterMs after the request")
+	clk.Advance(399 * time.Millisecond)
+	require.Empty(t, ofType(h.events("/chat/later"), "inbox"), "nor a millisecond before")
 
+	clk.Advance(time.Millisecond)
 	ev := h.waitInbox("/chat/later", 1)[0]
-	require.GreaterOrEqual(t, time.Since(sent), 400*time.Millisecond)
 	require.Equal(t, payload, string(ev.Value["payload"]), "payload byte for byte")
 	require.Equal(t, "composer_input", str(t, ev.Value["message_type"]))
 	require.Equal(t, "immediate", str(t, ev.Value["mode"]))
 	require.Regexp(t, `^scheduled-task-\d+$`, ev.Key, "the default key names the delayed send")
 	fired := requireISOTime(t, ev.Value["timestamp"])
-	require.False(t, fired.Before(sent.Add(390*time.Millisecond)), "timestamp %s is the firing, not the request (%s)", fired, sent)
+	require.WithinDuration(t, due, fired, time.Millisecond, "the timestamp is the firing's, not the request's (%s)", sent)
 
 	// Fired once: no delayed send is left to fire, and one message arrived.
 	h.waitNoPendingDelayed("/chat/later")
@@ -85,25 +101,24 @@ func TestDelayedSendsAreValidatedNow(t *testing.T) {
 // TestDelayedSendToAnEntityThatEnded: the entity is killed before the send is due: nothing
 // is appended, and the row is kept with the reason.
 func TestDelayedSendToAnEntityThatEnded(t *testing.T) {
-	h := setup(t)
+	h, clk := setupOnClock(t)
 	h.registerType(`{"name":"chat","description":"d"}`)
 	h.mustSpawn("chat", "gone", nil)
 	r := h.send("/chat/gone", `{"afterMs":200,"payload":"too late"}`)
 	require.Equal(t, http.StatusNoContent, r.Status, "body: %s", r.Body)
 	requireStatus(t, h.signal("/chat/gone", `{"signal":"SIGKILL"}`), http.StatusOK)
+	clk.Advance(200 * time.Millisecond)
 
-	ctx := context.Background()
 	var lastError string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := h.srv.Pool.QueryRow(ctx, `SELECT coalesce(last_error, '') FROM delayed_sends
+	testwait.Until(t, "the delayed send is completed", func() bool {
+		err := h.srv.Pool.QueryRow(context.Background(), `SELECT coalesce(last_error, '') FROM delayed_sends
 			WHERE entity_url = '/chat/gone' AND completed_at IS NOT NULL`).Scan(&lastError)
-		if err == nil {
-			break
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false
 		}
-		require.True(t, time.Now().Before(deadline), "the delayed send was not completed: %v", err)
-		time.Sleep(20 * time.Millisecond)
-	}
+		require.NoError(t, err)
+		return true
+	})
 	require.Equal(t, "entity is not accepting writes", lastError)
 	require.Empty(t, ofType(h.events("/chat/gone"), "inbox"))
 }
@@ -111,7 +126,7 @@ func TestDelayedSendToAnEntityThatEnded(t *testing.T) {
 // TestDelayedSendsWithAKeyAreIdempotent: the same delayed send retried with its key
 // appends one message; a delayed send resumes a paused entity like a send does.
 func TestDelayedSendsWithAKeyAreIdempotent(t *testing.T) {
-	h := setup(t)
+	h, clk := setupOnClock(t)
 	h.registerType(`{"name":"chat","description":"d"}`)
 	h.mustSpawn("chat", "k", nil)
 	requireStatus(t, h.signal("/chat/k", `{"signal":"SIGSTOP"}`), http.StatusOK)
@@ -119,6 +134,7 @@ func TestDelayedSendsWithAKeyAreIdempotent(t *testing.T) {
 		r := h.send("/chat/k", `{"key":"remind-1","afterMs":100,"payload":{"text":"standup"}}`)
 		require.Equal(t, http.StatusNoContent, r.Status, "body: %s", r.Body)
 	}
+	clk.Advance(100 * time.Millisecond)
 	inbox := h.waitInbox("/chat/k", 1)
 	// Once the key is used, a delayed send reusing it for another message is refused now.
 	r409 := h.send("/chat/k", `{"key":"remind-1","afterMs":100,"payload":{"text":"other"}}`)
@@ -134,9 +150,7 @@ func TestDelayedSendsWithAKeyAreIdempotent(t *testing.T) {
 // that, nothing more can be appended by one.
 func (h *harness) waitNoPendingDelayed(url string) {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for h.count(`SELECT count(*) FROM delayed_sends WHERE entity_url = $1 AND completed_at IS NULL`, url) > 0 {
-		require.True(h.t, time.Now().Before(deadline), "delayed sends of %s still pending", url)
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(h.t, "no delayed send of "+url+" is pending", func() bool {
+		return h.count(`SELECT count(*) FROM delayed_sends WHERE entity_url = $1 AND completed_at IS NULL`, url) == 0
+	})
 }

@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/entityd/entityd/internal/dberr"
-	"github.com/entityd/entityd/internal/ratelog"
-	"github.com/entityd/entityd/internal/textpolicy"
 	"strconv"
 	"strings"
 	"time"
@@ -16,8 +13,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/dberr"
+	"github.com/entityd/entityd/internal/lifecycle"
 	"github.com/entityd/entityd/internal/metrics"
+	"github.com/entityd/entityd/internal/ratelog"
 	"github.com/entityd/entityd/internal/rawjson"
+	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -66,44 +67,58 @@ func (s *Sender) SendLater(ctx context.Context, e *entity.Entity, req *SendReque
 	if err := s.CheckLater(ctx, e, req); err != nil {
 		return err
 	}
-	if _, err := s.streams.DB().Exec(ctx, sqlInsertDelayed, e.URL, delay.Seconds(), string(storedRequest(req))); err != nil {
+	if _, err := s.streams.DB().Exec(ctx, sqlInsertDelayed, e.URL, delay.Seconds(), string(storedRequest(req)),
+		s.streams.Clock().SQL()); err != nil {
 		return fmt.Errorf("inbox: store delayed send: %w", err)
 	}
 	s.PokeDelayed()
 	return nil
 }
 
+// delayedPoll is the longest the firing loop sleeps: sends stored by other processes
+// fire at most this late.
+const delayedPoll = time.Second
+
 // RunDelayed fires due delayed sends until ctx ends. It sleeps until the next one is
-// due by the database's clock (at most a second, so sends stored by other processes fire
-// in time too).
+// due by the store's clock (at most delayedPoll), or until PokeDelayed.
 func (s *Sender) RunDelayed(ctx context.Context, log *zap.Logger) {
 	var failed ratelog.Limiter // an outage would otherwise log a line a second
-	for {
-		wait, err := s.fireDelayed(ctx, log, &failed)
+	clk := s.streams.Clock()
+	round := func(ctx context.Context) time.Time {
+		began := clk.Now()
+		next, err := s.fireDelayed(ctx, log, &failed)
 		if err != nil && ctx.Err() == nil {
 			failed.Log(log, zap.WarnLevel, "firing delayed sends failed; retrying", zap.Error(err))
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.delayedPoke:
-		case <-time.After(wait):
+		if next == nil {
+			return time.Time{}
 		}
+		// a send another process is firing (locked, so skipped here) is not looked at
+		// again at once
+		return later(*next, began.Add(5*time.Millisecond))
 	}
+	(&lifecycle.Every{Interval: delayedPoll, Clock: clk, RunAtStart: true, Wake: s.delayedPoke, RunNext: round}).Until(ctx)
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // fireDelayed fires every due delayed send, each in its own transaction (one failing
-// row never holds the others back, and a transaction locks one stream), and returns how
-// long to sleep.
-func (s *Sender) fireDelayed(ctx context.Context, log *zap.Logger, failed *ratelog.Limiter) (time.Duration, error) {
+// row never holds the others back, and a transaction locks one stream), and returns when
+// the next one is due (nil: none is pending).
+func (s *Sender) fireDelayed(ctx context.Context, log *zap.Logger, failed *ratelog.Limiter) (*time.Time, error) {
 	for {
-		rows, err := s.streams.DB().Query(ctx, sqlDueDelayed, delayedBatch)
+		rows, err := s.streams.DB().Query(ctx, sqlDueDelayed, delayedBatch, s.streams.Clock().SQL())
 		if err != nil {
-			return time.Second, err
+			return nil, err
 		}
 		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 		if err != nil {
-			return time.Second, err
+			return nil, err
 		}
 		progressed := false
 		for _, id := range ids {
@@ -115,7 +130,7 @@ func (s *Sender) fireDelayed(ctx context.Context, log *zap.Logger, failed *ratel
 			}
 			if err != nil {
 				if ctx.Err() != nil {
-					return 0, ctx.Err()
+					return nil, ctx.Err()
 				}
 				failed.Log(log, zap.WarnLevel, "delayed send could not be fired now; retrying", zap.Int64("id", id), zap.Error(err))
 				continue
@@ -126,13 +141,9 @@ func (s *Sender) fireDelayed(ctx context.Context, log *zap.Logger, failed *ratel
 			break
 		}
 	}
-	var secs *float64
-	err := s.streams.DB().QueryRow(ctx, sqlSecondsToNextDelayed).Scan(&secs)
-	wait := time.Second
-	if err == nil && secs != nil {
-		wait = min(wait, max(time.Duration(*secs*float64(time.Second)), 5*time.Millisecond))
-	}
-	return wait, err
+	var next *time.Time
+	err := s.streams.DB().QueryRow(ctx, sqlNextDelayedDue).Scan(&next)
+	return next, err
 }
 
 // fireDelayedRow fires one delayed send unless another process has it or fired it
@@ -142,7 +153,7 @@ func (s *Sender) fireDelayedRow(ctx context.Context, log *zap.Logger, id int64) 
 	err = s.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		done, resumed = false, nil
 		var url, request, owner, manifestKey, manifest string
-		err := tx.QueryRow(ctx, sqlLockDelayed, id).Scan(&url, &request, &owner, &manifestKey, &manifest)
+		err := tx.QueryRow(ctx, sqlLockDelayed, id, s.streams.Clock().SQL()).Scan(&url, &request, &owner, &manifestKey, &manifest)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // taken by another process, or fired already
 		}

@@ -100,7 +100,7 @@ func (s *Sender) SetBeforeSend(fn func(ctx context.Context, e *entity.Entity, t 
 
 // NewSender returns a Sender.
 func NewSender(registry *entity.Registry, streams *streamdb.Store, limits Limits) *Sender {
-	return &Sender{registry: registry, streams: streams, limits: limits, now: time.Now, delayedPoke: make(chan struct{}, 1)}
+	return &Sender{registry: registry, streams: streams, limits: limits, now: streams.Clock().Now, delayedPoke: make(chan struct{}, 1)}
 }
 
 // Prepared is a validated message, ready to append.

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/lifecycle"
 	"github.com/entityd/entityd/internal/ratelog"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/streamdb"
@@ -52,46 +53,56 @@ func (s *Service) EnsureCron(ctx context.Context, spec *Spec) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := s.streams.DB().Exec(ctx, sqlEnsureCronStream, path, spec.Expression, spec.Timezone, next); err != nil {
+	if _, err := s.streams.DB().Exec(ctx, sqlEnsureCronStream, path, spec.Expression, spec.Timezone, next,
+		s.streams.Clock().SQL()); err != nil {
 		return "", err
 	}
 	s.pokeCron()
 	return path, nil
 }
 
+// cronPoll is the longest the cron loop sleeps: streams ensured by other processes
+// tick at most this late.
+const cronPoll = time.Second
+
 // RunCron fires due cron ticks until ctx ends, sleeping until the next one is due by the
-// database's clock (at most a second, so streams ensured by other processes tick in
-// time too).
+// store's clock (at most cronPoll), or until a stream is ensured here.
 func (s *Service) RunCron(ctx context.Context) {
 	var failed ratelog.Limiter
-	for {
-		wait, err := s.fireDue(ctx)
+	round := func(ctx context.Context) time.Time {
+		began := s.now()
+		next, err := s.fireDue(ctx)
 		if err != nil && ctx.Err() == nil {
 			failed.Log(s.log, zap.WarnLevel, "firing cron ticks failed; retrying", zap.Error(err))
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.poke:
-		case <-time.After(wait):
+		if next == nil {
+			return time.Time{}
 		}
+		// a stream another process is firing (locked, so skipped here) is not looked at
+		// again at once
+		if soon := began.Add(5 * time.Millisecond); next.Before(soon) {
+			return soon
+		}
+		return *next
 	}
+	(&lifecycle.Every{Interval: cronPoll, Clock: s.streams.Clock(), RunAtStart: true, Wake: s.poke, RunNext: round}).Until(ctx)
 }
 
-func (s *Service) fireDue(ctx context.Context) (time.Duration, error) {
+// fireDue fires the due cron ticks and returns when the next is due (nil: none).
+func (s *Service) fireDue(ctx context.Context) (*time.Time, error) {
 	for {
-		rows, err := s.streams.DB().Query(ctx, sqlDueCronStreams, cronBatch)
+		rows, err := s.streams.DB().Query(ctx, sqlDueCronStreams, cronBatch, s.streams.Clock().SQL())
 		if err != nil {
-			return time.Second, err
+			return nil, err
 		}
 		paths, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		if err != nil {
-			return time.Second, err
+			return nil, err
 		}
 		for _, p := range paths {
 			if err := s.tick(ctx, p); err != nil {
 				if ctx.Err() != nil {
-					return 0, ctx.Err()
+					return nil, ctx.Err()
 				}
 				s.log.Warn("cron tick could not be fired now; retrying", zap.String("stream", p), zap.Error(err))
 			}
@@ -100,13 +111,9 @@ func (s *Service) fireDue(ctx context.Context) (time.Duration, error) {
 			break
 		}
 	}
-	var secs *float64
-	err := s.streams.DB().QueryRow(ctx, sqlSecondsToNextCron).Scan(&secs)
-	wait := time.Second
-	if err == nil && secs != nil {
-		wait = min(wait, max(time.Duration(*secs*float64(time.Second)), 5*time.Millisecond))
-	}
-	return wait, err
+	var next *time.Time
+	err := s.streams.DB().QueryRow(ctx, sqlNextCronDue).Scan(&next)
+	return next, err
 }
 
 // tick fires one due cron stream in a transaction of its own: append tick <n> (keyed
@@ -119,7 +126,7 @@ func (s *Service) tick(ctx context.Context, path string) error {
 		var n int64
 		var due time.Time
 		var wanted bool
-		err := tx.QueryRow(ctx, sqlLockCronStream, path, IdleCron.Seconds(), terminalStatuses).Scan(&expr, &tz, &n, &due, &wanted)
+		err := tx.QueryRow(ctx, sqlLockCronStream, path, IdleCron.Seconds(), terminalStatuses, s.streams.Clock().SQL()).Scan(&expr, &tz, &n, &due, &wanted)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // another process has it, or fired it already
 		}

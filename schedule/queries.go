@@ -16,7 +16,7 @@ var queries = sqlfile.MustLoad("schedule", queryFiles)
 var (
 	sqlEnsureCronStream     = queries.Get("EnsureCronStream")
 	sqlDueCronStreams       = queries.Get("DueCronStreams")
-	sqlSecondsToNextCron    = queries.Get("SecondsToNextCron")
+	sqlNextCronDue          = queries.Get("NextCronDue")
 	sqlLockCronStream       = queries.Get("LockCronStream")
 	sqlAdvanceCronStream    = queries.Get("AdvanceCronStream")
 	sqlDropCronStream       = queries.Get("DropCronStream")

@@ -31,7 +31,8 @@ type Service struct {
 
 // New returns the service.
 func New(streams *streamdb.Store, registry *entity.Registry, sender *inbox.Sender, log *zap.Logger) *Service {
-	return &Service{streams: streams, registry: registry, sender: sender, log: log, poke: make(chan struct{}, 1), now: time.Now}
+	return &Service{streams: streams, registry: registry, sender: sender, log: log, poke: make(chan struct{}, 1),
+		now: streams.Clock().Now}
 }
 
 func (s *Service) pokeCron() {

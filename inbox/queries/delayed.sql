@@ -1,21 +1,21 @@
--- Queries of delayed.go.
+-- Queries of delayed.go. A send is due at coalesce($now, now()): the store's clock, NULL
+-- (the database's own) outside tests.
 
 -- name: InsertDelayed
 INSERT INTO delayed_sends (entity_url, fire_at, request)
-  VALUES ($1, now() + make_interval(secs => $2), $3)
+  VALUES ($1, coalesce($4::timestamptz, now()) + make_interval(secs => $2), $3)
 
 -- name: DueDelayed
 SELECT id FROM delayed_sends
-  WHERE completed_at IS NULL AND fire_at <= now() ORDER BY fire_at, id LIMIT $1
+  WHERE completed_at IS NULL AND fire_at <= coalesce($2::timestamptz, now()) ORDER BY fire_at, id LIMIT $1
 
--- name: SecondsToNextDelayed
-SELECT extract(epoch FROM min(fire_at) - now())::float8
-  FROM delayed_sends WHERE completed_at IS NULL
+-- name: NextDelayedDue
+SELECT min(fire_at) FROM delayed_sends WHERE completed_at IS NULL
 
 -- name: LockDelayed
 SELECT entity_url, request::text, coalesce(owner_url, ''), coalesce(manifest_key, ''), coalesce(manifest::text, '')
   FROM delayed_sends
-  WHERE id = $1 AND completed_at IS NULL AND fire_at <= now() FOR UPDATE SKIP LOCKED
+  WHERE id = $1 AND completed_at IS NULL AND fire_at <= coalesce($2::timestamptz, now()) FOR UPDATE SKIP LOCKED
 
 -- name: FailDelayed
 UPDATE delayed_sends SET completed_at = now(), last_error = $2 WHERE id = $1
