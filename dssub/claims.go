@@ -162,7 +162,7 @@ func (s *Service) storeTokens(ctx context.Context, claims []tokenClaim) ([]bool,
 // claimRefused says why a claim was refused: the wake is no subscription's current one,
 // the token is not the wake's, or the wake moved on to another generation.
 func (s *Service) claimRefused(ctx context.Context, cb WakeCallback) error {
-	sb, err := scanSub(s.pool.QueryRow(ctx, sqlSelectSubByWake, cb.WakeID))
+	sb, err := scanSub(s.pool.QueryRow(ctx, sqlSelectSubByWake, cb.WakeID), s.clock)
 	if err != nil {
 		return err
 	}

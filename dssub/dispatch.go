@@ -35,7 +35,7 @@ func (s *Service) DispatchLinkPull(ctx context.Context, tx *streamdb.Tx, id, wak
 
 func (s *Service) dispatchLink(ctx context.Context, tx *streamdb.Tx, id, path string, in *createInput) (func(), error) {
 	rel := normalizePath(strings.TrimPrefix(path, streamRoot))
-	sb, err := lockSub(ctx, tx, id)
+	sb, err := lockSub(ctx, tx, id, s.clock)
 	if err != nil {
 		return nil, err
 	}

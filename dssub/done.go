@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/entityd/entityd/internal/clock"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -60,7 +61,7 @@ func (s *Service) endWakes(ctx context.Context, reqs []doneRequest) ([]doneAnswe
 		for _, r := range reqs {
 			ids = append(ids, r.sub)
 		}
-		subs, links, err := lockManyWithLinks(ctx, tx, ids)
+		subs, links, err := lockManyWithLinks(ctx, tx, ids, s.clock)
 		if err != nil {
 			return err
 		}
@@ -135,7 +136,7 @@ func (s *Service) wakeEnded(ctx context.Context, tx *streamdb.Tx, primary string
 // (LockSubs) and reads their links after the locks are taken, in one round trip; stale
 // links are rebased as loadLinks does. A subscription that is held, or does not exist,
 // is absent from the maps; one without links has an empty, non-nil slice.
-func lockManyWithLinks(ctx context.Context, tx *streamdb.Tx, ids []string) (map[string]*sub, map[string][]*link, error) {
+func lockManyWithLinks(ctx context.Context, tx *streamdb.Tx, ids []string, clk clock.Clock) (map[string]*sub, map[string][]*link, error) {
 	b := &pgx.Batch{}
 	b.Queue(sqlLockSubs, ids)
 	b.Queue(sqlSelectLinksOf, ids, streamRoot)
@@ -149,7 +150,7 @@ func lockManyWithLinks(ctx context.Context, tx *streamdb.Tx, ids []string) (map[
 			return err
 		}
 		for rows.Next() {
-			sb, err := scanSub(rows)
+			sb, err := scanSub(rows, clk)
 			if err != nil {
 				rows.Close()
 				return err

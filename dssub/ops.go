@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/entityd/entityd/internal/clock"
 	"github.com/entityd/entityd/internal/principal"
 	"github.com/entityd/entityd/internal/quota"
 	"github.com/entityd/entityd/streamdb"
@@ -30,7 +31,7 @@ func (s *Service) create(ctx context.Context, id string, in *createInput, baseUR
 	created := false
 	err := s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		created = false
-		existing, err := readSub(ctx, tx, id)
+		existing, err := readSub(ctx, tx, id, s.clock)
 		if err != nil {
 			return err
 		}
@@ -63,7 +64,7 @@ func (s *Service) create(ctx context.Context, id string, in *createInput, baseUR
 					return err
 				}
 			}
-			if existing, err = readSub(ctx, tx, id); err != nil {
+			if existing, err = readSub(ctx, tx, id, s.clock); err != nil {
 				return err
 			}
 		}
@@ -144,8 +145,8 @@ func errNoSubscription() error {
 }
 
 // lockExisting is lockSub for an operation on a subscription that must exist (404).
-func lockExisting(ctx context.Context, tx *streamdb.Tx, id string) (*sub, error) {
-	sb, err := lockSub(ctx, tx, id)
+func lockExisting(ctx context.Context, tx *streamdb.Tx, id string, clk clock.Clock) (*sub, error) {
+	sb, err := lockSub(ctx, tx, id, clk)
 	if err == nil && sb == nil {
 		err = errNoSubscription()
 	}
@@ -154,7 +155,7 @@ func lockExisting(ctx context.Context, tx *streamdb.Tx, id string) (*sub, error)
 
 // get reads a subscription and its links.
 func (s *Service) get(ctx context.Context, id string) (*sub, []*link, error) {
-	sb, err := readSub(ctx, s.pool, id)
+	sb, err := readSub(ctx, s.pool, id, s.clock)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -195,7 +196,7 @@ func (s *Service) delete(ctx context.Context, id string) error {
 // follow links explicit streams to a subscription.
 func (s *Service) follow(ctx context.Context, id string, paths []string) error {
 	err := s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
-		sb, err := lockExisting(ctx, tx, id)
+		sb, err := lockExisting(ctx, tx, id, s.clock)
 		if err != nil {
 			return err
 		}
@@ -217,7 +218,7 @@ func (s *Service) follow(ctx context.Context, id string, paths []string) error {
 // unfollow unlinks an explicit stream (a stream the pattern still matches stays linked).
 func (s *Service) unfollow(ctx context.Context, id, path string) error {
 	err := s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
-		if _, err := lockExisting(ctx, tx, id); err != nil {
+		if _, err := lockExisting(ctx, tx, id, s.clock); err != nil {
 			return err
 		}
 		tag, err := tx.Exec(ctx, sqlUnmarkExplicit, id, path)
@@ -346,10 +347,10 @@ func (s *Service) ack(ctx context.Context, id, token string, req *ackRequest, pu
 			if claims, ok := s.keys.Load().verifyToken(token); ok {
 				linksOf = claims.Sub
 			}
-			if sb, links, err = lockWithLinks(ctx, tx, sqlLockSubByWake, id, linksOf); err == nil && sb == nil {
+			if sb, links, err = lockWithLinks(ctx, tx, sqlLockSubByWake, id, linksOf, s.clock); err == nil && sb == nil {
 				err = errNoWake
 			}
-		} else if sb, links, err = lockWithLinks(ctx, tx, sqlLockSub, id, id); err == nil && sb == nil {
+		} else if sb, links, err = lockWithLinks(ctx, tx, sqlLockSub, id, id, s.clock); err == nil && sb == nil {
 			err = errNoSubscription()
 		}
 		if err != nil {
@@ -433,7 +434,7 @@ type claimed struct {
 func (s *Service) claimWake(ctx context.Context, id, worker string) (*claimed, error) {
 	var out *claimed
 	err := s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
-		sb, err := lockExisting(ctx, tx, id)
+		sb, err := lockExisting(ctx, tx, id, s.clock)
 		if err != nil {
 			return err
 		}
@@ -498,7 +499,7 @@ func (s *Service) releaseWake(ctx context.Context, id, token string, req *ackReq
 	var sb *sub
 	err := s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		var err error
-		if sb, err = lockExisting(ctx, tx, id); err != nil {
+		if sb, err = lockExisting(ctx, tx, id, s.clock); err != nil {
 			return err
 		}
 		if sb.Type != typePullWake {

@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/entityd/entityd/internal/clock"
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 // wakeRecords reads the wake stream.
@@ -100,25 +103,31 @@ func TestPullWakeClaimAckRelease(t *testing.T) {
 	}
 }
 
+// TestPullWakeLeaseExpiry: a claim's lease (1 s) is extended by progress acks, and when
+// it lapses the work is announced again. The lease runs on a test clock the test moves.
 func TestPullWakeLeaseExpiry(t *testing.T) {
-	h := startHarness(t, "", testOptions())
+	clk := clock.NewTest(time.Now())
+	opts := testOptions()
+	opts.Clock = clk
+	h := startHarness(t, "", opts)
 	h.createStream("wake/l", `[]`)
 	h.createSub("pl", map[string]any{"type": "pull-wake", "streams": []any{"jobs/1"}, "wake_stream": "wake/l", "lease_ttl_ms": 1000})
 	h.createStream("jobs/1", `{"n":1}`)
 	wakeID, gen, token, _ := claimBody(t, h.do("POST", subPath("pl")+"/claim", map[string]any{"worker": "slow"}))
 
 	// progress acks keep the lease
-	time.Sleep(600 * time.Millisecond)
+	clk.Advance(600 * time.Millisecond)
 	if r := h.do("POST", subPath("pl")+"/ack", map[string]any{"wake_id": wakeID, "generation": gen},
 		"Authorization", "Bearer "+token); r.Status != http.StatusOK {
 		t.Fatalf("progress ack: %d %s", r.Status, r.Body)
 	}
-	time.Sleep(600 * time.Millisecond)
+	clk.Advance(999 * time.Millisecond) // a millisecond before the extended lease ends
 	if r := h.do("POST", subPath("pl")+"/claim", map[string]any{"worker": "fast"}); r.Status != http.StatusConflict {
 		t.Fatalf("claim during an extended lease: %d %s", r.Status, r.Body)
 	}
 	// then the lease lapses: the work is announced again and another worker takes it
-	eventually(t, 3*time.Second, "second announcement", func() bool {
+	clk.Advance(time.Millisecond)
+	testwait.Until(t, "the second announcement", func() bool {
 		recs := wakeRecords(t, h, "wake/l")
 		return len(recs) == 2 && recs[1].Generation == gen+1
 	})

@@ -14,7 +14,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/entityd/entityd/internal/clock"
 	"github.com/entityd/entityd/internal/coalesce"
+	"github.com/entityd/entityd/internal/lifecycle"
 	"github.com/entityd/entityd/internal/outbound"
 	"github.com/entityd/entityd/streamdb"
 )
@@ -77,6 +79,9 @@ type Options struct {
 	// GiveUp is when a stream's work stops being retried (see GiveUpRule); its zero
 	// value retries for ever, as the Durable Streams protocol does.
 	GiveUp GiveUpRule
+	// Clock is the time leases, retries and due work are judged by (nil: the store's,
+	// which is how a server runs). A test of the service alone sets a clock.Test here.
+	Clock  clock.Clock
 	Logger *zap.Logger
 }
 
@@ -117,6 +122,7 @@ type Service struct {
 	store  *streamdb.Store
 	pool   streamdb.DB
 	log    *zap.Logger
+	clock  clock.Clock // the store's: leases, retries and what is due
 	procID string
 
 	keys    atomic.Pointer[keyring]
@@ -130,11 +136,12 @@ type Service struct {
 	evalSet map[string]bool       // subscriptions queued for evaluation
 	evalQ   []string
 
-	dirtySig     chan struct{}
-	evalSig      chan struct{}
-	reconcileSig chan struct{}
-	deliveries   chan struct{} // the process's delivery slots (a semaphore)
-	targets      *targetSlots  // each target's delivery slots, taken first (targets.go)
+	dirtySig        chan struct{}
+	evalSig         chan struct{}
+	reconcileSig    chan struct{} // wakes the poll loop when a reconciliation is wanted
+	reconcileWanted atomic.Bool
+	deliveries      chan struct{} // the process's delivery slots (a semaphore)
+	targets         *targetSlots  // each target's delivery slots, taken first (targets.go)
 
 	clients *outbound.Clients // webhook requests go only where outbound's rules allow
 
@@ -172,10 +179,13 @@ type dirtyLink struct {
 // New returns a Service on store. Start it before serving its Handler.
 func New(store *streamdb.Store, opts Options) *Service {
 	opts.setDefaults()
+	if opts.Clock == nil {
+		opts.Clock = store.Clock()
+	}
 	var id [6]byte
 	_, _ = rand.Read(id[:])
 	s := &Service{
-		opts: opts, store: store, pool: store.DB(), log: opts.Logger.Named("dssub"),
+		opts: opts, store: store, pool: store.DB(), log: opts.Logger.Named("dssub"), clock: opts.Clock,
 		procID:   "p-" + hex.EncodeToString(id[:]),
 		recent:   newRecent(8192, 10*time.Second),
 		dirty:    map[linkKey]dirtyLink{},
@@ -215,9 +225,9 @@ func (s *Service) Start(ctx context.Context) error {
 	s.running = true
 	s.launchMu.Unlock()
 	s.started.Store(true)
-	s.wg.Add(2 + s.opts.Workers)
+	s.pollLoop().Go(runCtx, &s.wg)
+	s.wg.Add(1 + s.opts.Workers)
 	go func() { defer s.wg.Done(); s.linkLoop(runCtx) }()
-	go func() { defer s.wg.Done(); s.pollLoop(runCtx) }()
 	for i := 0; i < s.opts.Workers; i++ {
 		go func() { defer s.wg.Done(); s.evalLoop(runCtx) }()
 	}
@@ -300,7 +310,10 @@ func signal(ch chan struct{}) {
 	}
 }
 
-func (s *Service) requestReconcile() { signal(s.reconcileSig) }
+func (s *Service) requestReconcile() {
+	s.reconcileWanted.Store(true)
+	signal(s.reconcileSig)
+}
 
 // enqueue asks a worker to evaluate subscription id (start a wake, retry, expire a lease).
 func (s *Service) enqueue(ids ...string) {
@@ -424,43 +437,29 @@ func (s *Service) linkMatches(ctx context.Context, batch map[linkKey]dirtyLink) 
 }
 
 // pollLoop picks up what is due (retries, lapsed attempts and leases, reconciled work)
-// and subscription changes made by other processes, and runs the reconciliation.
-func (s *Service) pollLoop(ctx context.Context) {
-	tick := time.NewTicker(s.opts.PollInterval)
-	defer tick.Stop()
-	reconcile := time.NewTicker(s.opts.ReconcileInterval)
-	defer reconcile.Stop()
-	// Requested reconciliations (after an error or a lost notification) run at most once a
-	// second, so that a database that keeps failing is not hammered.
+// and subscription changes made by other processes every PollInterval of the store's
+// clock, and runs the reconciliation every ReconcileInterval and when requested.
+func (s *Service) pollLoop() *lifecycle.Every {
+	next := s.clock.Now().Add(s.opts.ReconcileInterval)
+	// Requested reconciliations (after an error or a lost notification) run at most once
+	// a second of the wall clock, so that a database that keeps failing is not hammered.
 	var last time.Time
-	requested := false
-	run := func() {
-		last, requested = time.Now(), false
+	reconcile := func(ctx context.Context) {
+		s.reconcileWanted.Store(false)
+		last, next = time.Now(), s.clock.Now().Add(s.opts.ReconcileInterval)
 		if err := s.reconcile(ctx); err != nil && ctx.Err() == nil {
 			s.logs.reconcile.Log(s.log, zapcore.WarnLevel, "subscription reconciliation failed", zap.Error(err))
 		}
 	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			if err := s.poll(ctx); err != nil && ctx.Err() == nil {
-				s.logs.poll.Log(s.log, zapcore.WarnLevel, "subscription poll failed", zap.Error(err))
-			}
-			if requested && time.Since(last) >= time.Second {
-				run()
-			}
-		case <-reconcile.C:
-			run()
-		case <-s.reconcileSig:
-			if time.Since(last) >= time.Second {
-				run()
-			} else {
-				requested = true
-			}
+	round := func(ctx context.Context) {
+		if err := s.poll(ctx); err != nil && ctx.Err() == nil {
+			s.logs.poll.Log(s.log, zapcore.WarnLevel, "subscription poll failed", zap.Error(err))
+		}
+		if !s.clock.Now().Before(next) || (s.reconcileWanted.Load() && time.Since(last) >= time.Second) {
+			reconcile(ctx)
 		}
 	}
+	return &lifecycle.Every{Interval: s.opts.PollInterval, Clock: s.clock, Wake: s.reconcileSig, Run: round}
 }
 
 func (s *Service) poll(ctx context.Context) error {
@@ -473,7 +472,7 @@ func (s *Service) poll(ctx context.Context) error {
 			return err
 		}
 	}
-	rows, err := s.pool.Query(ctx, sqlDueSubscriptions)
+	rows, err := s.pool.Query(ctx, sqlDueSubscriptions, s.clock.SQL())
 	if err != nil {
 		return err
 	}

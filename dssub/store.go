@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/entityd/entityd/internal/clock"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -49,7 +50,7 @@ type sub struct {
 	RetryCount                                             int
 	AttemptOwner, LastError                                string
 
-	now  time.Time // the database's clock when the row was read
+	now  time.Time // the database's clock when the row was read (a test clock's time in tests)
 	read state     // the wake state as read
 }
 
@@ -97,7 +98,9 @@ func (s *sub) busy() bool {
 func (s *sub) leaseTTL() time.Duration { return time.Duration(s.LeaseTTLms) * time.Millisecond }
 
 // scanSub reads the columns of the "subColumns" fragment (queries/store.sql), in order.
-func scanSub(row pgx.Row) (*sub, error) {
+// The row's now is the database's clock, unless clk is a test clock: then it is the
+// test's time, which every decision made from the row then follows.
+func scanSub(row pgx.Row, clk clock.Clock) (*sub, error) {
 	s := &sub{}
 	err := row.Scan(&s.ID, &s.Type, &s.Pattern, &s.WebhookURL, &s.WakeStream, &s.Description, &s.LeaseTTLms,
 		&s.ConfigHash, &s.BaseURL, &s.CreatedAt, &s.Status, &s.Generation, &s.WakeID, &s.Phase, &s.Holder,
@@ -108,17 +111,20 @@ func scanSub(row pgx.Row) (*sub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dssub: read subscription: %w", err)
 	}
+	if now := clk.SQL(); now != nil {
+		s.now = *now
+	}
 	s.read = s.state()
 	return s, nil
 }
 
 // lockSub reads and locks a subscription row; nil when there is none.
-func lockSub(ctx context.Context, q querier, id string) (*sub, error) {
-	return scanSub(q.QueryRow(ctx, sqlLockSub, id))
+func lockSub(ctx context.Context, q querier, id string, clk clock.Clock) (*sub, error) {
+	return scanSub(q.QueryRow(ctx, sqlLockSub, id), clk)
 }
 
-func readSub(ctx context.Context, q querier, id string) (*sub, error) {
-	return scanSub(q.QueryRow(ctx, sqlSelectSub, id))
+func readSub(ctx context.Context, q querier, id string, clk clock.Clock) (*sub, error) {
+	return scanSub(q.QueryRow(ctx, sqlSelectSub, id), clk)
 }
 
 // saveSub writes the wake state of s back, when it changed. Like the other writes of a
@@ -216,12 +222,12 @@ func rebaseLinks(ctx context.Context, q querier, id string) error {
 // (see loadLinks). The links are read after the lock is taken, so they are what the
 // previous holder of the lock committed. links is nil when the locked subscription is
 // not linksOf (or none is): the caller then loads them itself, if it needs them.
-func lockWithLinks(ctx context.Context, tx *streamdb.Tx, lockSQL, key, linksOf string) (*sub, []*link, error) {
+func lockWithLinks(ctx context.Context, tx *streamdb.Tx, lockSQL, key, linksOf string, clk clock.Clock) (*sub, []*link, error) {
 	b := &pgx.Batch{}
 	b.Queue(lockSQL, key)
 	b.Queue(sqlSelectLinks, linksOf, streamRoot)
 	br := tx.Pipeline(ctx, b)
-	sb, err := scanSub(br.QueryRow())
+	sb, err := scanSub(br.QueryRow(), clk)
 	var links []*link
 	var stale bool
 	if err == nil {

@@ -96,7 +96,7 @@ func (s *Service) evaluate(ctx context.Context, ids []string) error {
 	var alone []string
 	err = s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		afters, alone = afters[:0], alone[:0]
-		subs, links, err := lockManyWithLinks(ctx, tx, todo)
+		subs, links, err := lockManyWithLinks(ctx, tx, todo, s.clock)
 		if err != nil {
 			return err
 		}
@@ -141,7 +141,7 @@ func (s *Service) evaluateAlone(ctx context.Context, id string) error {
 		job = nil
 		var links []*link
 		var err error
-		if sb, links, err = lockWithLinks(ctx, tx, sqlLockSub, id, id); err != nil || sb == nil {
+		if sb, links, err = lockWithLinks(ctx, tx, sqlLockSub, id, id, s.clock); err != nil || sb == nil {
 			return err
 		}
 		if job, err = s.step(ctx, tx, sb, links); err != nil {
@@ -361,7 +361,7 @@ func (s *Service) readSubs(ctx context.Context, ids []string) ([]*sub, error) {
 	defer rows.Close()
 	byID := make(map[string]*sub, len(ids))
 	for rows.Next() {
-		sb, err := scanSub(rows)
+		sb, err := scanSub(rows, s.clock)
 		if err != nil {
 			return nil, err
 		}
@@ -385,7 +385,7 @@ func (s *Service) recordAccepted(ctx context.Context, wakes []acceptedWake) ([]s
 	for i, w := range wakes {
 		subs[i], ids[i], gens[i] = w.sub, w.wakeID, w.generation
 	}
-	_, err := s.pool.Exec(ctx, sqlAcceptDeliveries, subs, ids, gens)
+	_, err := s.pool.Exec(ctx, sqlAcceptDeliveries, subs, ids, gens, s.clock.SQL())
 	return make([]struct{}, len(wakes)), err
 }
 
@@ -500,7 +500,7 @@ func (s *Service) applyResult(ctx context.Context, job *delivery, res result) (*
 	err := s.store.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		next = nil
 		var err error
-		if sb, err = lockSub(ctx, tx, job.subID); err != nil || sb == nil {
+		if sb, err = lockSub(ctx, tx, job.subID, s.clock); err != nil || sb == nil {
 			return err
 		}
 		if sb.WakeID != job.wakeID || sb.Generation != job.generation {
@@ -583,7 +583,7 @@ func (s *Service) backoff(n int) time.Duration {
 func (s *Service) abandon(job *delivery) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err := s.pool.Exec(ctx, sqlAbandonAttempt, job.subID, job.wakeID, s.procID)
+	_, err := s.pool.Exec(ctx, sqlAbandonAttempt, job.subID, job.wakeID, s.procID, s.clock.SQL())
 	if err != nil {
 		s.logs.handBack.Log(s.log, zapcore.WarnLevel, "could not hand back a webhook attempt; it is retried when it lapses",
 			zap.String("subscription", job.subID), zap.Error(err))

@@ -8,4 +8,4 @@ INSERT INTO ds_subscription_streams (subscription_id, path, glob, stream_id, ack
   ON CONFLICT (subscription_id, path) DO UPDATE SET glob = true WHERE NOT ds_subscription_streams.glob
 
 -- name: DueSubscriptions
-SELECT id FROM ds_subscriptions WHERE due_at <= now() ORDER BY due_at LIMIT 256
+SELECT id FROM ds_subscriptions WHERE due_at <= coalesce($1::timestamptz, now()) ORDER BY due_at LIMIT 256

@@ -69,7 +69,8 @@ SELECT {{subColumns}} FROM ds_subscriptions WHERE id = $1 FOR UPDATE
 SELECT {{subColumns}} FROM ds_subscriptions WHERE id = $1
 
 -- fragment: subColumns
--- What scanSub reads, in its order.
+-- What scanSub reads, in its order. The last column is the database's clock, which the
+-- wake decisions made from the row use (scanSub puts a test clock's time in its place).
 id, type, coalesce(pattern, ''), coalesce(webhook_url, ''), coalesce(wake_stream, ''),
   coalesce(description, ''), lease_ttl_ms, config_hash, base_url, created_at, status, generation,
   coalesce(wake_id, ''), coalesce(phase, ''), coalesce(holder, ''), lease_until, next_attempt_at,

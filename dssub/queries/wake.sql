@@ -1,7 +1,7 @@
--- Queries of wake.go.
+-- Queries of wake.go. $now parameters are the store's clock (NULL: the database's).
 
 -- name: AbandonAttempt
-UPDATE ds_subscriptions SET attempt_owner = NULL, attempt_until = NULL, due_at = now()
+UPDATE ds_subscriptions SET attempt_owner = NULL, attempt_until = NULL, due_at = coalesce($4::timestamptz, now())
   WHERE id = $1 AND wake_id = $2 AND attempt_owner = $3
 
 -- name: AcceptDeliveries
@@ -24,9 +24,9 @@ UPDATE ds_subscriptions d SET status = 'active', last_error = NULL, retry_count 
     attempt_owner = CASE WHEN phase = 'delivering' THEN NULL ELSE attempt_owner END,
     attempt_until = CASE WHEN phase = 'delivering' THEN NULL ELSE attempt_until END,
     lease_until = CASE WHEN phase = 'delivering'
-      THEN clock_timestamp() + lease_ttl_ms * interval '1 millisecond' ELSE lease_until END,
+      THEN coalesce($4::timestamptz, clock_timestamp()) + lease_ttl_ms * interval '1 millisecond' ELSE lease_until END,
     due_at = CASE WHEN phase = 'delivering'
-      THEN clock_timestamp() + lease_ttl_ms * interval '1 millisecond' ELSE due_at END
+      THEN coalesce($4::timestamptz, clock_timestamp()) + lease_ttl_ms * interval '1 millisecond' ELSE due_at END
   FROM k WHERE d.id = k.id
 
 -- name: SelectSubs
