@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/entityd/entityd/internal/lifecycle"
 )
 
 // outage turns a database outage into three log lines instead of one per request: when
@@ -44,27 +46,24 @@ func (o *outage) failed(err error) {
 	o.spawn(o.watch)
 }
 
-// watch probes the database until it answers, then ends the outage.
+// watch probes the database every probe interval until it answers, then ends the
+// outage.
 func (o *outage) watch() {
-	tick := time.NewTicker(o.probe)
-	defer tick.Stop()
+	watching, over := context.WithCancel(o.live)
+	defer over()
 	lastReminder := time.Now()
-	for {
-		select {
-		case <-o.live.Done():
-			return
-		case <-tick.C:
-		}
+	probe := func(context.Context) {
 		ctx, cancel := context.WithTimeout(o.live, 2*time.Second)
 		err := o.ping(ctx)
 		cancel()
 		o.mu.Lock()
+		defer o.mu.Unlock()
 		if err == nil {
 			o.down = false
 			o.log.Info("database available again", zap.Duration("outage", time.Since(o.since)),
 				zap.Int64("requests_answered_503", o.refused))
 			o.refused = 0
-			o.mu.Unlock()
+			over()
 			return
 		}
 		if time.Since(lastReminder) >= outageReminder {
@@ -72,8 +71,8 @@ func (o *outage) watch() {
 			o.log.Warn("database still unavailable", zap.Duration("for", time.Since(o.since)),
 				zap.Int64("requests_answered_503", o.refused), zap.Error(err))
 		}
-		o.mu.Unlock()
 	}
+	(&lifecycle.Every{Interval: o.probe, Run: probe}).Until(watching)
 }
 
 // Down reports whether an outage is in progress (for tests and health).

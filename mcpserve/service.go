@@ -24,6 +24,7 @@ import (
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/httpx"
+	"github.com/entityd/entityd/internal/lifecycle"
 	"github.com/entityd/entityd/internal/principal"
 	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/streamdb"
@@ -111,7 +112,7 @@ func New(deps Deps, opts Options) *Service {
 
 // Start runs the janitor that drops idle entities' servers.
 func (s *Service) Start(context.Context) error {
-	s.wg.Go(s.janitor)
+	(&lifecycle.Every{Interval: s.opts.IdleEntity / 2, Run: s.dropIdle}).Go(s.ctx, &s.wg)
 	return nil
 }
 
@@ -215,28 +216,21 @@ func (s *Service) drop(en *entry) {
 	en.close()
 }
 
-// janitor drops the servers of entities nobody has used for IdleEntity.
-func (s *Service) janitor() {
-	t := time.NewTicker(s.opts.IdleEntity / 2)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case now := <-t.C:
-			var idle []*entry
-			s.mu.Lock()
-			for url, en := range s.entries {
-				if en.idleSince(now) > s.opts.IdleEntity {
-					delete(s.entries, url)
-					idle = append(idle, en)
-				}
-			}
-			s.mu.Unlock()
-			for _, en := range idle {
-				en.close()
-			}
+// dropIdle, the janitor's round, drops the servers of entities nobody has used for
+// IdleEntity.
+func (s *Service) dropIdle(context.Context) {
+	now := time.Now()
+	var idle []*entry
+	s.mu.Lock()
+	for url, en := range s.entries {
+		if en.idleSince(now) > s.opts.IdleEntity {
+			delete(s.entries, url)
+			idle = append(idle, en)
 		}
+	}
+	s.mu.Unlock()
+	for _, en := range idle {
+		en.close()
 	}
 }
 

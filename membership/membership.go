@@ -19,6 +19,7 @@ import (
 	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/entitypath"
+	"github.com/entityd/entityd/internal/lifecycle"
 	"github.com/entityd/entityd/internal/principal"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/streamdb"
@@ -119,21 +120,18 @@ func (s *Service) CountBy(ctx context.Context, p string, limit int) (int, error)
 }
 
 // Run keeps observations current until ctx ends: the entities this process changed as
-// soon as it commits, everything every Resync.
+// soon as it commits, everything every Resync of the store's clock.
 func (s *Service) Run(ctx context.Context) {
-	full := time.NewTicker(Resync)
-	defer full.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.poke:
-		case <-full.C:
-			s.mu.Lock()
-			s.full = true
-			s.mu.Unlock()
-		}
+	clk := s.streams.Clock()
+	resync := clk.Now().Add(Resync) // the rounds' ticks come at or after these times
+	round := func(ctx context.Context) {
 		s.mu.Lock()
+		if now := clk.Now(); !now.Before(resync) {
+			s.full = true
+			for !resync.After(now) {
+				resync = resync.Add(Resync)
+			}
+		}
 		dirty, all := s.dirty, s.full
 		s.dirty, s.full = map[string]bool{}, false
 		s.mu.Unlock()
@@ -141,6 +139,7 @@ func (s *Service) Run(ctx context.Context) {
 			s.log.Warn("keeping tag observations current failed; retrying at the next resync", zap.Error(err))
 		}
 	}
+	(&lifecycle.Every{Interval: Resync, Clock: clk, Wake: s.poke, Run: round}).Until(ctx)
 }
 
 func (s *Service) pass(ctx context.Context, dirty map[string]bool, all bool) error {

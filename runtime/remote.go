@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/entityd/entityd/internal/lifecycle"
 	"github.com/entityd/entityd/internal/schemas"
 )
 
@@ -282,16 +283,9 @@ func (r *Remote) heartbeat(ctx context.Context, w *remoteWake) {
 // every POSTs body to target at each RemoteOptions.Heartbeat until ctx ends (a failure
 // is logged; the next tick tries again).
 func (r *Remote) every(ctx context.Context, what, target, token string, body any) {
-	t := time.NewTicker(r.opts.Heartbeat)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := r.call(ctx, http.MethodPost, target, token, body, nil); err != nil && ctx.Err() == nil {
-				r.log.Warn(what+" failed", zap.Error(err))
-			}
+	(&lifecycle.Every{Interval: r.opts.Heartbeat, Run: func(ctx context.Context) {
+		if _, err := r.call(ctx, http.MethodPost, target, token, body, nil); err != nil && ctx.Err() == nil {
+			r.log.Warn(what+" failed", zap.Error(err))
 		}
-	}
+	}}).Until(ctx)
 }

@@ -49,7 +49,7 @@ type Service struct {
 	log  *zap.Logger
 	logs ratelog.Limiter
 	w    *watcher
-	loop *lifecycle.Loop
+	loop *lifecycle.Every
 }
 
 // New returns a Service reading through db.
@@ -72,7 +72,7 @@ func New(db streamdb.DB, opts Options) *Service {
 	}
 	s := &Service{db: db, opts: opts, log: log.Named("shapes")}
 	s.w = newWatcher(s, opts.PollInterval)
-	s.loop = &lifecycle.Loop{Run: s.w.run}
+	s.loop = s.w.loop()
 	return s
 }
 

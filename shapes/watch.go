@@ -7,6 +7,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/entityd/entityd/internal/lifecycle"
 )
 
 // watcher tells live readers when new changes became final, with one query per tick
@@ -43,36 +45,31 @@ func (w *watcher) wait() (ch <-chan struct{}, done func()) {
 	}
 }
 
-// run polls the frontier while anyone waits.
-func (w *watcher) run(ctx context.Context) {
-	tick := time.NewTicker(w.interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		case <-w.wake:
-		}
-		w.mu.Lock()
-		idle := w.waiting == 0
-		w.mu.Unlock()
-		if idle {
-			continue
-		}
-		var frontier string
-		if err := w.s.db.QueryRow(ctx, sqlFrontier).Scan(&frontier); err != nil {
-			if ctx.Err() == nil {
-				w.s.logs.Log(w.s.log, zapcore.WarnLevel, "could not read the shape log frontier", zap.Error(err))
-			}
-			continue
-		}
-		w.mu.Lock()
-		if frontier != w.frontier {
-			w.frontier = frontier
-			close(w.changed)
-			w.changed = make(chan struct{})
-		}
-		w.mu.Unlock()
+// loop polls the frontier every interval while anyone waits, and at once when a reader
+// starts waiting.
+func (w *watcher) loop() *lifecycle.Every {
+	return &lifecycle.Every{Interval: w.interval, Wake: w.wake, Run: w.poll}
+}
+
+func (w *watcher) poll(ctx context.Context) {
+	w.mu.Lock()
+	idle := w.waiting == 0
+	w.mu.Unlock()
+	if idle {
+		return
 	}
+	var frontier string
+	if err := w.s.db.QueryRow(ctx, sqlFrontier).Scan(&frontier); err != nil {
+		if ctx.Err() == nil {
+			w.s.logs.Log(w.s.log, zapcore.WarnLevel, "could not read the shape log frontier", zap.Error(err))
+		}
+		return
+	}
+	w.mu.Lock()
+	if frontier != w.frontier {
+		w.frontier = frontier
+		close(w.changed)
+		w.changed = make(chan struct{})
+	}
+	w.mu.Unlock()
 }

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/entityd/entityd/internal/lifecycle"
 	"github.com/entityd/entityd/internal/ratelog"
 	"github.com/entityd/entityd/streamdb"
 )
@@ -77,8 +78,8 @@ func (s *Service) Start(ctx context.Context) error {
 		s.wg.Add(1)
 		go s.work(ctx)
 	}
-	s.wg.Add(1)
-	go s.sweepLoop(ctx)
+	// the wall clock: timeouts and debounces are not on the store's clock yet (armLocked)
+	(&lifecycle.Every{Interval: s.opts.Sweep, Run: s.reloadAndSweep}).Go(ctx, &s.wg)
 	return nil
 }
 
@@ -255,23 +256,15 @@ func (s *Service) armLocked(stream string, when time.Time) {
 	})
 }
 
-func (s *Service) sweepLoop(ctx context.Context) {
-	defer s.wg.Done()
-	t := time.NewTicker(s.opts.Sweep)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if err := s.reload(ctx); err != nil && ctx.Err() == nil {
-			s.failures.Log(s.log, zap.WarnLevel, "reload wake sources", zap.Error(err))
-			continue
-		}
-		if err := s.sweep(ctx); err != nil && ctx.Err() == nil {
-			s.failures.Log(s.log, zap.WarnLevel, "sweep wake sources", zap.Error(err))
-		}
+// reloadAndSweep, every Options.Sweep, reloads the sources and queues those with work
+// nobody took.
+func (s *Service) reloadAndSweep(ctx context.Context) {
+	if err := s.reload(ctx); err != nil && ctx.Err() == nil {
+		s.failures.Log(s.log, zap.WarnLevel, "reload wake sources", zap.Error(err))
+		return
+	}
+	if err := s.sweep(ctx); err != nil && ctx.Err() == nil {
+		s.failures.Log(s.log, zap.WarnLevel, "sweep wake sources", zap.Error(err))
 	}
 }
 

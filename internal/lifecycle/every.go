@@ -23,9 +23,10 @@ type Every struct {
 	// loop with a non-blocking send on a channel of capacity one, so pokes that come
 	// while one is pending are one poke.
 	Wake <-chan struct{}
-	// Run is one round. Rounds keep to a grid, as a time.Ticker's ticks do: a round that
-	// overruns the next tick is followed by one at once, and the ticks it missed are
-	// dropped. Rounds on Wake do not move the grid.
+	// Run is one round. Rounds keep to a grid, as a time.Ticker's ticks do, except that a
+	// round that overruns the next tick (or a clock that jumped past several) moves the
+	// grid to an Interval after the round: missed ticks are dropped, not made up back to
+	// back. Rounds on Wake do not move the grid.
 	Run func(ctx context.Context)
 	// RunNext, in place of Run, is a round that returns when the next is due, for a loop
 	// that sleeps until its next piece of work comes due; the next round comes Interval
@@ -97,7 +98,7 @@ func (e *Every) run(ctx context.Context, next time.Time) {
 		if ticked {
 			next = next.Add(e.Interval)
 			if now := clk.Now(); next.Before(now) {
-				next = now
+				next = now.Add(e.Interval)
 			}
 		}
 	}

@@ -55,11 +55,14 @@ func TestEveryTicksWithItsClockAndStops(t *testing.T) {
 	c.Advance(time.Minute)
 	r.expect(t, 2, "at the second interval")
 
-	// a jump over several ticks is one round late and one on time, as a Ticker's
-	c.Advance(5 * time.Minute)
-	r.expect(t, 3, "the missed tick")
-	r.expect(t, 4, "the tick made up at once")
+	// a jump over several ticks is one round, and the grid starts again after it
+	c.Advance(5*time.Minute + 30*time.Second)
+	r.expect(t, 3, "the late tick")
 	r.none(t, c, "the skipped ticks")
+	c.Advance(59 * time.Second)
+	r.none(t, c, "before an Interval after the late round")
+	c.Advance(time.Second)
+	r.expect(t, 4, "an Interval after the late round")
 
 	wake <- struct{}{}
 	r.expect(t, 5, "a wake-up")

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/entityd/entityd/internal/lifecycle"
 )
 
 const (
@@ -25,15 +27,15 @@ const (
 
 // supervisor is the goroutine that restarts the postmaster of an Exclusive cluster.
 type supervisor struct {
-	quit     chan struct{}
-	done     chan struct{}
-	quitOnce sync.Once
+	quit context.CancelFunc
+	done chan struct{}
 }
 
 func (c *Cluster) startSupervisor() {
-	s := &supervisor{quit: make(chan struct{}), done: make(chan struct{})}
+	quit, cancel := context.WithCancel(context.Background())
+	s := &supervisor{quit: cancel, done: make(chan struct{})}
 	c.sup = s
-	go c.supervise(s)
+	go c.supervise(quit, s)
 }
 
 // stopSupervisor ends the supervisor and waits for it; an attempt to restart the server
@@ -43,28 +45,23 @@ func (c *Cluster) stopSupervisor() {
 	if s == nil {
 		return
 	}
-	s.quitOnce.Do(func() { close(s.quit) })
+	s.quit()
 	<-s.done
 }
 
-func (c *Cluster) supervise(s *supervisor) {
+// supervise checks every superviseInterval that the postmaster lives, and restarts it
+// when it does not (the next check comes an interval after the restart), until quit.
+func (c *Cluster) supervise(quit context.Context, s *supervisor) {
 	defer close(s.done)
-	tick := time.NewTicker(superviseInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-s.quit:
-			return
-		case <-tick.C:
-		}
-		c.mu.Lock()
-		pid := c.pid
-		c.mu.Unlock()
-		if c.postmasterLives(pid) {
-			continue
-		}
-		c.recoverFrom(s, pid)
-		tick.Reset(superviseInterval)
+	(&lifecycle.Every{Interval: superviseInterval, Run: c.check}).Until(quit)
+}
+
+func (c *Cluster) check(quit context.Context) {
+	c.mu.Lock()
+	pid := c.pid
+	c.mu.Unlock()
+	if !c.postmasterLives(pid) {
+		c.recoverFrom(quit, pid)
 	}
 }
 
@@ -94,16 +91,14 @@ func (c *Cluster) postmasterLives(pid int) bool {
 
 // recoverFrom restarts the server after its postmaster died, with backoff, until it is
 // back or the supervisor is told to quit.
-func (c *Cluster) recoverFrom(s *supervisor, oldPID int) {
+func (c *Cluster) recoverFrom(quit context.Context, oldPID int) {
 	down := time.Now()
 	c.log.Error("embedded PostgreSQL exited unexpectedly; restarting",
 		zap.String("data_dir", c.dataDir), zap.Int("pid", oldPID))
 	wait := restartBackoff
 	for attempt := 1; ; attempt++ {
-		select {
-		case <-s.quit:
+		if quit.Err() != nil {
 			return
-		default:
 		}
 		pid, err := c.restart()
 		if err == nil {
@@ -115,7 +110,7 @@ func (c *Cluster) recoverFrom(s *supervisor, oldPID int) {
 			zap.Int("attempt", attempt), zap.Duration("retry_in", wait), zap.String("reason", c.startFailure(err)))
 		timer := time.NewTimer(wait)
 		select {
-		case <-s.quit:
+		case <-quit.Done():
 			timer.Stop()
 			return
 		case <-timer.C:
