@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/entityd/entityd/internal/testwait"
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
@@ -501,7 +502,7 @@ func TestSendToPausedEntityRunsOneHandler(t *testing.T) {
 		defer running.Add(-1)
 		if _, ok := ctx.Wake.(runtime.InboxWake); ok {
 			runs.Add(1)
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // paces the run: a second worker would overlap it
 		}
 		return nil
 	}}
@@ -513,7 +514,7 @@ func TestSendToPausedEntityRunsOneHandler(t *testing.T) {
 		waitUntil(t, 10*time.Second, func() bool { return e.wakeStatus(url).Holder == nil }, "a paused entity is released")
 		e.send(url, map[string]any{"key": fmt.Sprintf("m%d", i), "payload": i})
 		waitUntil(t, 10*time.Second, func() bool { return runs.Load() >= int32(i+1) })
-		time.Sleep(100 * time.Millisecond)
+		testwait.Until(t, "the run is over", func() bool { return running.Load() == 0 })
 	}
 	require.Zero(t, overlaps.Load(), "runs of one entity overlapped")
 	require.EqualValues(t, 10, runs.Load(), "each message once")
@@ -593,14 +594,14 @@ func TestTwoProcessesShareOneDatabase(t *testing.T) {
 		require.NoError(t, pool.QueryRow(context.Background(), sql).Scan(&n))
 		return n
 	}
-	deadline := time.Now().Add(3 * time.Minute)
-	for count(`SELECT count(DISTINCT key) FROM probe_deliveries`) < total {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d messages delivered after 3 minutes\np1 log:\n%s\np2 log:\n%s",
-				count(`SELECT count(DISTINCT key) FROM probe_deliveries`), total, tail(p1.logText()), tail(p2.logText()))
+	t.Cleanup(func() { // the processes' logs explain a failure
+		if t.Failed() {
+			t.Logf("p1 log:\n%s\np2 log:\n%s", tail(p1.logText()), tail(p2.logText()))
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	})
+	testwait.Until(t, fmt.Sprintf("%d messages delivered", total), func() bool {
+		return count(`SELECT count(DISTINCT key) FROM probe_deliveries`) >= total
+	}, 3*time.Minute)
 	delivered := time.Since(start)
 	// wait for the acknowledgements too (the probe records a run before it commits)
 	waitUntil(t, time.Minute, func() bool {

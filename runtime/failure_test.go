@@ -370,7 +370,7 @@ func TestRestartDeliversTheRest(t *testing.T) {
 		if !ok {
 			return nil
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // paces the runs: the stop comes with a backlog left
 		return ctx.WriteText("ack " + msg.Key)
 	}}
 	dbURL := pgtestURL(t)

@@ -152,7 +152,7 @@ func BenchmarkFutureSendFiring(b *testing.B) {
 		if len(fired) == probes {
 			break
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // paces the reader: it must not load the server it measures
 	}
 	twice := 0
 	for _, n := range fired {
