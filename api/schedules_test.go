@@ -12,11 +12,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/entityd/entityd/api"
+	"github.com/entityd/entityd/internal/clock"
 	"github.com/entityd/entityd/internal/quota"
 	"github.com/entityd/entityd/internal/testserver"
+	"github.com/entityd/entityd/internal/testwait"
+	"github.com/entityd/entityd/streamdb"
 )
 
 func fireAtIn(d time.Duration) string { return time.Now().Add(d).UTC().Format(time.RFC3339Nano) }
+
+// fireAtOn is fireAtIn on a test clock.
+func fireAtOn(clk *clock.Test, d time.Duration) string {
+	return clk.Now().Add(d).UTC().Format(time.RFC3339Nano)
+}
 
 // manifests are the entity's manifest events for one key.
 func manifests(h *harness, url, key string) []event {
@@ -31,15 +39,17 @@ func manifests(h *harness, url, key string) []event {
 
 // TestFutureSendSchedule: a future_send is a manifest entry (status pending) answered
 // with its txid, then an inbox message when due, and the entry's status sent; replacing
-// it replaces the pending send; deleting it cancels it and deletes the entry.
+// it replaces the pending send; deleting it cancels it and deletes the entry. The server
+// keeps time with a test clock, which the test moves past each fireAt.
 func TestFutureSendSchedule(t *testing.T) {
-	h := setup(t, testserverQuiet())
+	clk := clock.NewTest(time.Now())
+	h := setup(t, testserver.Options{QuietLogs: true, Streams: streamdb.Options{Clock: clk}})
 	h.registerType(`{"name":"chat","description":"d"}`)
 	h.mustSpawn("chat", "a", `{}`)
 	const base = entitiesPath + "/chat/a/schedules/"
 
 	r := h.do(http.MethodPut, base+"remind", map[string]any{"scheduleType": "future_send", "payload": map[string]any{"text": "at nine"},
-		"fireAt": fireAtIn(300 * time.Millisecond)})
+		"fireAt": fireAtOn(clk, 300 * time.Millisecond)})
 	requireStatus(t, r, http.StatusOK)
 	txid := str(t, r.object(t)["txid"])
 	require.Regexp(t, uuidRe, txid)
@@ -53,11 +63,13 @@ func TestFutureSendSchedule(t *testing.T) {
 	require.JSONEq(t, `{"text":"at nine"}`, string(ms[0].Value["payload"]))
 	producer := str(t, ms[0].Value["producerId"])
 
+	require.Empty(t, ofType(h.events("/chat/a"), "inbox"), "not before it is due")
+	clk.Advance(300 * time.Millisecond)
 	var inbox []event
-	require.Eventually(t, func() bool {
+	testwait.Until(t, "the send fires and its entry says sent", func() bool {
 		inbox = ofType(h.events("/chat/a"), "inbox")
 		return len(inbox) == 1 && len(manifests(h, "/chat/a", "schedule:remind")) == 2
-	}, 5*time.Second, 20*time.Millisecond)
+	})
 	require.Equal(t, "scheduled-"+producer, inbox[0].Key)
 	require.JSONEq(t, `{"text":"at nine"}`, string(inbox[0].Value["payload"]))
 	sent := manifests(h, "/chat/a", "schedule:remind")[1]
@@ -67,19 +79,20 @@ func TestFutureSendSchedule(t *testing.T) {
 
 	// replaced before it fires: only the replacement is sent; deleted: nothing is
 	requireStatus(t, h.do(http.MethodPut, base+"twice", map[string]any{"scheduleType": "future_send", "payload": "first",
-		"fireAt": fireAtIn(200 * time.Millisecond)}), http.StatusOK)
+		"fireAt": fireAtOn(clk, 200 * time.Millisecond)}), http.StatusOK)
 	requireStatus(t, h.do(http.MethodPut, base+"twice", map[string]any{"scheduleType": "future_send", "payload": "second",
-		"fireAt": fireAtIn(300 * time.Millisecond)}), http.StatusOK)
+		"fireAt": fireAtOn(clk, 300 * time.Millisecond)}), http.StatusOK)
 	requireStatus(t, h.do(http.MethodPut, base+"gone", map[string]any{"scheduleType": "future_send", "payload": "never",
-		"fireAt": fireAtIn(250 * time.Millisecond)}), http.StatusOK)
+		"fireAt": fireAtOn(clk, 250 * time.Millisecond)}), http.StatusOK)
 	r = h.do(http.MethodDelete, base+"gone", nil)
 	requireStatus(t, r, http.StatusOK)
 	require.Regexp(t, uuidRe, str(t, r.object(t)["txid"]))
 	ms = manifests(h, "/chat/a", "schedule:gone")
 	require.Equal(t, "delete", ms[len(ms)-1].Headers["operation"])
 	requireStatus(t, h.do(http.MethodPut, base+"last", map[string]any{"scheduleType": "future_send", "payload": "last",
-		"fireAt": fireAtIn(500 * time.Millisecond)}), http.StatusOK)
-	require.Eventually(t, func() bool { return len(ofType(h.events("/chat/a"), "inbox")) >= 3 }, 5*time.Second, 20*time.Millisecond)
+		"fireAt": fireAtOn(clk, 500 * time.Millisecond)}), http.StatusOK)
+	clk.Advance(500 * time.Millisecond)
+	testwait.Until(t, "the sends due fire", func() bool { return len(ofType(h.events("/chat/a"), "inbox")) >= 3 })
 	var payloads []string
 	for _, e := range ofType(h.events("/chat/a"), "inbox") {
 		payloads = append(payloads, string(e.Value["payload"]))
@@ -90,10 +103,11 @@ func TestFutureSendSchedule(t *testing.T) {
 	// to another entity: needs write on it; a message type is checked like a send's
 	h.mustSpawn("chat", "b", `{}`)
 	requireStatus(t, h.do(http.MethodPut, base+"other", map[string]any{"scheduleType": "future_send", "payload": "hi b",
-		"fireAt": fireAtIn(100 * time.Millisecond), "targetUrl": "/chat/b"}), http.StatusOK)
-	require.Eventually(t, func() bool { return len(ofType(h.events("/chat/b"), "inbox")) == 1 }, 5*time.Second, 20*time.Millisecond)
+		"fireAt": fireAtOn(clk, 100 * time.Millisecond), "targetUrl": "/chat/b"}), http.StatusOK)
+	clk.Advance(100 * time.Millisecond)
+	testwait.Until(t, "the send to another entity fires", func() bool { return len(ofType(h.events("/chat/b"), "inbox")) == 1 })
 	requireError(t, h.do(http.MethodPut, base+"x", map[string]any{"scheduleType": "future_send", "payload": "p",
-		"fireAt": fireAtIn(time.Second), "targetUrl": "/chat/none"}), http.StatusNotFound, "NOT_FOUND", "Entity not found at /chat/none")
+		"fireAt": fireAtOn(clk, time.Second), "targetUrl": "/chat/none"}), http.StatusNotFound, "NOT_FOUND", "Entity not found at /chat/none")
 }
 
 // TestScheduleErrors: bad bodies are 400 with details and write nothing.

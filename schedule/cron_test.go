@@ -12,16 +12,21 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/entityd/entityd/internal/clock"
 	"github.com/entityd/entityd/internal/testserver"
+	"github.com/entityd/entityd/internal/testwait"
 	"github.com/entityd/entityd/schedule"
+	"github.com/entityd/entityd/streamdb"
 )
 
 // TestCronStreamStopsWhenUnwanted: a cron stream nobody schedules against and nobody
 // ensured within the idle window stops ticking; ensuring it again restarts it with the
 // next tick number (tick keys are never reused, so no tick is swallowed as a duplicate).
+// The server keeps time with a test clock: each second of it is one tick.
 func TestCronStreamStopsWhenUnwanted(t *testing.T) {
 	schedule.IdleCron = 1500 * time.Millisecond // before any server reads it
-	srv := testserver.Start(t, testserver.Options{QuietLogs: true})
+	clk := clock.NewTest(time.Now())
+	srv := testserver.Start(t, testserver.Options{QuietLogs: true, Streams: streamdb.Options{Clock: clk}})
 	ensure := func() string {
 		res, err := http.Post(srv.URL+"/_electric/observations/cron/ensure-stream", "application/json",
 			strings.NewReader(`{"expression":"* * * * * *"}`))
@@ -52,15 +57,17 @@ func TestCronStreamStopsWhenUnwanted(t *testing.T) {
 		return inf
 	}
 	path := ensure()
-	require.Eventually(t, func() bool { return stopped(path) }, 10*time.Second, 50*time.Millisecond)
-	before := ticks(path)
-	require.NotEmpty(t, before)
-	for i, k := range before {
-		require.Equal(t, "tick-"+itoa(i), k)
-	}
+	clk.Advance(time.Second) // within the idle window of the ensure: a tick
+	testwait.Until(t, "the first tick", func() bool { return len(ticks(path)) == 1 })
+	require.False(t, stopped(path))
+	clk.Advance(time.Second) // past it: the next tick is not fired, the stream stops
+	testwait.Until(t, "the unwanted stream stops", func() bool { return stopped(path) })
+	require.Equal(t, []string{"tick-0"}, ticks(path))
+
 	require.Equal(t, path, ensure())
-	require.Eventually(t, func() bool { return len(ticks(path)) > len(before) }, 5*time.Second, 50*time.Millisecond)
-	require.Equal(t, "tick-"+itoa(len(before)), ticks(path)[len(before)])
+	clk.Advance(time.Second)
+	testwait.Until(t, "a tick after the stream is ensured again", func() bool { return len(ticks(path)) == 2 })
+	require.Equal(t, []string{"tick-0", "tick-1"}, ticks(path))
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
