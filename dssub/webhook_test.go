@@ -1,10 +1,14 @@
 package dssub
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/entityd/entityd/internal/clock"
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 func webhookConfig(url string) map[string]any {
@@ -265,20 +269,47 @@ func TestWebhookRedeliveredAfterFailure(t *testing.T) {
 	})
 }
 
+// onTestClock is testOptions with the service on a test clock.
+func onTestClock() (Options, *clock.Test) {
+	clk := clock.NewTest(time.Now())
+	opts := testOptions()
+	opts.Clock = clk
+	return opts, clk
+}
+
+// subTimes reads a subscription's next_attempt_at and lease_until once cond holds for
+// its row (retry_count, phase).
+func subTimes(t *testing.T, h *harness, id, what string, cond func(retries int, phase string) bool) (nextAttempt, leaseUntil *time.Time) {
+	t.Helper()
+	testwait.Until(t, what, func() bool {
+		var retries int
+		var phase string
+		if err := h.Pool.QueryRow(t.Context(), `SELECT retry_count, coalesce(phase, ''), next_attempt_at, lease_until
+			FROM ds_subscriptions WHERE id = $1`, id).Scan(&retries, &phase, &nextAttempt, &leaseUntil); err != nil {
+			t.Fatal(err)
+		}
+		return cond(retries, phase)
+	})
+	return nextAttempt, leaseUntil
+}
+
 func TestWebhookFailingStatusAndBackoff(t *testing.T) {
-	h := startHarness(t, "", testOptions())
+	opts, clk := onTestClock()
+	h := startHarness(t, "", opts)
 	rc := newReceiver(t, answerAlways(503, `{}`))
 	h.createSub("down", webhookConfig(rc.URL))
 	h.createStream("events/d", `{"n":1}`)
-	start := time.Now()
-	for i := 0; i < 3; i++ {
+	// retries wait 100ms, then 200ms (±20%) in the test configuration, of the clock
+	for n, base := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond} {
 		rc.next(5 * time.Second)
+		next, _ := subTimes(t, h, "down", fmt.Sprintf("failure %d recorded", n+1), func(retries int, _ string) bool { return retries == n+1 })
+		if delay := next.Sub(clk.Now()); delay < base*8/10 || delay > base*12/10 {
+			t.Fatalf("retry %d after %v, want %v ±20%%", n+1, delay, base)
+		}
+		clk.Set(*next)
 	}
-	// retries wait 100ms, 200ms (±20%) in the test configuration
-	if el := time.Since(start); el < 200*time.Millisecond {
-		t.Fatalf("three attempts in %v: no backoff", el)
-	}
-	eventually(t, 2*time.Second, "failed status", func() bool { return h.getSub("down")["status"] == "failed" })
+	rc.next(5 * time.Second)
+	testwait.Until(t, "failed status", func() bool { return h.getSub("down")["status"] == "failed" })
 	var retries int
 	var lastErr string
 	if err := h.Pool.QueryRow(t.Context(), `SELECT retry_count, coalesce(last_error, '') FROM ds_subscriptions WHERE id = 'down'`).
@@ -291,16 +322,19 @@ func TestWebhookFailingStatusAndBackoff(t *testing.T) {
 }
 
 func TestWebhookLeaseExpiryRedelivers(t *testing.T) {
-	h := startHarness(t, "", testOptions())
+	opts, clk := onTestClock()
+	h := startHarness(t, "", opts)
 	rc := newReceiver(t, answerAlways(200, `{}`)) // accepts, never calls back
 	h.createSub("lease", webhookConfig(rc.URL))
 	h.createStream("events/l", `{"n":1}`)
 	first := rc.next(5 * time.Second)
-	start := time.Now()
-	second := rc.next(5 * time.Second)
-	if el := time.Since(start); el < 800*time.Millisecond {
-		t.Fatalf("redelivered after %v, before the 1s lease lapsed", el)
+	_, lease := subTimes(t, h, "lease", "the accepted wake is open under its lease",
+		func(_ int, phase string) bool { return phase == phaseOpen })
+	if want := clk.Now().Add(time.Second); !lease.Equal(want) {
+		t.Fatalf("lease until %v, want %v (1 s after the answer)", lease, want)
 	}
+	clk.Set(*lease) // the lease lapses
+	second := rc.next(5 * time.Second)
 	if second.Body.Generation != first.Body.Generation+1 {
 		t.Fatalf("redelivery generations %d then %d", first.Body.Generation, second.Body.Generation)
 	}
