@@ -49,7 +49,7 @@ func TestFutureSendSchedule(t *testing.T) {
 	const base = entitiesPath + "/chat/a/schedules/"
 
 	r := h.do(http.MethodPut, base+"remind", map[string]any{"scheduleType": "future_send", "payload": map[string]any{"text": "at nine"},
-		"fireAt": fireAtOn(clk, 300 * time.Millisecond)})
+		"fireAt": fireAtOn(clk, 300*time.Millisecond)})
 	requireStatus(t, r, http.StatusOK)
 	txid := str(t, r.object(t)["txid"])
 	require.Regexp(t, uuidRe, txid)
@@ -79,18 +79,18 @@ func TestFutureSendSchedule(t *testing.T) {
 
 	// replaced before it fires: only the replacement is sent; deleted: nothing is
 	requireStatus(t, h.do(http.MethodPut, base+"twice", map[string]any{"scheduleType": "future_send", "payload": "first",
-		"fireAt": fireAtOn(clk, 200 * time.Millisecond)}), http.StatusOK)
+		"fireAt": fireAtOn(clk, 200*time.Millisecond)}), http.StatusOK)
 	requireStatus(t, h.do(http.MethodPut, base+"twice", map[string]any{"scheduleType": "future_send", "payload": "second",
-		"fireAt": fireAtOn(clk, 300 * time.Millisecond)}), http.StatusOK)
+		"fireAt": fireAtOn(clk, 300*time.Millisecond)}), http.StatusOK)
 	requireStatus(t, h.do(http.MethodPut, base+"gone", map[string]any{"scheduleType": "future_send", "payload": "never",
-		"fireAt": fireAtOn(clk, 250 * time.Millisecond)}), http.StatusOK)
+		"fireAt": fireAtOn(clk, 250*time.Millisecond)}), http.StatusOK)
 	r = h.do(http.MethodDelete, base+"gone", nil)
 	requireStatus(t, r, http.StatusOK)
 	require.Regexp(t, uuidRe, str(t, r.object(t)["txid"]))
 	ms = manifests(h, "/chat/a", "schedule:gone")
 	require.Equal(t, "delete", ms[len(ms)-1].Headers["operation"])
 	requireStatus(t, h.do(http.MethodPut, base+"last", map[string]any{"scheduleType": "future_send", "payload": "last",
-		"fireAt": fireAtOn(clk, 500 * time.Millisecond)}), http.StatusOK)
+		"fireAt": fireAtOn(clk, 500*time.Millisecond)}), http.StatusOK)
 	clk.Advance(500 * time.Millisecond)
 	testwait.Until(t, "the sends due fire", func() bool { return len(ofType(h.events("/chat/a"), "inbox")) >= 3 })
 	var payloads []string
@@ -103,7 +103,7 @@ func TestFutureSendSchedule(t *testing.T) {
 	// to another entity: needs write on it; a message type is checked like a send's
 	h.mustSpawn("chat", "b", `{}`)
 	requireStatus(t, h.do(http.MethodPut, base+"other", map[string]any{"scheduleType": "future_send", "payload": "hi b",
-		"fireAt": fireAtOn(clk, 100 * time.Millisecond), "targetUrl": "/chat/b"}), http.StatusOK)
+		"fireAt": fireAtOn(clk, 100*time.Millisecond), "targetUrl": "/chat/b"}), http.StatusOK)
 	clk.Advance(100 * time.Millisecond)
 	testwait.Until(t, "the send to another entity fires", func() bool { return len(ofType(h.events("/chat/b"), "inbox")) == 1 })
 	requireError(t, h.do(http.MethodPut, base+"x", map[string]any{"scheduleType": "future_send", "payload": "p",
