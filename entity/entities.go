@@ -19,6 +19,7 @@ import (
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // Entity is a spawned entity.
@@ -248,8 +249,8 @@ func createdEvent(typ string, args json.RawMessage, parent *string, now time.Tim
 	if parent != nil {
 		v.String("parent_url", *parent)
 	}
-	return streamdb.Event{Type: "entity_created", Key: "entity-created", Value: v.Bytes(),
-		Operation: streamdb.OpInsert, Timestamp: now}.Marshal()
+	return wire.Event{Type: "entity_created", Key: "entity-created", Value: v.Bytes(),
+		Operation: wire.OpInsert, Timestamp: now}.Marshal()
 }
 
 func isUniqueViolation(err error) bool {

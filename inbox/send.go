@@ -17,6 +17,7 @@ import (
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/internal/validation"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // Modes of an inbox message.
@@ -188,7 +189,7 @@ func (s *Sender) Prepare(req *SendRequest) *Prepared {
 	if req.Type != "" {
 		v.String("message_type", req.Type)
 	}
-	p.Event = streamdb.Event{Type: EventType, Key: key, Value: v.Bytes(), Operation: streamdb.OpInsert,
+	p.Event = wire.Event{Type: EventType, Key: key, Value: v.Bytes(), Operation: wire.OpInsert,
 		Txid: txid, Timestamp: now}.Marshal()
 	return p
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // The poison-message rule for remote handlers: dssub gives up on an entity's work after
@@ -36,7 +37,7 @@ func recordSetAside(ctx context.Context, tx *streamdb.Tx, w dssub.SetAside) erro
 	v.String("message", "the handler failed "+w.Reason).String("wake", "remote").String("stream", w.Stream).
 		String("from_offset", w.From).String("offset", w.To).Int("attempt", int64(w.Attempts)).
 		Int("max_attempts", int64(w.Attempts)).Bool("will_retry", false).Time("timestamp", now)
-	ev := streamdb.Event{Type: "error", Key: "error-remote-" + w.To, Value: v.Bytes(), Operation: streamdb.OpInsert,
+	ev := wire.Event{Type: "error", Key: "error-remote-" + w.To, Value: v.Bytes(), Operation: wire.OpInsert,
 		Timestamp: now}.Marshal()
 	_, err := tx.Append(ctx, &streamdb.AppendRequest{Path: w.Stream, Messages: [][]byte{ev}})
 	var closed *streamdb.ClosedError

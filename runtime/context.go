@@ -12,8 +12,8 @@ import (
 
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/rawjson"
-	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
+	"github.com/entityd/entityd/wire"
 )
 
 // Context is what a handler gets for one wake. It is a context.Context (cancelled when
@@ -89,15 +89,15 @@ func (c *Context) WriteEvent(eventType, key, op string, value any) error {
 		return errors.New("runtime: WriteEvent needs an event type and a key")
 	}
 	if op == "" {
-		op = streamdb.OpInsert
+		op = wire.OpInsert
 	}
 	switch op {
-	case streamdb.OpInsert, streamdb.OpUpdate, streamdb.OpUpsert, streamdb.OpDelete:
+	case wire.OpInsert, wire.OpUpdate, wire.OpUpsert, wire.OpDelete:
 	default:
 		return fmt.Errorf("runtime: unknown operation %q", op)
 	}
 	var raw []byte
-	if op != streamdb.OpDelete {
+	if op != wire.OpDelete {
 		var err error
 		if raw, err = toJSON(value); err != nil {
 			return err
@@ -106,7 +106,7 @@ func (c *Context) WriteEvent(eventType, key, op string, value any) error {
 			return err
 		}
 	}
-	c.eff.own(streamdb.Event{Type: eventType, Key: key, Value: raw, Operation: op, Timestamp: time.Now()}.Marshal())
+	c.eff.own(wire.Event{Type: eventType, Key: key, Value: raw, Operation: op, Timestamp: time.Now()}.Marshal())
 	return nil
 }
 
@@ -163,7 +163,7 @@ func (c *Context) InsertContext(e ContextEntry) error {
 	var v rawjson.Object
 	v.String("id", e.ID).String("name", e.Name).String("content", e.Content)
 	v.Value("attrs", orEmpty(e.Attrs)).Value("provenance", orEmpty(e.Provenance)).Time("inserted_at", now)
-	c.eff.own(streamdb.Event{Type: "context_inserted", Key: e.ID, Value: v.Bytes(), Operation: streamdb.OpInsert,
+	c.eff.own(wire.Event{Type: "context_inserted", Key: e.ID, Value: v.Bytes(), Operation: wire.OpInsert,
 		Timestamp: now}.Marshal())
 	return nil
 }
@@ -173,7 +173,7 @@ func (c *Context) RemoveContext(id string, provenance map[string]any) error {
 	now := time.Now()
 	var v rawjson.Object
 	v.String("id", id).Value("provenance", orEmpty(provenance)).Time("removed_at", now)
-	c.eff.own(streamdb.Event{Type: "context_removed", Key: id, Value: v.Bytes(), Operation: streamdb.OpInsert,
+	c.eff.own(wire.Event{Type: "context_removed", Key: id, Value: v.Bytes(), Operation: wire.OpInsert,
 		Timestamp: now}.Marshal())
 	return nil
 }

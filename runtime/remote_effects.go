@@ -11,6 +11,7 @@ import (
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
+	"github.com/entityd/entityd/wire"
 )
 
 // Limits of one done's effects (the callback body is bounded too).
@@ -164,7 +165,7 @@ func (r *Runtime) checkRemoteEvent(ctx context.Context, raw json.RawMessage, e *
 		}
 		return err
 	}
-	if entity.ServerEventTypes[ev.Type] || builtinEventTypes[ev.Type] || ev.Headers.Operation == streamdb.OpDelete {
+	if entity.ServerEventTypes[ev.Type] || builtinEventTypes[ev.Type] || ev.Headers.Operation == wire.OpDelete {
 		return nil
 	}
 	compiled, declared, err := r.registry.StateSchema(e, t, ev.Type)

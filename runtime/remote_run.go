@@ -14,8 +14,8 @@ import (
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/internal/textpolicy"
-	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
+	"github.com/entityd/entityd/wire"
 )
 
 // streamRun is one stream of a wake, handled and waiting to be committed. Its entity
@@ -187,7 +187,7 @@ func (r *Remote) commit(ctx context.Context, w *remoteWake, run *streamRun) erro
 	var v rawjson.Object
 	v.String("message", textpolicy.Sanitize(err.Error(), 4096)).String("wake", "commit").String("offset", readTo).
 		Bool("will_retry", false).Time("timestamp", time.Now())
-	ev := streamdb.Event{Type: "error", Key: "error-commit-" + readTo, Value: v.Bytes(), Operation: streamdb.OpInsert,
+	ev := wire.Event{Type: "error", Key: "error-commit-" + readTo, Value: v.Bytes(), Operation: wire.OpInsert,
 		Timestamp: time.Now()}.Marshal()
 	body["effects"] = []effectsDoc{{Stream: path, Events: []json.RawMessage{ev}}}
 	_, err = r.call(ctx, http.MethodPost, w.Callback, w.ClaimToken, body, nil)

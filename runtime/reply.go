@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/entityd/entityd/internal/rawjson"
-	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
+	"github.com/entityd/entityd/wire"
 )
 
 // A handler's reply is written the way Electric's runtime writes an agent's reply, since
@@ -47,7 +47,7 @@ type replyRun struct {
 func (c *Context) StartRun() string {
 	if c.run == nil {
 		c.run = &replyRun{key: c.runKey()}
-		c.eff.own(wake.RunEvent(c.run.key, streamdb.OpInsert, "started", "", time.Now()))
+		c.eff.own(wake.RunEvent(c.run.key, wire.OpInsert, "started", "", time.Now()))
 	}
 	return c.run.key
 }
@@ -70,10 +70,10 @@ func (c *Context) WriteText(text string) error {
 	streaming.String("status", "streaming").String("run_id", run)
 	delta.String("text_id", key).String("run_id", run).String("delta", text)
 	completed.String("status", "completed").String("run_id", run)
-	c.eff.own(streamdb.Event{Type: "text", Key: key, Value: streaming.Bytes(), Operation: streamdb.OpInsert, Timestamp: now}.Marshal())
-	c.eff.own(streamdb.Event{Type: "text_delta", Key: key + ":0", Value: delta.Bytes(), Operation: streamdb.OpInsert,
+	c.eff.own(wire.Event{Type: "text", Key: key, Value: streaming.Bytes(), Operation: wire.OpInsert, Timestamp: now}.Marshal())
+	c.eff.own(wire.Event{Type: "text_delta", Key: key + ":0", Value: delta.Bytes(), Operation: wire.OpInsert,
 		Timestamp: now}.Marshal())
-	c.eff.own(streamdb.Event{Type: "text", Key: key, Value: completed.Bytes(), Operation: streamdb.OpUpdate, Timestamp: now}.Marshal())
+	c.eff.own(wire.Event{Type: "text", Key: key, Value: completed.Bytes(), Operation: wire.OpUpdate, Timestamp: now}.Marshal())
 	return nil
 }
 
@@ -91,7 +91,7 @@ func (c *Context) FailRun(message string) {
 	now := time.Now()
 	var v rawjson.Object
 	v.String("error_code", "handler_error").String("message", message).String("run_id", run)
-	c.eff.own(streamdb.Event{Type: "error", Key: run + ":error", Value: v.Bytes(), Operation: streamdb.OpInsert,
+	c.eff.own(wire.Event{Type: "error", Key: run + ":error", Value: v.Bytes(), Operation: wire.OpInsert,
 		Timestamp: now}.Marshal())
 }
 
@@ -104,7 +104,7 @@ func (c *Context) endRun() {
 	if c.run.failed {
 		status, reason = "failed", "error"
 	}
-	c.eff.own(wake.RunEvent(c.run.key, streamdb.OpUpdate, status, reason, time.Now()))
+	c.eff.own(wake.RunEvent(c.run.key, wire.OpUpdate, status, reason, time.Now()))
 }
 
 // runKey names this wake's run: by the wake's stream position, else (a context made

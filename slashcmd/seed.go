@@ -8,6 +8,7 @@ import (
 
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // StaticEvents returns one slash_command insert per static definition, all stamped at.
@@ -15,7 +16,7 @@ import (
 func StaticEvents(defs []Definition, at time.Time) [][]byte {
 	events := make([][]byte, len(defs))
 	for i, d := range defs {
-		events[i] = StaticRow(d, at).Event(streamdb.OpInsert, "", at)
+		events[i] = StaticRow(d, at).Event(wire.OpInsert, "", at)
 	}
 	return events
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // Snapshot returns the entity's effective rows together with the collection stream's
@@ -45,7 +46,7 @@ func SnapshotEvents(rows []Row, at streamdb.Offset) [][]byte {
 	events := make([][]byte, 0, len(rows)+2)
 	events = append(events, streamdb.Control("snapshot-start", &at))
 	for _, r := range rows {
-		events = append(events, r.Event(streamdb.OpInsert, "", time.Time{}))
+		events = append(events, r.Event(wire.OpInsert, "", time.Time{}))
 	}
 	return append(events, streamdb.Control("snapshot-end", &at))
 }

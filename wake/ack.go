@@ -10,6 +10,7 @@ import (
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 var (
@@ -226,7 +227,7 @@ func FinishStop(ctx context.Context, tx *streamdb.Tx, url string) error {
 	now := time.Now()
 	var v rawjson.Object
 	v.String("status", string(entity.StatusStopped)).Time("timestamp", now)
-	ev := streamdb.Event{Type: "entity_stopped", Key: "entity-stopped", Value: v.Bytes(), Operation: streamdb.OpInsert, Timestamp: now}.Marshal()
+	ev := wire.Event{Type: "entity_stopped", Key: "entity-stopped", Value: v.Bytes(), Operation: wire.OpInsert, Timestamp: now}.Marshal()
 	if _, err := tx.Append(ctx, &streamdb.AppendRequest{Path: entitypath.Main(url), Messages: [][]byte{ev}, Close: true}); err != nil {
 		return err
 	}

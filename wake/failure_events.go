@@ -6,7 +6,7 @@ import (
 
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/rawjson"
-	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // RunFailure is a failed handler run of one unit of work.
@@ -46,18 +46,18 @@ func FailureEvents(f RunFailure) [][]byte {
 	v.Time("timestamp", now)
 	var events [][]byte
 	if giveUpRun {
-		events = append(events, RunEvent(RunKey(f.Seq), streamdb.OpInsert, "started", "", now))
+		events = append(events, RunEvent(RunKey(f.Seq), wire.OpInsert, "started", "", now))
 	}
-	events = append(events, streamdb.Event{Type: "error", Key: "error-" + strconv.FormatInt(f.Seq, 10) + "-" + strconv.Itoa(f.Attempt),
-		Value: v.Bytes(), Operation: streamdb.OpInsert, Timestamp: now}.Marshal())
+	events = append(events, wire.Event{Type: "error", Key: "error-" + strconv.FormatInt(f.Seq, 10) + "-" + strconv.Itoa(f.Attempt),
+		Value: v.Bytes(), Operation: wire.OpInsert, Timestamp: now}.Marshal())
 	if _, ok := f.Wake.(InboxWake); ok && f.GiveUp {
 		var u rawjson.Object
 		u.String("status", "failed").Time("failed_at", now).String("error", storableError(f.Err)).Int("attempts", int64(f.Attempt))
-		events = append(events, streamdb.Event{Type: inbox.EventType, Key: f.Key, Value: u.Bytes(),
-			Operation: streamdb.OpUpdate, Timestamp: now}.Marshal())
+		events = append(events, wire.Event{Type: inbox.EventType, Key: f.Key, Value: u.Bytes(),
+			Operation: wire.OpUpdate, Timestamp: now}.Marshal())
 	}
 	if giveUpRun {
-		events = append(events, RunEvent(RunKey(f.Seq), streamdb.OpUpdate, "failed", "error", now))
+		events = append(events, RunEvent(RunKey(f.Seq), wire.OpUpdate, "failed", "error", now))
 	}
 	return events
 }
@@ -70,5 +70,5 @@ func RunEvent(key, op, status, finishReason string, at time.Time) []byte {
 	if finishReason != "" {
 		v.String("finish_reason", finishReason)
 	}
-	return streamdb.Event{Type: "run", Key: key, Value: v.Bytes(), Operation: op, Timestamp: at}.Marshal()
+	return wire.Event{Type: "run", Key: key, Value: v.Bytes(), Operation: op, Timestamp: at}.Marshal()
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/entityd/entityd/internal/pgtest"
 	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // fixture is a store and an entity registry on a fresh database, without a server.
@@ -94,8 +95,8 @@ func (e *testEffects) Apply(ctx context.Context, tx *streamdb.Tx) error {
 func (e *testEffects) Committed() { e.committed++ }
 
 func textEvent(text string) []byte {
-	return streamdb.Event{Type: "text", Key: "text-" + text, Value: []byte(`{"text":"` + text + `"}`),
-		Operation: streamdb.OpInsert, Timestamp: time.Now()}.Marshal()
+	return wire.Event{Type: "text", Key: "text-" + text, Value: []byte(`{"text":"` + text + `"}`),
+		Operation: wire.OpInsert, Timestamp: time.Now()}.Marshal()
 }
 
 // TestStaleClaimWritesNothing drives every write of a delivery (acknowledgement on the

@@ -12,6 +12,7 @@ import (
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // Observe records that observer wants to be woken by source's changes: events of the
@@ -128,6 +129,6 @@ func observationEvent(source string, ev *ObservedEvent, lifecycle string) []byte
 		v.String("lifecycle", lifecycle)
 	}
 	v.Time("timestamp", now)
-	return streamdb.Event{Type: "wake", Key: "observation-" + uuid.NewString(), Value: v.Bytes(),
-		Operation: streamdb.OpInsert, Timestamp: now}.Marshal()
+	return wire.Event{Type: "wake", Key: "observation-" + uuid.NewString(), Value: v.Bytes(),
+		Operation: wire.OpInsert, Timestamp: now}.Marshal()
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/rawjson"
-	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // markProcessed makes a successful run of a queued (status "pending") inbox message
@@ -23,7 +23,7 @@ func markProcessed(eff Effects, w Wake) Effects {
 	now := time.Now()
 	var v rawjson.Object
 	v.String("status", "processed").Time("processed_at", now)
-	mark := streamdb.Event{Type: inbox.EventType, Key: msg.Key, Value: v.Bytes(), Operation: streamdb.OpUpdate,
+	mark := wire.Event{Type: inbox.EventType, Key: msg.Key, Value: v.Bytes(), Operation: wire.OpUpdate,
 		Timestamp: now}.Marshal()
 	return &markedEffects{Effects: eff, mark: mark}
 }

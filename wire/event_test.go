@@ -1,4 +1,4 @@
-package streamdb
+package wire
 
 import (
 	"strings"

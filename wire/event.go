@@ -1,4 +1,8 @@
-package streamdb
+// Package wire is what the server and the Go SDK both speak: the State Protocol event
+// envelope, the wakes a handler gets and the scanner that finds them in an entity's
+// stream, an entity's materialized state, and the run rows of a reply. It imports nothing
+// from the database side, so a handler binary links no database driver.
+package wire
 
 import (
 	"time"
@@ -48,19 +52,6 @@ func (e Event) Marshal() []byte {
 	if !e.Timestamp.IsZero() {
 		h.Time("timestamp", e.Timestamp)
 	}
-	o.Raw("headers", h.Bytes())
-	return o.Bytes()
-}
-
-// Control renders a State Protocol control message ("snapshot-start", "snapshot-end",
-// "reset"), optionally stamped with an offset.
-func Control(control string, offset *Offset) []byte {
-	var h rawjson.Object
-	h.String("control", control)
-	if offset != nil {
-		h.String("offset", offset.String())
-	}
-	var o rawjson.Object
 	o.Raw("headers", h.Bytes())
 	return o.Bytes()
 }
