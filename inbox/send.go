@@ -18,6 +18,7 @@ import (
 	"github.com/entityd/entityd/internal/validation"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wire"
+	"github.com/entityd/entityd/wire/composer"
 )
 
 // Modes of an inbox message.
@@ -72,7 +73,7 @@ func (e *InvalidPayloadError) Error() string { return "Validation failed" }
 
 // Limits bound what a send may carry beyond the HTTP body limit.
 type Limits struct {
-	Composer ComposerLimits
+	Composer composer.Limits
 }
 
 // Sender applies the send rules and appends inbox events.
@@ -118,8 +119,8 @@ type Prepared struct {
 // the effective inbox schema of e (t is the entity's current type, nil if deleted).
 // The payload must be present.
 func (s *Sender) Validate(e *entity.Entity, t *entity.Type, req *SendRequest) error {
-	if req.Type == ComposerInputType {
-		if d := ValidateComposerInput(req.Payload, s.limits.Composer); d != nil {
+	if req.Type == composer.InputType {
+		if d := composer.Validate(req.Payload, s.limits.Composer); d != nil {
 			return &InvalidPayloadError{Details: d}
 		}
 		return nil

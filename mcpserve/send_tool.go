@@ -13,6 +13,7 @@ import (
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/principal"
+	"github.com/entityd/entityd/wire/composer"
 )
 
 // sendInput is the send tool's input: a prompt invocation, free text, or both (the
@@ -80,8 +81,8 @@ func (en *entry) send(ctx context.Context, req *mcp.CallToolRequest, in sendInpu
 	if len(in.Key) > maxSendKey {
 		return nil, sendOutput{}, fmt.Errorf("key must be at most %d characters", maxSendKey)
 	}
-	res, err := en.s.deps.Sender.Send(ctx, e, &inbox.SendRequest{Type: inbox.ComposerInputType,
-		Payload: inbox.SerializeComposerInput(text, en.known), Key: in.Key, Mode: mode, Sender: p.URL()})
+	res, err := en.s.deps.Sender.Send(ctx, e, &inbox.SendRequest{Type: composer.InputType,
+		Payload: composer.Serialize(text, en.known), Key: in.Key, Mode: mode, Sender: p.URL()})
 	if err != nil {
 		return nil, sendOutput{}, sendFailure(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/wire/composer"
 )
 
 // Wake says why a handler runs. It is one of InboxWake, SpawnWake, ScheduleWake,
@@ -41,11 +41,11 @@ func (InboxWake) Kind() string { return "inbox" }
 
 // ComposerInput returns the parsed composer_input when this is one (ok is false for other
 // message types, or for a payload that was edited into another shape after it was sent).
-func (w InboxWake) ComposerInput() (*inbox.ComposerInput, bool) {
-	if w.Type != inbox.ComposerInputType {
+func (w InboxWake) ComposerInput() (*composer.Input, bool) {
+	if w.Type != composer.InputType {
 		return nil, false
 	}
-	ci, err := inbox.ParseComposerInput(w.Payload)
+	ci, err := composer.Parse(w.Payload)
 	if err != nil {
 		return nil, false
 	}

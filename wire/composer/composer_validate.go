@@ -1,4 +1,4 @@
-package inbox
+package composer
 
 import (
 	"bytes"
@@ -33,18 +33,18 @@ const composerMaxJSONDepth = 10000
 // from "must be an object" so a bug upstream does not look like a client mistake.
 const MsgInvalidJSON = "must be valid JSON"
 
-// MaxSourceUnitsMessage is the "/source" message for ComposerLimits.MaxSourceUnits; a
+// MaxSourceUnitsMessage is the "/source" message for Limits.MaxSourceUnits; a
 // function so the HTTP docs and the validator cannot drift apart.
 func MaxSourceUnitsMessage(limit int) string {
 	return "must be at most " + strconv.Itoa(limit) + " characters (UTF-16 code units)"
 }
 
-// MaxNodesMessage is the "/nodes" message for ComposerLimits.MaxNodes.
+// MaxNodesMessage is the "/nodes" message for Limits.MaxNodes.
 func MaxNodesMessage(limit int) string {
 	return "must contain at most " + strconv.Itoa(limit) + " nodes"
 }
 
-// ValidateComposerInput validates the raw JSON bytes of a send payload exactly like the
+// Validate validates the raw JSON bytes of a send payload exactly like the
 // reference's validateComposerInputPayload (spec §1.3): same checks, same order, same
 // detail paths and messages, errors collected not fail-fast. payload == nil (or empty)
 // means the payload was absent (JS undefined): it yields [{"/","must be an object"}].
@@ -52,7 +52,7 @@ func MaxNodesMessage(limit int) string {
 //
 // It walks the bytes once to check the syntax and find the fields, then once more over
 // the nodes; nothing is decoded into interface{} trees because this runs on every send.
-func ValidateComposerInput(payload []byte, limits ComposerLimits) validation.Details {
+func Validate(payload []byte, limits Limits) validation.Details {
 	if len(payload) == 0 {
 		return validation.Details{{Path: "/", Message: msgMustBeObject}}
 	}

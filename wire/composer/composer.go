@@ -1,4 +1,4 @@
-package inbox
+package composer
 
 import (
 	"encoding/json"
@@ -6,9 +6,9 @@ import (
 	"fmt"
 )
 
-// ComposerInputType is the message type clients send for structured composer input; the
-// send path validates it with ValidateComposerInput instead of the entity's inbox schemas.
-const ComposerInputType = "composer_input"
+// InputType is the message type clients send for structured composer input; the
+// send path validates it with Validate instead of the entity's inbox schemas.
+const InputType = "composer_input"
 
 // The node kinds the reference knows (its KnownComposerNode union). Any other kind is
 // accepted and preserved, so these are for matching, not for rejecting.
@@ -20,28 +20,28 @@ const (
 	NodeKindBranch       = "branch"
 )
 
-// ComposerLimits are entityd additions (the reference has none); zero means unlimited.
-type ComposerLimits struct {
+// Limits are entityd additions (the reference has none); zero means unlimited.
+type Limits struct {
 	MaxSourceUnits int // max len(source) in UTF-16 code units
 	MaxNodes       int // max len(nodes)
 }
 
-// ErrInvalidComposerInput is returned by ParseComposerInput for a payload that does not
+// ErrInvalid is returned by Parse for a payload that does not
 // have the composer_input shape (for example a queued message edited into {"text": ...}),
 // so callers can fall back to treating it as plain text.
-var ErrInvalidComposerInput = errors.New("inbox: not a composer_input payload")
+var ErrInvalid = errors.New("inbox: not a composer_input payload")
 
-// ComposerInput is a decoded composer_input payload, for handlers that act on nodes.
+// Input is a decoded composer_input payload, for handlers that act on nodes.
 // The stored payload stays byte-for-byte as sent; this is a view over it.
-type ComposerInput struct {
+type Input struct {
 	// Source is the visible text. A lone surrogate the client sent shows as U+FFFD, which
 	// is one UTF-16 unit too, so node offsets still index Source correctly.
 	Source string
-	Nodes  []ComposerNode
+	Nodes  []Node
 }
 
-// ComposerNode is one node of a payload, known kind or not.
-type ComposerNode struct {
+// Node is one node of a payload, known kind or not.
+type Node struct {
 	Kind  string
 	Start int // UTF-16 code units
 	End   int
@@ -53,39 +53,39 @@ type ComposerNode struct {
 	Fields map[string]json.RawMessage
 }
 
-// ParseComposerInput decodes an already-validated payload. It is lenient where the
+// Parse decodes an already-validated payload. It is lenient where the
 // reference's helpers are (nodes: null counts as no nodes, kinds and fields are taken as
-// they come) and fails with ErrInvalidComposerInput only where no typed view is
+// they come) and fails with ErrInvalid only where no typed view is
 // possible: not a JSON object, no string source, nodes not an array of objects, or a
 // node whose start or end is not an integer.
-func ParseComposerInput(payload []byte) (*ComposerInput, error) {
+func Parse(payload []byte) (*Input, error) {
 	// One copy of the payload backs every Fields value, so callers may reuse their buffer.
 	d := append([]byte(nil), payload...)
 	r := jsonReader{data: d}
 	top := skipWS(d, 0)
 	if top == len(d) || d[top] != '{' {
-		return nil, fmt.Errorf("%w: payload is not a JSON object", ErrInvalidComposerInput)
+		return nil, fmt.Errorf("%w: payload is not a JSON object", ErrInvalid)
 	}
 	source, nodes, end := r.sourceAndNodes(top)
 	if !r.finish(end) {
-		return nil, fmt.Errorf("%w: payload is not valid JSON", ErrInvalidComposerInput)
+		return nil, fmt.Errorf("%w: payload is not valid JSON", ErrInvalid)
 	}
 	if !source.is(d, '"') {
-		return nil, fmt.Errorf("%w: source is not a string", ErrInvalidComposerInput)
+		return nil, fmt.Errorf("%w: source is not a string", ErrInvalid)
 	}
-	c := &ComposerInput{Source: decodeString(source.content(d))}
+	c := &Input{Source: decodeString(source.content(d))}
 	if !nodes.present() || nodes.is(d, 'n') {
 		return c, nil
 	}
 	if !nodes.is(d, '[') {
-		return nil, fmt.Errorf("%w: nodes is not an array", ErrInvalidComposerInput)
+		return nil, fmt.Errorf("%w: nodes is not an array", ErrInvalid)
 	}
 	index := 0
 	for el := r.elements(nodes.start); el.next(); index++ {
 		n, end, err := r.parseNode(el.at)
 		el.done(end)
 		if err != nil {
-			return nil, fmt.Errorf("%w: node %d: %v", ErrInvalidComposerInput, index, err)
+			return nil, fmt.Errorf("%w: node %d: %v", ErrInvalid, index, err)
 		}
 		c.Nodes = append(c.Nodes, n)
 	}
@@ -93,12 +93,12 @@ func ParseComposerInput(payload []byte) (*ComposerInput, error) {
 }
 
 // parseNode reads the node at d[at] and returns it with the offset just past it.
-func (r *jsonReader) parseNode(at int) (ComposerNode, int, error) {
+func (r *jsonReader) parseNode(at int) (Node, int, error) {
 	d := r.data
 	if d[at] != '{' {
-		return ComposerNode{}, at, errors.New("not an object")
+		return Node{}, at, errors.New("not an object")
 	}
-	var n ComposerNode
+	var n Node
 	var start, end span
 	n.Fields = make(map[string]json.RawMessage)
 	it := r.members(at)
@@ -123,10 +123,10 @@ func (r *jsonReader) parseNode(at int) (ComposerNode, int, error) {
 	}
 	var ok bool
 	if n.Start, ok = intField(start.bytes(d)); !ok {
-		return ComposerNode{}, it.i, errors.New("start is not an integer")
+		return Node{}, it.i, errors.New("start is not an integer")
 	}
 	if n.End, ok = intField(end.bytes(d)); !ok {
-		return ComposerNode{}, it.i, errors.New("end is not an integer")
+		return Node{}, it.i, errors.New("end is not an integer")
 	}
 	return n, it.i, nil
 }
@@ -150,7 +150,7 @@ func intField(tok []byte) (int, bool) {
 // IsKnown is the reference's isKnownComposerNode: one of the five kinds, carrying the
 // string field that kind requires (text needs none). Handlers use it to decide whether
 // the typed fields mean anything.
-func (n ComposerNode) IsKnown() bool {
+func (n Node) IsKnown() bool {
 	switch n.Kind {
 	case NodeKindText:
 		return true
@@ -163,15 +163,15 @@ func (n ComposerNode) IsKnown() bool {
 }
 
 // hasStringField checks the field as sent: Name == "" cannot tell a missing name from "".
-func (n ComposerNode) hasStringField(key string) bool {
+func (n Node) hasStringField(key string) bool {
 	v, ok := n.Fields[key]
 	return ok && len(v) > 0 && v[0] == '"'
 }
 
 // SlashCommandNodes are the slash_command nodes that carry a string name, in order
 // (getSlashCommandNodes).
-func (c *ComposerInput) SlashCommandNodes() []ComposerNode {
-	var out []ComposerNode
+func (c *Input) SlashCommandNodes() []Node {
+	var out []Node
 	for _, n := range c.Nodes {
 		if n.Kind == NodeKindSlashCommand && n.hasStringField("name") {
 			out = append(out, n)
@@ -182,7 +182,7 @@ func (c *ComposerInput) SlashCommandNodes() []ComposerNode {
 
 // HasSlashCommand reports whether any slash_command node names the command (name
 // without the leading slash).
-func (c *ComposerInput) HasSlashCommand(name string) bool {
+func (c *Input) HasSlashCommand(name string) bool {
 	for _, n := range c.SlashCommandNodes() {
 		if n.Name == name {
 			return true
@@ -193,34 +193,34 @@ func (c *ComposerInput) HasSlashCommand(name string) bool {
 
 // FirstSlashCommand is the command a message invokes: the reference activates skills
 // from the first slash_command node only.
-func (c *ComposerInput) FirstSlashCommand() (ComposerNode, bool) {
+func (c *Input) FirstSlashCommand() (Node, bool) {
 	for _, n := range c.Nodes {
 		if n.Kind == NodeKindSlashCommand && n.hasStringField("name") {
 			return n, true
 		}
 	}
-	return ComposerNode{}, false
+	return Node{}, false
 }
 
 // TextAfterNode is source.slice(n.End) on UTF-16 units: a command's arguments are plain
 // text after its node, never nodes of their own. Later commands are included.
-func (c *ComposerInput) TextAfterNode(n ComposerNode) string {
+func (c *Input) TextAfterNode(n Node) string {
 	return sliceFromUnit(c.Source, n.End)
 }
 
 // KnownNodes are the nodes IsKnown accepts, in order.
-func (c *ComposerInput) KnownNodes() []ComposerNode {
+func (c *Input) KnownNodes() []Node {
 	return c.filter(true)
 }
 
 // UnknownNodes are the other nodes (new kinds, or a known kind without its field), in
 // order; they are kept so that newer clients' nodes reach handlers untouched.
-func (c *ComposerInput) UnknownNodes() []ComposerNode {
+func (c *Input) UnknownNodes() []Node {
 	return c.filter(false)
 }
 
-func (c *ComposerInput) filter(known bool) []ComposerNode {
-	var out []ComposerNode
+func (c *Input) filter(known bool) []Node {
+	var out []Node
 	for _, n := range c.Nodes {
 		if n.IsKnown() == known {
 			out = append(out, n)

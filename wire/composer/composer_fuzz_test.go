@@ -1,4 +1,4 @@
-package inbox
+package composer
 
 import (
 	"encoding/json"
@@ -29,9 +29,9 @@ func FuzzValidateComposerInput(f *testing.F) {
 	f.Add(benchPayload)
 
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got := ValidateComposerInput(data, ComposerLimits{})
-		require.Equal(t, got, ValidateComposerInput(data, ComposerLimits{}), "not deterministic")
-		limited := ValidateComposerInput(data, ComposerLimits{MaxSourceUnits: 4, MaxNodes: 2})
+		got := Validate(data, Limits{})
+		require.Equal(t, got, Validate(data, Limits{}), "not deterministic")
+		limited := Validate(data, Limits{MaxSourceUnits: 4, MaxNodes: 2})
 
 		switch {
 		case len(data) == 0:
@@ -63,7 +63,7 @@ func FuzzValidateComposerInput(f *testing.F) {
 			require.NoError(t, json.Unmarshal(raw, &nodes), "accepted nodes must be an array of objects")
 		}
 
-		parsed, err := ParseComposerInput(data)
+		parsed, err := Parse(data)
 		require.NoError(t, err)
 		require.Len(t, parsed.Nodes, len(nodes))
 		require.Equal(t, len(src), utf16Len(parsed.Source))

@@ -1,4 +1,4 @@
-package inbox
+package composer
 
 import (
 	"encoding/json"
@@ -35,7 +35,7 @@ type validateCase struct {
 	name    string
 	payload string
 	absent  bool // payload is nil: the field was not sent
-	limits  ComposerLimits
+	limits  Limits
 	want    validation.Details
 }
 
@@ -327,35 +327,35 @@ func validateCases() []validateCase {
 		{
 			name:    "source within the unit limit",
 			payload: `{"source":"😀a"}`,
-			limits:  ComposerLimits{MaxSourceUnits: 3},
+			limits:  Limits{MaxSourceUnits: 3},
 		},
 		{
 			name:    "source over the unit limit counts UTF-16 units",
 			payload: `{"source":"😀😀"}`,
-			limits:  ComposerLimits{MaxSourceUnits: 3},
+			limits:  Limits{MaxSourceUnits: 3},
 			want:    det("/source", MaxSourceUnitsMessage(3)),
 		},
 		{
 			name:    "source limit comes before node issues",
 			payload: `{"source":"abcd","nodes":[{"kind":"text","start":0,"end":1,"raw":"x"}]}`,
-			limits:  ComposerLimits{MaxSourceUnits: 3},
+			limits:  Limits{MaxSourceUnits: 3},
 			want:    det("/source", "must be at most 3 characters (UTF-16 code units)", "/nodes/0/raw", mustEqualSlice),
 		},
 		{
 			name:    "nodes within the limit",
 			payload: `{"source":"ab","nodes":[{"kind":"text","start":0,"end":1,"raw":"a"}]}`,
-			limits:  ComposerLimits{MaxNodes: 1},
+			limits:  Limits{MaxNodes: 1},
 		},
 		{
 			name:    "nodes over the limit are not inspected",
 			payload: `{"source":"ab","nodes":[1,2]}`,
-			limits:  ComposerLimits{MaxNodes: 1},
+			limits:  Limits{MaxNodes: 1},
 			want:    det("/nodes", "must contain at most 1 nodes"),
 		},
 		{
 			name:    "node limit applies even when source is invalid",
 			payload: `{"source":5,"nodes":[1,2,3]}`,
-			limits:  ComposerLimits{MaxSourceUnits: 1, MaxNodes: 2},
+			limits:  Limits{MaxSourceUnits: 1, MaxNodes: 2},
 			want:    det("/source", "must be a string", "/nodes", MaxNodesMessage(2)),
 		},
 	}
@@ -370,27 +370,27 @@ func TestValidateComposerInput(t *testing.T) {
 			if !tt.absent {
 				payload = []byte(tt.payload)
 			}
-			require.Equal(t, tt.want, ValidateComposerInput(payload, tt.limits))
+			require.Equal(t, tt.want, Validate(payload, tt.limits))
 		})
 	}
 }
 
 func TestValidateComposerInputEmptyIsAbsent(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, det("/", "must be an object"), ValidateComposerInput([]byte{}, ComposerLimits{}))
+	require.Equal(t, det("/", "must be an object"), Validate([]byte{}, Limits{}))
 }
 
 func TestValidateComposerInputDeepNesting(t *testing.T) {
 	t.Parallel()
 	ok := `{"source":"a","x":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `}`
-	require.Nil(t, ValidateComposerInput([]byte(ok), ComposerLimits{}))
+	require.Nil(t, Validate([]byte(ok), Limits{}))
 	tooDeep := `{"source":"a","x":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`
-	require.Equal(t, det("/", MsgInvalidJSON), ValidateComposerInput([]byte(tooDeep), ComposerLimits{}))
+	require.Equal(t, det("/", MsgInvalidJSON), Validate([]byte(tooDeep), Limits{}))
 }
 
 func TestComposerHelpersCanonical(t *testing.T) {
 	t.Parallel()
-	c, err := ParseComposerInput([]byte(canonicalPayload))
+	c, err := Parse([]byte(canonicalPayload))
 	require.NoError(t, err)
 	require.Equal(t, "/pr-review 123 in /worktree see @Branch", c.Source)
 	require.Len(t, c.Nodes, 3)
@@ -404,7 +404,7 @@ func TestComposerHelpersCanonical(t *testing.T) {
 
 	first, ok := c.FirstSlashCommand()
 	require.True(t, ok)
-	require.Equal(t, ComposerNode{
+	require.Equal(t, Node{
 		Kind: NodeKindSlashCommand, Start: 0, End: 10, Raw: "/pr-review", Name: "pr-review",
 		Fields: map[string]json.RawMessage{
 			"kind": json.RawMessage(`"slash_command"`), "start": json.RawMessage(`0`), "end": json.RawMessage(`10`),
@@ -423,8 +423,8 @@ func TestComposerHelpersUnknownKind(t *testing.T) {
 	t.Parallel()
 	payload := `{"source":"fix #42 /go","nodes":[{"kind":"issue","start":4,"end":7,"raw":"#42","number":42},` +
 		`{"kind":"slash_command","start":8,"end":11,"raw":"/go","name":"go","unknown":true}]}`
-	require.Nil(t, ValidateComposerInput([]byte(payload), ComposerLimits{}))
-	c, err := ParseComposerInput([]byte(payload))
+	require.Nil(t, Validate([]byte(payload), Limits{}))
+	c, err := Parse([]byte(payload))
 	require.NoError(t, err)
 
 	unknown := c.UnknownNodes()
@@ -458,7 +458,7 @@ func TestComposerNodeIsKnown(t *testing.T) {
 		{`{"kind":7,"start":0,"end":0}`, false},
 	}
 	for _, tt := range tests {
-		c, err := ParseComposerInput([]byte(`{"source":"","nodes":[` + tt.node + `]}`))
+		c, err := Parse([]byte(`{"source":"","nodes":[` + tt.node + `]}`))
 		require.NoError(t, err, tt.node)
 		require.Equal(t, tt.want, c.Nodes[0].IsKnown(), tt.node)
 	}
@@ -469,7 +469,7 @@ func TestComposerSlashCommandHelpers(t *testing.T) {
 	// Several commands: a nameless slash_command is skipped like getSlashCommandNodes does.
 	payload := `{"source":"/a /b /c rest","nodes":[{"kind":"slash_command","start":0,"end":2,"raw":"/a"},` +
 		`{"kind":"slash_command","start":3,"end":5,"raw":"/b","name":"b"},{"kind":"slash_command","start":6,"end":8,"raw":"/c","name":"c"}]}`
-	c, err := ParseComposerInput([]byte(payload))
+	c, err := Parse([]byte(payload))
 	require.NoError(t, err)
 	require.Len(t, c.SlashCommandNodes(), 2)
 	first, ok := c.FirstSlashCommand()
@@ -479,7 +479,7 @@ func TestComposerSlashCommandHelpers(t *testing.T) {
 	require.True(t, c.HasSlashCommand("c"))
 	require.False(t, c.HasSlashCommand("a"))
 
-	none, err := ParseComposerInput([]byte(`{"source":"plain"}`))
+	none, err := Parse([]byte(`{"source":"plain"}`))
 	require.NoError(t, err)
 	_, ok = none.FirstSlashCommand()
 	require.False(t, ok)
@@ -507,8 +507,8 @@ func TestComposerTextAfterNode(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c := &ComposerInput{Source: tt.source}
-			require.Equal(t, tt.want, c.TextAfterNode(ComposerNode{End: tt.end}))
+			c := &Input{Source: tt.source}
+			require.Equal(t, tt.want, c.TextAfterNode(Node{End: tt.end}))
 		})
 	}
 }
@@ -518,8 +518,8 @@ func TestParseComposerInput(t *testing.T) {
 	t.Run("lone surrogates become U+FFFD without shifting offsets", func(t *testing.T) {
 		t.Parallel()
 		payload := `{"source":"\ud83dx /go","nodes":[{"kind":"slash_command","start":3,"end":6,"raw":"/go","name":"go"}]}`
-		require.Nil(t, ValidateComposerInput([]byte(payload), ComposerLimits{}))
-		c, err := ParseComposerInput([]byte(payload))
+		require.Nil(t, Validate([]byte(payload), Limits{}))
+		c, err := Parse([]byte(payload))
 		require.NoError(t, err)
 		require.Equal(t, "\uFFFDx /go", c.Source)
 		require.Equal(t, "", c.TextAfterNode(c.Nodes[0]))
@@ -528,7 +528,7 @@ func TestParseComposerInput(t *testing.T) {
 	t.Run("fields keep the bytes as sent and later keys win", func(t *testing.T) {
 		t.Parallel()
 		payload := []byte(`{"source":"ab","nodes":[{"kind":"text","start":1, "end":0,"end" : 2.0e0,"raw":"b","x":{ "y" : [1, 2] }}]}`)
-		c, err := ParseComposerInput(payload)
+		c, err := Parse(payload)
 		require.NoError(t, err)
 		copy(payload, make([]byte, len(payload))) // the result does not alias the caller's buffer
 		n := c.Nodes[0]
@@ -540,17 +540,17 @@ func TestParseComposerInput(t *testing.T) {
 	})
 	t.Run("null nodes mean none", func(t *testing.T) {
 		t.Parallel()
-		c, err := ParseComposerInput([]byte(`{"source":"a","nodes":null}`))
+		c, err := Parse([]byte(`{"source":"a","nodes":null}`))
 		require.NoError(t, err)
-		require.Equal(t, &ComposerInput{Source: "a"}, c)
+		require.Equal(t, &Input{Source: "a"}, c)
 	})
 	for _, bad := range []string{
 		``, `null`, `[]`, `{"text":"edited"}`, `{"source":1}`, `{"source":"a"`, `{"source":"a","nodes":{}}`,
 		`{"source":"a","nodes":[1]}`, `{"source":"a","nodes":[{"kind":"text","start":"0","end":1}]}`,
 		`{"source":"a","nodes":[{"kind":"text","start":0}]}`, `{"source":"a","nodes":[{"kind":"text","start":0,"end":1e300}]}`,
 	} {
-		_, err := ParseComposerInput([]byte(bad))
-		require.ErrorIs(t, err, ErrInvalidComposerInput, bad)
+		_, err := Parse([]byte(bad))
+		require.ErrorIs(t, err, ErrInvalid, bad)
 	}
 }
 
@@ -601,14 +601,14 @@ var benchPayload = []byte(`{"source":"/pr-review 123 in /worktree see @Branch pl
 	`{"kind":"branch","start":32,"end":39,"raw":"@Branch","name":"Branch"}]}`)
 
 func BenchmarkValidateComposerInput(b *testing.B) {
-	limits := ComposerLimits{MaxSourceUnits: 100_000, MaxNodes: 1_000}
-	if d := ValidateComposerInput(benchPayload, limits); d != nil {
+	limits := Limits{MaxSourceUnits: 100_000, MaxNodes: 1_000}
+	if d := Validate(benchPayload, limits); d != nil {
 		b.Fatal(d)
 	}
 	b.SetBytes(int64(len(benchPayload)))
 	b.ReportAllocs()
 	for b.Loop() {
-		ValidateComposerInput(benchPayload, limits)
+		Validate(benchPayload, limits)
 	}
 }
 
@@ -616,7 +616,7 @@ func BenchmarkParseComposerInput(b *testing.B) {
 	b.SetBytes(int64(len(benchPayload)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := ParseComposerInput(benchPayload); err != nil {
+		if _, err := Parse(benchPayload); err != nil {
 			b.Fatal(err)
 		}
 	}

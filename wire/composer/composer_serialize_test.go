@@ -1,4 +1,4 @@
-package inbox
+package composer
 
 import (
 	"encoding/json"
@@ -44,9 +44,9 @@ func TestSerializeComposerInput(t *testing.T) {
 		{"", `{"source":""}`},
 	}
 	for _, c := range cases {
-		got := SerializeComposerInput(c.source, known)
+		got := Serialize(c.source, known)
 		require.JSONEq(t, c.want, string(got), c.source)
-		require.Nil(t, ValidateComposerInput(got, ComposerLimits{}), c.source)
+		require.Nil(t, Validate(got, Limits{}), c.source)
 	}
 }
 
@@ -60,8 +60,8 @@ func FuzzSerializeComposerInput(f *testing.F) {
 		if !utf8.ValidString(source) {
 			return
 		}
-		out := SerializeComposerInput(source, knownOf("b"))
-		if d := ValidateComposerInput(out, ComposerLimits{}); d != nil {
+		out := Serialize(source, knownOf("b"))
+		if d := Validate(out, Limits{}); d != nil {
 			t.Fatalf("%q → %s: %v", source, out, d)
 		}
 		var p struct {

@@ -1,4 +1,4 @@
-package inbox
+package composer
 
 import (
 	"unicode/utf8"
@@ -7,14 +7,14 @@ import (
 	"github.com/entityd/entityd/slashcmd"
 )
 
-// SerializeComposerInput builds a composer_input payload from plain text, as the
+// Serialize builds a composer_input payload from plain text, as the
 // reference's serializeComposerInput does for composers without an editor (spec §2.2):
 // one slash_command node per complete "/name" token — at the start of the text or
 // after whitespace, followed by whitespace or the end — with UTF-16 start and end, and
 // "unknown": true when known says the entity has no such command. Without tokens the
 // payload is {"source"} alone, with no nodes key. Protocol bridges (ACP, MCP) send what
 // it returns.
-func SerializeComposerInput(source string, known func(name string) bool) []byte {
+func Serialize(source string, known func(name string) bool) []byte {
 	var nodes []byte
 	units := 0        // UTF-16 offset of the rune at i
 	prevSpace := true // the start of the text counts as a token boundary
