@@ -18,6 +18,7 @@ import (
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/slashcmd"
+	"github.com/entityd/entityd/slashcmd/slashdb"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wire"
 )
@@ -183,7 +184,7 @@ func (r *Registry) Spawn(ctx context.Context, t *Type, req SpawnRequest) (*Spawn
 				return err
 			}
 		}
-		commandEvents := slashcmd.StaticEvents(defs, now)
+		commandEvents := slashdb.StaticEvents(defs, now)
 		events := append([][]byte{createdEvent(t.Name, req.Args, parent, now)}, commandEvents...)
 		events = append(events, req.Initial...)
 		m, created, err := tx.Create(ctx, entitypath.Main(url), streamdb.CreateConfig{ContentType: "application/json",
@@ -197,7 +198,7 @@ func (r *Registry) Spawn(ctx context.Context, t *Type, req SpawnRequest) (*Spawn
 		if !created {
 			return ErrDuplicate
 		}
-		if err := slashcmd.SeedStatic(ctx, tx, url, defs, commandEvents, now); err != nil {
+		if err := slashdb.SeedStatic(ctx, tx, url, defs, commandEvents, now); err != nil {
 			return err
 		}
 		e, err := scanEntity(tx.QueryRow(ctx, sqlInsertEntity,

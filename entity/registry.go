@@ -10,6 +10,7 @@ import (
 	"github.com/entityd/entityd/internal/coalesce"
 	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/slashcmd"
+	"github.com/entityd/entityd/slashcmd/slashdb"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -21,7 +22,7 @@ type Registry struct {
 	log      *zap.Logger
 	types    *typeCache
 	known    *entityCache
-	commands *slashcmd.Service
+	commands *slashdb.Service
 	// current reads entities afresh for many callers in one statement (Current)
 	current *coalesce.Coalescer[string, *Entity]
 
@@ -71,7 +72,7 @@ func New(streams *streamdb.Store, schemaCache *schemas.Cache, log *zap.Logger) *
 		log:      log.Named("entity"),
 		types:    &typeCache{ttl: typeCacheTTL, m: map[string]typeEntry{}},
 		known:    &entityCache{max: 100_000, m: map[string]*Entity{}},
-		commands: slashcmd.NewService(streams, slashcmd.DefaultLimits),
+		commands: slashdb.NewService(streams, slashcmd.DefaultLimits),
 	}
 	r.current = coalesce.New(256, r.readMany)
 	return r
@@ -79,11 +80,11 @@ func New(streams *streamdb.Store, schemaCache *schemas.Cache, log *zap.Logger) *
 
 // SetCommandLimits replaces the limits of the slash-command service (call before serving).
 func (r *Registry) SetCommandLimits(l slashcmd.Limits) {
-	r.commands = slashcmd.NewService(r.streams, l)
+	r.commands = slashdb.NewService(r.streams, l)
 }
 
 // Commands is the slash-command service over the same store.
-func (r *Registry) Commands() *slashcmd.Service { return r.commands }
+func (r *Registry) Commands() *slashdb.Service { return r.commands }
 
 // Schemas is the compiled-schema cache shared with the send path.
 func (r *Registry) Schemas() *schemas.Cache { return r.schemas }

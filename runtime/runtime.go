@@ -12,7 +12,7 @@ import (
 
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
-	"github.com/entityd/entityd/slashcmd"
+	"github.com/entityd/entityd/slashcmd/slashdb"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
 )
@@ -143,4 +143,4 @@ func (r *Runtime) Run(ctx context.Context, job *wake.Job) (wake.Effects, error) 
 }
 
 // Commands is the slash-command service (for helpers outside handlers).
-func (r *Runtime) Commands() *slashcmd.Service { return r.registry.Commands() }
+func (r *Runtime) Commands() *slashdb.Service { return r.registry.Commands() }

@@ -1,4 +1,4 @@
-package slashcmd_test
+package slashdb_test
 
 import (
 	"bytes"
@@ -22,6 +22,7 @@ import (
 	"github.com/entityd/entityd/internal/pgtest"
 	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/slashcmd"
+	"github.com/entityd/entityd/slashcmd/slashdb"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -36,7 +37,7 @@ type storeEnv struct {
 	pool    *pgxpool.Pool
 	streams *streamdb.Store
 	reg     *entity.Registry
-	svc     *slashcmd.Service
+	svc     *slashdb.Service
 	tails   map[string]streamdb.Offset // how far newEvents has read each stream
 }
 
@@ -631,23 +632,23 @@ func TestStoreRefusalsWriteNothing(t *testing.T) {
 	require.ErrorIs(t, err, boom)
 
 	// Too many commands.
-	small := slashcmd.NewService(e.streams, slashcmd.Limits{MaxCommands: 3})
+	small := slashdb.NewService(e.streams, slashcmd.Limits{MaxCommands: 3})
 	require.ErrorIs(t, small.For(url).Register(e.ctx, reg("fourth", "me", nil)), slashcmd.ErrTooManyCommands)
 
 	require.Empty(t, e.newCommandEvents(url))
 	require.Equal(t, table, e.table(url))
 
 	// No such entity: nothing is left in the table.
-	require.ErrorIs(t, e.svc.For("/chat/ghost").Register(e.ctx, reg("x", "", nil)), slashcmd.ErrEntityNotFound)
+	require.ErrorIs(t, e.svc.For("/chat/ghost").Register(e.ctx, reg("x", "", nil)), slashdb.ErrEntityNotFound)
 	require.Empty(t, e.table("/chat/ghost"))
 	_, _, err = e.svc.Snapshot(e.ctx, "/chat/ghost")
-	require.ErrorIs(t, err, slashcmd.ErrEntityNotFound)
+	require.ErrorIs(t, err, slashdb.ErrEntityNotFound)
 
 	// A killed entity's streams are closed: ErrEntityClosed and nothing written.
 	e.kill(url)
 	e.newEvents(url + "/main")
-	require.ErrorIs(t, e.svc.For(url).Register(e.ctx, reg("late", "me", nil)), slashcmd.ErrEntityClosed)
-	require.ErrorIs(t, e.svc.For(url).Unregister(e.ctx, "mine", ""), slashcmd.ErrEntityClosed)
+	require.ErrorIs(t, e.svc.For(url).Register(e.ctx, reg("late", "me", nil)), slashdb.ErrEntityClosed)
+	require.ErrorIs(t, e.svc.For(url).Unregister(e.ctx, "mine", ""), slashdb.ErrEntityClosed)
 	require.Empty(t, e.newCommandEvents(url))
 	require.Equal(t, table, e.table(url))
 	// An operation that changes nothing still succeeds, and reads keep working.
@@ -666,7 +667,7 @@ func TestStoreSnapshotFollowedByTheTail(t *testing.T) {
 	require.Equal(t, e.consistent(url), snap)
 
 	// The snapshot rendered as events: markers at the tail, one full insert per row.
-	events := slashcmd.SnapshotEvents(snap, tail)
+	events := slashdb.SnapshotEvents(snap, tail)
 	require.Len(t, events, len(snap)+2)
 	require.JSONEq(t, `{"headers":{"control":"snapshot-start","offset":"`+tail.String()+`"}}`, string(events[0]))
 	require.JSONEq(t, `{"headers":{"control":"snapshot-end","offset":"`+tail.String()+`"}}`, string(events[len(events)-1]))

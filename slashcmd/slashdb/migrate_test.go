@@ -1,4 +1,4 @@
-package slashcmd_test
+package slashdb_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/entityd/entityd/internal/pgtest"
 	"github.com/entityd/entityd/migrations"
 	"github.com/entityd/entityd/slashcmd"
+	"github.com/entityd/entityd/slashcmd/slashdb"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -81,7 +82,7 @@ func TestMigration010MovesLayers(t *testing.T) {
 		_, _, err := streams.Create(ctx, path, streamdb.CreateConfig{ContentType: "application/json"}, nil)
 		require.NoError(t, err)
 	}
-	svc := slashcmd.NewService(streams, slashcmd.DefaultLimits)
+	svc := slashdb.NewService(streams, slashcmd.DefaultLimits)
 	list, err := svc.List(ctx, url)
 	require.NoError(t, err)
 	require.Len(t, list, 2)

@@ -1,4 +1,4 @@
-package slashcmd
+package slashdb
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/rawjson"
+	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -30,25 +31,25 @@ var (
 // collection stream, all in one transaction.
 type Service struct {
 	streams *streamdb.Store
-	limits  Limits
+	limits  slashcmd.Limits
 }
 
 // NewService returns a Service enforcing limits on registrations.
-func NewService(streams *streamdb.Store, limits Limits) *Service {
+func NewService(streams *streamdb.Store, limits slashcmd.Limits) *Service {
 	return &Service{streams: streams, limits: limits}
 }
 
 // Result is what an Apply wrote.
 type Result struct {
-	Changes []Change // only the ones that produced events
+	Changes []slashcmd.Change // only the ones that produced events
 	// Txid stamps the events' headers.txid (empty when nothing was written), so a
 	// client can wait for them on either stream.
 	Txid string
-	Rows []Row // the effective rows after the change, sorted by name
+	Rows []slashcmd.Row // the effective rows after the change, sorted by name
 }
 
 // Apply runs fn on the entity's command set in a new transaction and writes what changed.
-func (s *Service) Apply(ctx context.Context, entityURL string, fn func(*Set) error) (*Result, error) {
+func (s *Service) Apply(ctx context.Context, entityURL string, fn func(*slashcmd.Set) error) (*Result, error) {
 	var res *Result
 	err := s.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		var err error
@@ -60,7 +61,7 @@ func (s *Service) Apply(ctx context.Context, entityURL string, fn func(*Set) err
 
 // ApplyTx is Apply inside the caller's transaction (for callers that must commit the
 // change together with their own writes).
-func (s *Service) ApplyTx(ctx context.Context, tx *streamdb.Tx, entityURL string, fn func(*Set) error) (*Result, error) {
+func (s *Service) ApplyTx(ctx context.Context, tx *streamdb.Tx, entityURL string, fn func(*slashcmd.Set) error) (*Result, error) {
 	// Row locks (load's FOR UPDATE) cannot cover names that have no row yet: two
 	// registrations of a new name would both insert it, and the later upsert would drop
 	// the earlier one's layer. Changes of one entity's commands therefore take turns.
@@ -72,7 +73,7 @@ func (s *Service) ApplyTx(ctx context.Context, tx *streamdb.Tx, entityURL string
 		return nil, err
 	}
 	now := time.Now()
-	set := NewSet(entries, s.limits, now)
+	set := slashcmd.NewSet(entries, s.limits, now)
 	if err := fn(set); err != nil {
 		return nil, err
 	}
@@ -87,7 +88,7 @@ func (s *Service) ApplyTx(ctx context.Context, tx *streamdb.Tx, entityURL string
 		case "insert", "update":
 			events = append(events, c.Row.Event(c.Op, txid, now))
 		case "delete":
-			events = append(events, DeleteEvent(c.Name, txid, now))
+			events = append(events, slashcmd.DeleteEvent(c.Name, txid, now))
 		default:
 			continue
 		}
@@ -113,14 +114,14 @@ func (s *Service) ApplyTx(ctx context.Context, tx *streamdb.Tx, entityURL string
 }
 
 // List returns the entity's effective rows sorted by name.
-func (s *Service) List(ctx context.Context, entityURL string) ([]Row, error) {
-	var rows []Row
+func (s *Service) List(ctx context.Context, entityURL string) ([]slashcmd.Row, error) {
+	var rows []slashcmd.Row
 	err := s.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		entries, err := load(ctx, tx, entityURL, false)
 		if err != nil {
 			return err
 		}
-		rows = NewSet(entries, s.limits, time.Now()).List()
+		rows = slashcmd.NewSet(entries, s.limits, time.Now()).List()
 		return nil
 	})
 	return rows, err
@@ -137,41 +138,41 @@ type Commands struct {
 }
 
 // Get returns the effective command name.
-func (c *Commands) Get(ctx context.Context, name string) (Row, bool, error) {
+func (c *Commands) Get(ctx context.Context, name string) (slashcmd.Row, bool, error) {
 	rows, err := c.svc.List(ctx, c.url)
 	if err != nil {
-		return Row{}, false, err
+		return slashcmd.Row{}, false, err
 	}
 	for _, r := range rows {
 		if r.Name == name {
 			return r, true, nil
 		}
 	}
-	return Row{}, false, nil
+	return slashcmd.Row{}, false, nil
 }
 
 // List returns the effective commands sorted by name.
-func (c *Commands) List(ctx context.Context) ([]Row, error) { return c.svc.List(ctx, c.url) }
+func (c *Commands) List(ctx context.Context) ([]slashcmd.Row, error) { return c.svc.List(ctx, c.url) }
 
 // Register adds or replaces the owner's layer for the command and puts it on top.
-func (c *Commands) Register(ctx context.Context, reg Registration) error {
-	_, err := c.svc.Apply(ctx, c.url, func(s *Set) error { return s.Register(reg) })
+func (c *Commands) Register(ctx context.Context, reg slashcmd.Registration) error {
+	_, err := c.svc.Apply(ctx, c.url, func(s *slashcmd.Set) error { return s.Register(reg) })
 	return err
 }
 
 // Unregister removes owner's layer for name ("" = the current top owner's).
 func (c *Commands) Unregister(ctx context.Context, name, owner string) error {
-	_, err := c.svc.Apply(ctx, c.url, func(s *Set) error { s.Unregister(name, owner); return nil })
+	_, err := c.svc.Apply(ctx, c.url, func(s *slashcmd.Set) error { s.Unregister(name, owner); return nil })
 	return err
 }
 
 // ReplaceOwned makes owner's registrations exactly regs, atomically.
-func (c *Commands) ReplaceOwned(ctx context.Context, owner string, regs []Registration) error {
-	_, err := c.svc.Apply(ctx, c.url, func(s *Set) error { return s.ReplaceOwned(owner, regs) })
+func (c *Commands) ReplaceOwned(ctx context.Context, owner string, regs []slashcmd.Registration) error {
+	_, err := c.svc.Apply(ctx, c.url, func(s *slashcmd.Set) error { return s.ReplaceOwned(owner, regs) })
 	return err
 }
 
-func load(ctx context.Context, tx *streamdb.Tx, entityURL string, forUpdate bool) ([]*Entry, error) {
+func load(ctx context.Context, tx *streamdb.Tx, entityURL string, forUpdate bool) ([]*slashcmd.Entry, error) {
 	return loadWith(ctx, tx, entityURL, forUpdate)
 }
 
@@ -180,7 +181,7 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-func loadWith(ctx context.Context, tx querier, entityURL string, forUpdate bool) ([]*Entry, error) {
+func loadWith(ctx context.Context, tx querier, entityURL string, forUpdate bool) ([]*slashcmd.Entry, error) {
 	q := sqlSelectCommands
 	if forUpdate {
 		q = sqlLockCommands
@@ -189,11 +190,11 @@ func loadWith(ctx context.Context, tx querier, entityURL string, forUpdate bool)
 	if err != nil {
 		return nil, fmt.Errorf("slashcmd: load: %w", err)
 	}
-	var out []*Entry
-	byName := map[string]*Entry{}
+	var out []*slashcmd.Entry
+	byName := map[string]*slashcmd.Entry{}
 	for rows.Next() {
 		var (
-			r        Row
+			r        slashcmd.Row
 			args, st []byte
 			updated  time.Time
 		)
@@ -202,7 +203,7 @@ func loadWith(ctx context.Context, tx querier, entityURL string, forUpdate bool)
 			return nil, err
 		}
 		r.Key, r.UpdatedAt = r.Name, rawjson.ISOTime(updated)
-		e := &Entry{Name: r.Name, Row: &r}
+		e := &slashcmd.Entry{Name: r.Name, Row: &r}
 		if args != nil {
 			if err := json.Unmarshal(args, &r.Arguments); err != nil {
 				rows.Close()
@@ -210,7 +211,7 @@ func loadWith(ctx context.Context, tx querier, entityURL string, forUpdate bool)
 			}
 		}
 		if st != nil {
-			e.Static = &Definition{}
+			e.Static = &slashcmd.Definition{}
 			if err := json.Unmarshal(st, e.Static); err != nil {
 				rows.Close()
 				return nil, err
@@ -228,13 +229,13 @@ func loadWith(ctx context.Context, tx querier, entityURL string, forUpdate bool)
 	}
 	for _, e := range out {
 		if len(e.Layers) > 0 {
-			e.Row.DynamicLayers = publicLayers(e.Layers)
+			e.Row.DynamicLayers = slashcmd.PublicLayers(e.Layers)
 		}
 	}
 	return out, nil
 }
 
-func persist(ctx context.Context, tx *streamdb.Tx, entityURL string, c Change) error {
+func persist(ctx context.Context, tx *streamdb.Tx, entityURL string, c slashcmd.Change) error {
 	e := c.Entry
 	if err := persistLayers(ctx, tx, entityURL, e); err != nil {
 		return err
@@ -245,7 +246,7 @@ func persist(ctx context.Context, tx *streamdb.Tx, entityURL string, c Change) e
 	}
 	r := c.Row
 	if r == nil {
-		r = e.effective(time.Now(), e.Row)
+		r = e.Effective(time.Now(), e.Row)
 	}
 	var args, static []byte
 	var err error
@@ -255,7 +256,7 @@ func persist(ctx context.Context, tx *streamdb.Tx, entityURL string, c Change) e
 		}
 	}
 	if e.Static != nil {
-		if static, err = staticJSON(*e.Static); err != nil {
+		if static, err = slashcmd.StaticJSON(*e.Static); err != nil {
 			return err
 		}
 	}
@@ -268,22 +269,10 @@ func persist(ctx context.Context, tx *streamdb.Tx, entityURL string, c Change) e
 	return err
 }
 
-// staticJSON renders a static definition for the static_def column. Unlike
-// json.Marshal(Definition), whose omitempty drops an empty arguments list, it keeps
-// "arguments":[] apart from an absent list, so the definition loads back showing the
-// same row it was written with.
-func staticJSON(d Definition) ([]byte, error) {
-	return json.Marshal(struct {
-		Name        string     `json:"name"`
-		Description *string    `json:"description,omitempty"`
-		Arguments   []Argument `json:"arguments"`
-	}{d.Name, d.Description, d.Arguments})
-}
-
 // Load returns the entity's command entries as stored, for callers that apply changes in
 // memory first (the runtime's ctx.SlashCommands) and replay them at commit.
-func (s *Service) Load(ctx context.Context, entityURL string) ([]*Entry, error) {
-	var entries []*Entry
+func (s *Service) Load(ctx context.Context, entityURL string) ([]*slashcmd.Entry, error) {
+	var entries []*slashcmd.Entry
 	err := s.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		var err error
 		entries, err = load(ctx, tx, entityURL, false)
@@ -293,4 +282,4 @@ func (s *Service) Load(ctx context.Context, entityURL string) ([]*Entry, error) 
 }
 
 // Limits are the limits the service enforces.
-func (s *Service) Limits() Limits { return s.limits }
+func (s *Service) Limits() slashcmd.Limits { return s.limits }

@@ -1,4 +1,4 @@
-package slashcmd
+package slashdb
 
 import (
 	"context"
@@ -7,16 +7,17 @@ import (
 	"time"
 
 	"github.com/entityd/entityd/internal/entitypath"
+	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wire"
 )
 
 // StaticEvents returns one slash_command insert per static definition, all stamped at.
 // Spawn puts them in the entity's main stream right after entity_created.
-func StaticEvents(defs []Definition, at time.Time) [][]byte {
+func StaticEvents(defs []slashcmd.Definition, at time.Time) [][]byte {
 	events := make([][]byte, len(defs))
 	for i, d := range defs {
-		events[i] = StaticRow(d, at).Event(wire.OpInsert, "", at)
+		events[i] = slashcmd.StaticRow(d, at).Event(wire.OpInsert, "", at)
 	}
 	return events
 }
@@ -24,7 +25,7 @@ func StaticEvents(defs []Definition, at time.Time) [][]byte {
 // SeedStatic sets up the slash commands of a newly spawned entity inside the spawn's
 // transaction: it creates the entity's collection stream holding events (the same
 // inserts as the main stream), and records the static rows in the slash_commands table.
-func SeedStatic(ctx context.Context, tx *streamdb.Tx, entityURL string, defs []Definition, events [][]byte, at time.Time) error {
+func SeedStatic(ctx context.Context, tx *streamdb.Tx, entityURL string, defs []slashcmd.Definition, events [][]byte, at time.Time) error {
 	_, created, err := tx.Create(ctx, entitypath.Collection(entityURL), streamdb.CreateConfig{ContentType: "application/json",
 		Access: streamdb.Access{Kind: streamdb.AccessEntity, Entity: entityURL}}, events)
 	if err != nil {
@@ -49,7 +50,7 @@ func SeedStatic(ctx context.Context, tx *streamdb.Tx, entityURL string, defs []D
 			}
 			args[i] = a
 		}
-		s, err := staticJSON(d)
+		s, err := slashcmd.StaticJSON(d)
 		if err != nil {
 			return err
 		}

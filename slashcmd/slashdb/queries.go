@@ -1,4 +1,4 @@
-package slashcmd
+package slashdb
 
 import (
 	"embed"
@@ -12,7 +12,7 @@ import (
 //go:embed queries/*.sql
 var queryFiles embed.FS
 
-var queries = sqlfile.MustLoad("slashcmd", queryFiles)
+var queries = sqlfile.MustLoad("slashcmd/slashdb", queryFiles)
 
 // One variable per query, so a name that is not in the files stops the package at init.
 var (

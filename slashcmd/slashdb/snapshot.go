@@ -1,4 +1,4 @@
-package slashcmd
+package slashdb
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/entityd/entityd/internal/entitypath"
+	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wire"
 )
@@ -17,7 +18,7 @@ import (
 // tail at the same instant: a client that applies the rows and then follows the stream
 // from the tail sees every later change exactly once. (The table and the stream change
 // in the same transactions, so one repeatable-read snapshot of both is consistent.)
-func (s *Service) Snapshot(ctx context.Context, entityURL string) ([]Row, streamdb.Offset, error) {
+func (s *Service) Snapshot(ctx context.Context, entityURL string) ([]slashcmd.Row, streamdb.Offset, error) {
 	tx, err := s.streams.DB().BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, streamdb.Offset{}, err
@@ -36,13 +37,13 @@ func (s *Service) Snapshot(ctx context.Context, entityURL string) ([]Row, stream
 	if err != nil {
 		return nil, tail, err
 	}
-	return NewSet(entries, s.limits, time.Now()).List(), tail, nil
+	return slashcmd.NewSet(entries, s.limits, time.Now()).List(), tail, nil
 }
 
 // SnapshotEvents renders rows as the State Protocol snapshot a collection read starts
 // with: snapshot-start, one insert per row, snapshot-end (both markers carry the offset
 // the snapshot reflects).
-func SnapshotEvents(rows []Row, at streamdb.Offset) [][]byte {
+func SnapshotEvents(rows []slashcmd.Row, at streamdb.Offset) [][]byte {
 	events := make([][]byte, 0, len(rows)+2)
 	events = append(events, streamdb.Control("snapshot-start", &at))
 	for _, r := range rows {

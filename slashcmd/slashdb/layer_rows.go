@@ -1,10 +1,11 @@
-package slashcmd
+package slashdb
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 
+	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -12,18 +13,12 @@ import (
 // owner's registration writes that owner's layer and not the whole stack of every
 // owner (which made writes grow with the number of owners: quadratic over a session).
 
-// storedLayer is a layer as loaded: where it sits in the stack and its encoding.
-type storedLayer struct {
-	position int64
-	encoded  string
-}
-
 // encodeLayer is the stored form of a layer (its JSON, as clients see it).
-func encodeLayer(l Layer) ([]byte, error) { return json.Marshal(l) }
+func encodeLayer(l slashcmd.Layer) ([]byte, error) { return json.Marshal(l) }
 
 // loadLayers reads the layers of every name of the entity, bottom first, into entries
 // (creating none: a name with layers always has its row in slash_commands).
-func loadLayers(ctx context.Context, tx querier, entityURL string, entries map[string]*Entry) error {
+func loadLayers(ctx context.Context, tx querier, entityURL string, entries map[string]*slashcmd.Entry) error {
 	rows, err := tx.Query(ctx, sqlSelectLayers, entityURL)
 	if err != nil {
 		return fmt.Errorf("slashcmd: load layers: %w", err)
@@ -39,14 +34,14 @@ func loadLayers(ctx context.Context, tx querier, entityURL string, entries map[s
 		if e == nil {
 			continue // cannot happen: layers are written with their row
 		}
-		var l Layer
+		var l slashcmd.Layer
 		if err := json.Unmarshal([]byte(encoded), &l); err != nil {
 			return fmt.Errorf("slashcmd: layer %s/%s: %w", entityURL, name, err)
 		}
 		l.Position = pos
 		e.Layers = append(e.Layers, l)
-		if e.stored == nil {
-			e.stored = map[string]storedLayer{}
+		if e.Stored == nil {
+			e.Stored = map[string]slashcmd.StoredLayer{}
 		}
 		// Compare later writes with this code's encoding, not the stored text: layers
 		// moved by migration 010 are jsonb's rendering (other key order and spacing), and
@@ -55,14 +50,14 @@ func loadLayers(ctx context.Context, tx querier, entityURL string, entries map[s
 		if err != nil {
 			return err
 		}
-		e.stored[l.Owner] = storedLayer{position: pos, encoded: string(canonical)}
+		e.Stored[l.Owner] = slashcmd.StoredLayer{Position: pos, Encoded: string(canonical)}
 	}
 	return rows.Err()
 }
 
 // persistLayers writes what changed in e's layers since they were loaded: deletes the
 // layers of owners that are gone, upserts those that are new, moved or different.
-func persistLayers(ctx context.Context, tx *streamdb.Tx, entityURL string, e *Entry) error {
+func persistLayers(ctx context.Context, tx *streamdb.Tx, entityURL string, e *slashcmd.Entry) error {
 	current := make(map[string]bool, len(e.Layers))
 	for _, l := range e.Layers {
 		current[l.Owner] = true
@@ -70,7 +65,7 @@ func persistLayers(ctx context.Context, tx *streamdb.Tx, entityURL string, e *En
 		if err != nil {
 			return err
 		}
-		if old, ok := e.stored[l.Owner]; ok && old.position == l.Position && old.encoded == string(enc) {
+		if old, ok := e.Stored[l.Owner]; ok && old.Position == l.Position && old.Encoded == string(enc) {
 			continue
 		}
 		if _, err := tx.Exec(ctx, sqlUpsertLayers,
@@ -79,7 +74,7 @@ func persistLayers(ctx context.Context, tx *streamdb.Tx, entityURL string, e *En
 		}
 	}
 	var gone []string
-	for owner := range e.stored {
+	for owner := range e.Stored {
 		if !current[owner] {
 			gone = append(gone, owner)
 		}

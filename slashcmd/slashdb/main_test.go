@@ -1,4 +1,4 @@
-package slashcmd_test
+package slashdb_test
 
 import (
 	"testing"
