@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/entityd/entityd/internal/dberr"
-	"github.com/entityd/entityd/internal/ratelog"
-	"github.com/entityd/entityd/internal/textpolicy"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/entityd/entityd/internal/dberr"
+	"github.com/entityd/entityd/internal/ratelog"
+	"github.com/entityd/entityd/internal/textpolicy"
 
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"

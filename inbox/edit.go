@@ -75,7 +75,7 @@ func (s *Sender) appendEdit(ctx context.Context, e *entity.Entity, key, op strin
 		return "", err
 	}
 	txid := uuid.NewString()
-	ev := wire.Event{Type: EventType, Key: key, Value: value, Operation: op, Txid: txid, Timestamp: time.Now()}.Marshal()
+	ev := wire.Event{Type: wire.InboxEventType, Key: key, Value: value, Operation: op, Txid: txid, Timestamp: time.Now()}.Marshal()
 	_, err := s.streams.Append(ctx, entity.SendTo(e.URL, ev))
 	var closed *streamdb.ClosedError
 	if errors.As(err, &closed) || errors.Is(err, entity.ErrNotRunning) {
@@ -93,7 +93,7 @@ func (s *Sender) appendEdit(ctx context.Context, e *entity.Entity, key, op strin
 // parsed in Postgres (jsonb would refuse a payload's \u0000), and a lookup costs one
 // prefix comparison per message.
 func (s *Sender) requireMessage(ctx context.Context, e *entity.Entity, key string) error {
-	data, ok, err := s.streams.LastEvent(ctx, e.StreamID, EventType, key)
+	data, ok, err := s.streams.LastEvent(ctx, e.StreamID, wire.InboxEventType, key)
 	if err != nil {
 		return err
 	}

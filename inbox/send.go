@@ -21,22 +21,6 @@ import (
 	"github.com/entityd/entityd/wire/composer"
 )
 
-// Modes of an inbox message.
-const (
-	ModeImmediate = "immediate"
-	ModeQueued    = "queued"
-	ModePaused    = "paused"
-	ModeSteer     = "steer"
-)
-
-// EventType is the State Protocol event type of inbox messages.
-const EventType = "inbox"
-
-// ValidMode reports whether m is an inbox mode.
-func ValidMode(m string) bool {
-	return m == ModeImmediate || m == ModeQueued || m == ModePaused || m == ModeSteer
-}
-
 // SendRequest is a message to deliver to an entity's inbox. Payload holds the payload's
 // raw JSON exactly as sent (nil when the field was absent).
 type SendRequest struct {
@@ -150,7 +134,7 @@ func (s *Sender) Prepare(req *SendRequest) *Prepared {
 	now := s.now()
 	mode := req.Mode
 	if mode == "" {
-		mode = ModeImmediate
+		mode = wire.ModeImmediate
 	}
 	key := req.Key
 	if key == "" {
@@ -168,7 +152,7 @@ func (s *Sender) Prepare(req *SendRequest) *Prepared {
 		from = req.FromPrincipal
 	}
 	v.String("from", from).Raw("payload", req.Payload).Time("timestamp", now).String("mode", mode)
-	if mode == ModeQueued || mode == ModePaused {
+	if mode == wire.ModeQueued || mode == wire.ModePaused {
 		v.String("status", "pending")
 		pos := req.Position
 		if pos == "" {
@@ -190,7 +174,7 @@ func (s *Sender) Prepare(req *SendRequest) *Prepared {
 	if req.Type != "" {
 		v.String("message_type", req.Type)
 	}
-	p.Event = wire.Event{Type: EventType, Key: key, Value: v.Bytes(), Operation: wire.OpInsert,
+	p.Event = wire.Event{Type: wire.InboxEventType, Key: key, Value: v.Bytes(), Operation: wire.OpInsert,
 		Txid: txid, Timestamp: now}.Marshal()
 	return p
 }
@@ -252,7 +236,7 @@ func (s *Sender) Send(ctx context.Context, e *entity.Entity, req *SendRequest) (
 func (s *Sender) appendRequest(e *entity.Entity, p *Prepared) *streamdb.AppendRequest {
 	req := entity.SendTo(e.URL, p.Event)
 	req.Dedupe = p.Dedupe
-	if p.Mode != ModePaused {
+	if p.Mode != wire.ModePaused {
 		req.OnAdmit = entity.UnpauseOnAdmit(e.URL)
 	}
 	return req
@@ -260,7 +244,7 @@ func (s *Sender) appendRequest(e *entity.Entity, p *Prepared) *streamdb.AppendRe
 
 // resumes reports whether an append of p moved a paused entity back to idle.
 func resumes(res streamdb.AppendResult, p *Prepared) bool {
-	return !res.Duplicate && entity.Status(res.Note) == entity.StatusPaused && p.Mode != ModePaused
+	return !res.Duplicate && entity.Status(res.Note) == entity.StatusPaused && p.Mode != wire.ModePaused
 }
 
 // resumed tells the dispatcher that a send moved e from paused to idle (committed).

@@ -13,6 +13,7 @@ import (
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/principal"
+	"github.com/entityd/entityd/wire"
 	"github.com/entityd/entityd/wire/composer"
 )
 
@@ -73,8 +74,8 @@ func (en *entry) send(ctx context.Context, req *mcp.CallToolRequest, in sendInpu
 	mode := in.Mode
 	switch mode {
 	case "":
-		mode = inbox.ModeImmediate
-	case inbox.ModeImmediate, inbox.ModeQueued, inbox.ModePaused, inbox.ModeSteer:
+		mode = wire.ModeImmediate
+	case wire.ModeImmediate, wire.ModeQueued, wire.ModePaused, wire.ModeSteer:
 	default:
 		return nil, sendOutput{}, fmt.Errorf("mode must be immediate, queued, paused or steer")
 	}

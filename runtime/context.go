@@ -37,7 +37,7 @@ type Context struct {
 	seq      int64 // the wake's position in the stream (names its run)
 	run      *replyRun
 	def      *EntityDefinition
-	state    func() (*wake.State, error)
+	state    func() (*wire.State, error)
 	steer    <-chan InboxWake
 	eff      *effects
 	commands *SlashCommands
@@ -182,7 +182,7 @@ func (c *Context) RemoveContext(id string, provenance map[string]any) error {
 // counting this run's own InsertContext and RemoveContext calls.
 func (c *Context) HasContext(id string) bool {
 	for i := len(c.eff.events) - 1; i >= 0; i-- {
-		var ev wake.Event
+		var ev wire.StreamEvent
 		if json.Unmarshal(c.eff.events[i], &ev) != nil || ev.Key != id {
 			continue
 		}

@@ -25,7 +25,7 @@ import (
 
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/slashcmd"
-	"github.com/entityd/entityd/wake"
+	"github.com/entityd/entityd/wire"
 )
 
 // Handler handles one wake of an entity.
@@ -61,15 +61,15 @@ type SlashCommandRegistration = slashcmd.Registration
 
 // The wake variants: ctx.Wake is exactly one of them.
 type (
-	Wake            = wake.Wake
-	InboxWake       = wake.InboxWake
-	SpawnWake       = wake.SpawnWake
-	ScheduleWake    = wake.ScheduleWake
-	ObservationWake = wake.ObservationWake
-	ObservedEvent   = wake.ObservedEvent
-	SignalWake      = wake.SignalWake
-	RegisteredWake  = wake.RegisteredWake
-	FinishedChild   = wake.FinishedChild
+	Wake            = wire.Wake
+	InboxWake       = wire.InboxWake
+	SpawnWake       = wire.SpawnWake
+	ScheduleWake    = wire.ScheduleWake
+	ObservationWake = wire.ObservationWake
+	ObservedEvent   = wire.ObservedEvent
+	SignalWake      = wire.SignalWake
+	RegisteredWake  = wire.RegisteredWake
+	FinishedChild   = wire.FinishedChild
 )
 
 // typeJSON renders the definition as an entity-type registration.

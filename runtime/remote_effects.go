@@ -10,7 +10,6 @@ import (
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/streamdb"
-	"github.com/entityd/entityd/wake"
 	"github.com/entityd/entityd/wire"
 )
 
@@ -102,7 +101,7 @@ func (r *Runtime) checkRemoteRun(ctx context.Context, d *effectsDoc) (remoteRun,
 		run.events = append(run.events, raw)
 	}
 	for i, s := range d.Sends {
-		if s.Mode != "" && !inbox.ValidMode(s.Mode) {
+		if s.Mode != "" && !wire.ValidMode(s.Mode) {
 			return bad("sends[%d]: unknown mode %q", i, s.Mode)
 		}
 		if len(s.Payload) == 0 {
@@ -150,7 +149,7 @@ var builtinEventTypes = map[string]bool{"run": true, "text": true, "text_delta":
 	"context_inserted": true, "context_removed": true}
 
 func (r *Runtime) checkRemoteEvent(ctx context.Context, raw json.RawMessage, e *entity.Entity, t *entity.Type) error {
-	var ev wake.Event
+	var ev wire.StreamEvent
 	if err := json.Unmarshal(raw, &ev); err != nil {
 		return errors.New("not a State Protocol event")
 	}

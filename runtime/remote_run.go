@@ -63,7 +63,7 @@ func (r *Remote) runStream(ctx context.Context, w *remoteWake, path, acked strin
 	ent.mu.Lock()
 	run := &streamRun{path: path, eff: &effects{url: url}, ent: ent}
 	partly := false // a part of the backlog was committed
-	handle := func(items []wake.ScannedWake, readTo string) error {
+	handle := func(items []wire.ScannedWake, readTo string) error {
 		for _, it := range items {
 			run.eff.merge(r.runItem(ctx, def, url, typ, ent, it))
 		}
@@ -116,11 +116,11 @@ func (e *effects) size() int {
 // runItem runs the handler on one unit of work until it succeeds or is given up on,
 // and returns what is to be committed for it: the successful run's writes, or the
 // failure events (as the server writes them for its own handlers).
-func (r *Remote) runItem(ctx context.Context, def *EntityDefinition, url, typ string, ent *remoteEntity, it wake.ScannedWake) *effects {
+func (r *Remote) runItem(ctx context.Context, def *EntityDefinition, url, typ string, ent *remoteEntity, it wire.ScannedWake) *effects {
 	failures := &effects{url: url}
 	for attempt := 1; ; attempt++ {
 		job := &wake.Job{EntityURL: url, EntityType: typ, Wake: it.Wake, Seq: it.Seq, Attempt: attempt,
-			State: func() (*wake.State, error) { return ent.state, nil }}
+			State: func() (*wire.State, error) { return ent.state, nil }}
 		eff := &effects{url: url}
 		c := newContext(ctx, r, r.log, def, job, eff)
 		err := runHandler(def, c)

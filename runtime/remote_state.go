@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/entityd/entityd/wake"
+	"github.com/entityd/entityd/wire"
 )
 
 // remoteEntity is what a Remote remembers of an entity between wakes: its state and
@@ -16,8 +16,8 @@ import (
 type remoteEntity struct {
 	mu      sync.Mutex // one run of the entity at a time in this process
 	path    string
-	state   *wake.State
-	scanner *wake.Scanner
+	state   *wire.State
+	scanner *wire.Scanner
 	next    string // where the next read starts ("-1": nothing read yet)
 	elem    *list.Element
 }
@@ -63,13 +63,13 @@ func (c *stateCache) get(path string) *remoteEntity {
 
 // reset forgets what was read: the next read starts at the beginning of the stream.
 func (e *remoteEntity) reset() {
-	e.state, e.scanner, e.next = wake.NewState(), wake.NewScanner(), "-1"
+	e.state, e.scanner, e.next = wire.NewState(), wire.NewScanner(nil, nil), "-1"
 }
 
 // catchUp reads the stream from where the entity was left to its tail, one chunk at a
 // time, and hands each chunk's wakes after ackedSeq (the events the subscription has
 // acknowledged) to fn with the offset read to; the state includes the chunk.
-func (e *remoteEntity) catchUp(ctx context.Context, r *Remote, ackedSeq int64, fn func([]wake.ScannedWake, string) error) error {
+func (e *remoteEntity) catchUp(ctx context.Context, r *Remote, ackedSeq int64, fn func([]wire.ScannedWake, string) error) error {
 	for {
 		first, err := offsetSeq(e.next)
 		if err != nil {
@@ -89,8 +89,13 @@ func (e *remoteEntity) catchUp(ctx context.Context, r *Remote, ackedSeq int64, f
 		for i, ev := range c.events {
 			e.state.Apply(first+1+int64(i), ev)
 		}
-		var items []wake.ScannedWake
-		for _, w := range e.scanner.Scan(first+1, c.events) {
+		var items []wire.ScannedWake
+		msgs := make([]wire.Message, len(c.events))
+		for i, ev := range c.events {
+			msgs[i] = wire.Message{Seq: first + 1 + int64(i), Data: ev}
+		}
+		found, _ := e.scanner.Scan(msgs)
+		for _, w := range found {
 			if w.Seq > ackedSeq {
 				items = append(items, w)
 			}

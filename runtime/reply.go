@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/entityd/entityd/internal/rawjson"
-	"github.com/entityd/entityd/wake"
 	"github.com/entityd/entityd/wire"
 )
 
@@ -27,7 +26,7 @@ import (
 //	…the handler's other writes…
 //	run         update run-<seq>             {status: completed, finish_reason: stop}
 //
-// <seq> is the stream position of the event that woke the handler (wake.RunKey). The
+// <seq> is the stream position of the event that woke the handler (wire.RunKey). The
 // first text of a run has the key of Electric's ctx.replyText. A wake that writes no
 // reply and opens no run (StartRun) writes no run either, as in Electric, where a
 // handler that neither runs its agent nor replies leaves no run.
@@ -47,7 +46,7 @@ type replyRun struct {
 func (c *Context) StartRun() string {
 	if c.run == nil {
 		c.run = &replyRun{key: c.runKey()}
-		c.eff.own(wake.RunEvent(c.run.key, wire.OpInsert, "started", "", time.Now()))
+		c.eff.own(wire.RunEvent(c.run.key, wire.OpInsert, "started", "", time.Now()))
 	}
 	return c.run.key
 }
@@ -104,14 +103,14 @@ func (c *Context) endRun() {
 	if c.run.failed {
 		status, reason = "failed", "error"
 	}
-	c.eff.own(wake.RunEvent(c.run.key, wire.OpUpdate, status, reason, time.Now()))
+	c.eff.own(wire.RunEvent(c.run.key, wire.OpUpdate, status, reason, time.Now()))
 }
 
 // runKey names this wake's run: by the wake's stream position, else (a context made
 // without one) after the highest run-<n> in the entity's state.
 func (c *Context) runKey() string {
 	if c.seq > 0 {
-		return wake.RunKey(c.seq)
+		return wire.RunKey(c.seq)
 	}
 	next := int64(0)
 	for _, k := range c.State().Keys("run") {
@@ -120,5 +119,5 @@ func (c *Context) runKey() string {
 			next = n + 1
 		}
 	}
-	return wake.RunKey(next)
+	return wire.RunKey(next)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/wake"
+	"github.com/entityd/entityd/wire"
 )
 
 // replier answers messages by their payload: "one" with one text, "two" with two texts
@@ -125,7 +126,7 @@ func TestHandlerReplyIsARun(t *testing.T) {
 			runOf := func(key string) (string, []event) {
 				i := slices.IndexFunc(events, func(ev event) bool { return ev.Type == "inbox" && ev.Key == key && ev.op() == "insert" })
 				require.GreaterOrEqual(t, i, 0, key)
-				run := wake.RunKey(int64(i + 1))
+				run := wire.RunKey(int64(i + 1))
 				first, last := -1, -1
 				for j, ev := range events {
 					var link struct {

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/entityd/entityd/slashcmd"
+	"github.com/entityd/entityd/wire/composer"
 )
 
 // The skills loader is the Go counterpart of the reference's createSkillsRegistry,
@@ -268,7 +269,7 @@ func skillSlashCommands(skills []Skill) []SlashCommandRegistration {
 	limits := slashcmd.DefaultLimits
 	regs := []SlashCommandRegistration{}
 	for _, s := range skills {
-		if !s.UserInvocable || !slashcmd.ValidName(s.Name) || utf8.RuneCountInString(s.Name) > limits.MaxNameLength {
+		if !s.UserInvocable || !composer.ValidCommandName(s.Name) || utf8.RuneCountInString(s.Name) > limits.MaxNameLength {
 			continue
 		}
 		reg := SlashCommandRegistration{Definition: slashcmd.Definition{Name: s.Name}}
@@ -279,7 +280,7 @@ func skillSlashCommands(skills []Skill) []SlashCommandRegistration {
 			reg.Arguments = []SlashCommandArgument{}
 			seen := map[string]bool{}
 			for _, name := range s.Arguments {
-				if !slashcmd.ValidArgumentName(name) || utf8.RuneCountInString(name) > limits.MaxNameLength ||
+				if !composer.ValidArgumentName(name) || utf8.RuneCountInString(name) > limits.MaxNameLength ||
 					seen[name] || len(reg.Arguments) >= limits.MaxArguments {
 					continue
 				}

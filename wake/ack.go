@@ -53,7 +53,7 @@ var fenceAdmission = &streamdb.Admission{
 type progress struct {
 	scanned  int64
 	consumed []int64
-	held     []heldOp
+	held     []wire.HeldOp
 	// stop finishes a SIGTERM: the entity becomes stopped and its streams close.
 	stop bool
 }
@@ -66,13 +66,13 @@ func (p progress) statements(url string) []streamdb.Statement {
 	out := []streamdb.Statement{{SQL: sqlAdvanceScan,
 		Args: []any{url, p.scanned, consumed}}}
 	for _, op := range p.held {
-		if op.del {
+		if op.Del {
 			out = append(out, streamdb.Statement{SQL: sqlDeleteHeld,
-				Args: []any{url, op.key}})
+				Args: []any{url, op.Key}})
 			continue
 		}
 		out = append(out, streamdb.Statement{SQL: sqlInsertHeld,
-			Args: []any{url, op.key, op.seq, []byte(op.value)}})
+			Args: []any{url, op.Key, op.Seq, []byte(op.Value)}})
 	}
 	return out
 }

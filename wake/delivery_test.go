@@ -16,6 +16,7 @@ import (
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // scriptedRunner runs handlers of type "t": each run is recorded, then answered by
@@ -39,11 +40,11 @@ func (r *scriptedRunner) Handles(entityType string) bool { return entityType == 
 func (r *scriptedRunner) Run(_ context.Context, job *Job) (Effects, error) {
 	key := ""
 	switch w := job.Wake.(type) {
-	case InboxWake:
+	case wire.InboxWake:
 		key = w.Key
-	case ScheduleWake:
+	case wire.ScheduleWake:
 		key = w.ID
-	case SignalWake:
+	case wire.SignalWake:
 		key = w.Signal
 	}
 	r.mu.Lock()
@@ -155,7 +156,7 @@ func TestDeliveryInOrderWithState(t *testing.T) {
 		seen = append(seen, len(st.Keys("text")))
 		mu.Unlock()
 		key := ""
-		if w, ok := job.Wake.(InboxWake); ok {
+		if w, ok := job.Wake.(wire.InboxWake); ok {
 			key = w.Key
 		}
 		return &testEffects{events: [][]byte{textEvent("ack " + key)}}, nil
@@ -199,7 +200,7 @@ func prefixed(p string, ss []string) []string {
 func TestFailuresRetryWithBackoffThenGiveUp(t *testing.T) {
 	r := &scriptedRunner{}
 	r.script = func(job *Job) (Effects, error) {
-		if w, ok := job.Wake.(InboxWake); ok && w.Key == "bad" {
+		if w, ok := job.Wake.(wire.InboxWake); ok && w.Key == "bad" {
 			if job.Attempt == 2 {
 				panic("kaboom")
 			}
@@ -315,7 +316,7 @@ func TestSignalsFollowTheStatusMachine(t *testing.T) {
 func TestRefusedWritesCountAsAttempts(t *testing.T) {
 	r := &scriptedRunner{}
 	r.script = func(job *Job) (Effects, error) {
-		if w, ok := job.Wake.(InboxWake); ok && w.Key == "bad" {
+		if w, ok := job.Wake.(wire.InboxWake); ok && w.Key == "bad" {
 			return &testEffects{extra: true, apply: func(ctx context.Context, tx *streamdb.Tx) error {
 				_, err := tx.Exec(ctx, `INSERT INTO wake_timers (id, entity_url, due_at) VALUES ($1, $2, now())`, "nul\x00id", job.EntityURL)
 				return err

@@ -4,14 +4,13 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/wire"
 )
 
 // RunFailure is a failed handler run of one unit of work.
 type RunFailure struct {
-	Wake        Wake
+	Wake        wire.Wake
 	Key         string
 	Seq         int64  // the unit's position in the stream
 	Offset      string // the offset after it ("" when not known)
@@ -41,34 +40,23 @@ func FailureEvents(f RunFailure) [][]byte {
 		v.Time("retry_at", f.RetryAt)
 	}
 	if giveUpRun {
-		v.String("run_id", RunKey(f.Seq))
+		v.String("run_id", wire.RunKey(f.Seq))
 	}
 	v.Time("timestamp", now)
 	var events [][]byte
 	if giveUpRun {
-		events = append(events, RunEvent(RunKey(f.Seq), wire.OpInsert, "started", "", now))
+		events = append(events, wire.RunEvent(wire.RunKey(f.Seq), wire.OpInsert, "started", "", now))
 	}
 	events = append(events, wire.Event{Type: "error", Key: "error-" + strconv.FormatInt(f.Seq, 10) + "-" + strconv.Itoa(f.Attempt),
 		Value: v.Bytes(), Operation: wire.OpInsert, Timestamp: now}.Marshal())
-	if _, ok := f.Wake.(InboxWake); ok && f.GiveUp {
+	if _, ok := f.Wake.(wire.InboxWake); ok && f.GiveUp {
 		var u rawjson.Object
 		u.String("status", "failed").Time("failed_at", now).String("error", storableError(f.Err)).Int("attempts", int64(f.Attempt))
-		events = append(events, wire.Event{Type: inbox.EventType, Key: f.Key, Value: u.Bytes(),
+		events = append(events, wire.Event{Type: wire.InboxEventType, Key: f.Key, Value: u.Bytes(),
 			Operation: wire.OpUpdate, Timestamp: now}.Marshal())
 	}
 	if giveUpRun {
-		events = append(events, RunEvent(RunKey(f.Seq), wire.OpUpdate, "failed", "error", now))
+		events = append(events, wire.RunEvent(wire.RunKey(f.Seq), wire.OpUpdate, "failed", "error", now))
 	}
 	return events
-}
-
-// RunEvent is a `run` row event as Electric's runtime writes it: an insert with status
-// "started", or an update to "completed" or "failed" with its finish_reason.
-func RunEvent(key, op, status, finishReason string, at time.Time) []byte {
-	var v rawjson.Object
-	v.String("status", status)
-	if finishReason != "" {
-		v.String("finish_reason", finishReason)
-	}
-	return wire.Event{Type: "run", Key: key, Value: v.Bytes(), Operation: op, Timestamp: at}.Marshal()
 }

@@ -126,7 +126,7 @@ func TestStaleClaimWritesNothing(t *testing.T) {
 		"old epoch, right holder": {url: url, holder: "other", epoch: ours.epoch},
 		"right epoch, old holder": {url: url, holder: d.holder, epoch: theirs.epoch},
 	}
-	it := &item{seq: 1, wake: SpawnWake{Args: []byte(`{}`)}, key: "entity-created"}
+	it := &item{seq: 1, wake: wire.SpawnWake{Args: []byte(`{}`)}, key: "entity-created"}
 	scheduleTimer := func(id string) func(ctx context.Context, tx *streamdb.Tx) error {
 		return func(ctx context.Context, tx *streamdb.Tx) error {
 			return Schedule(ctx, tx, id, url, time.Now().Add(time.Hour), nil)
@@ -141,7 +141,7 @@ func TestStaleClaimWritesNothing(t *testing.T) {
 				apply: scheduleTimer(fmt.Sprintf("timer-%d-%s", fc.epoch, fc.holder))}, progress{scanned: 1})
 		},
 		"skip": func(fc fence) error {
-			return d.skip(ctx, fc, progress{scanned: 1, held: []heldOp{{key: "h", seq: 1, value: []byte(`{}`)}}})
+			return d.skip(ctx, fc, progress{scanned: 1, held: []wire.HeldOp{{Key: "h", Seq: 1, Value: []byte(`{}`)}}})
 		},
 		"retry record": func(fc fence) error {
 			return d.recordFailure(ctx, fc, failure{it: it, err: errors.New("x"), attempt: 1, max: 3, retryAt: time.Now()})

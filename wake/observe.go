@@ -70,11 +70,11 @@ func notifyObservers(ctx context.Context, tx *streamdb.Tx, source string, events
 	for _, o := range obs {
 		var wakes [][]byte
 		for _, raw := range events {
-			var ev Event
+			var ev wire.StreamEvent
 			if json.Unmarshal(raw, &ev) != nil || ev.Type == "" || (o.types != nil && !o.types[ev.Type]) {
 				continue
 			}
-			observed := ObservedEvent{Type: ev.Type, Key: ev.Key, Operation: ev.Headers.Operation, Value: ev.Value}
+			observed := wire.ObservedEvent{Type: ev.Type, Key: ev.Key, Operation: ev.Headers.Operation, Value: ev.Value}
 			wakes = append(wakes, observationEvent(source, &observed, ""))
 		}
 		if err := appendWakes(ctx, tx, o.observer, source, wakes); err != nil {
@@ -117,7 +117,7 @@ func appendWakes(ctx context.Context, tx *streamdb.Tx, observer, source string, 
 	return nil
 }
 
-func observationEvent(source string, ev *ObservedEvent, lifecycle string) []byte {
+func observationEvent(source string, ev *wire.ObservedEvent, lifecycle string) []byte {
 	now := time.Now()
 	var v rawjson.Object
 	v.String("kind", "observation").String("source", source)

@@ -4,7 +4,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/entityd/entityd/internal/rawjson"
-	"github.com/entityd/entityd/slashcmd"
 )
 
 // Serialize builds a composer_input payload from plain text, as the
@@ -62,7 +61,7 @@ func commandTokenAt(s string, i int) (string, bool) {
 		j++
 	}
 	name := s[i:j]
-	if !slashcmd.ValidName(name) {
+	if !ValidCommandName(name) {
 		return "", false
 	}
 	if j < len(s) {

@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/entityd/entityd/internal/validation"
-	"github.com/entityd/entityd/slashcmd"
 )
 
 // The reference's messages, copied verbatim: clients and tests match on them.
@@ -226,9 +225,9 @@ func rawMatches(raw, asciiSource []byte, source []uint16, ascii bool, start, end
 // legally escape any character, e.g. "pr\u002dreview").
 func validCommandName(content []byte) bool {
 	if plainASCII(content) {
-		return slashcmd.ValidName(string(content))
+		return ValidCommandName(string(content))
 	}
-	return slashcmd.ValidName(decodeString(content))
+	return ValidCommandName(decodeString(content))
 }
 
 // nonEmptyString is typeof v === "string" && v.length > 0. Any token longer than its two

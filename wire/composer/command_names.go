@@ -1,13 +1,10 @@
-// Package slashcmd owns slash-command definitions: their grammar and validation, the
-// per-owner layers of dynamic commands, the effective rows materialized into an entity's
-// stream and table, and the reconciliation of static commands declared on entity types.
-package slashcmd
+package composer
 
-// ValidName reports whether s is a command name: a lowercase ASCII letter, then lowercase
+// ValidCommandName reports whether s is a command name: a lowercase ASCII letter, then lowercase
 // letters or digits, then zero or more groups of one hyphen followed by one or more
 // lowercase letters or digits (the reference's ^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$).
 // Names carry no leading slash.
-func ValidName(s string) bool {
+func ValidCommandName(s string) bool {
 	if s == "" || !isLower(s[0]) {
 		return false
 	}
@@ -45,4 +42,3 @@ func ValidArgumentName(s string) bool {
 }
 
 func isLower(c byte) bool { return c >= 'a' && c <= 'z' }
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }

@@ -1,4 +1,4 @@
-package wake
+package wire
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package wake
+package wire
 
 import "encoding/json"
 
@@ -35,7 +35,7 @@ type FinishedChild struct {
 }
 
 // registeredWake reads a registration's `wake` event; nil for any other `wake` value.
-func registeredWake(ev *Event) Wake {
+func registeredWake(ev *StreamEvent) Wake {
 	var v struct {
 		Source        string            `json:"source"`
 		Timeout       bool              `json:"timeout"`

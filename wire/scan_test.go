@@ -1,4 +1,4 @@
-package wake
+package wire
 
 import (
 	"encoding/json"
@@ -6,17 +6,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/entityd/entityd/streamdb"
 )
 
 // window builds stream messages numbered from first, the way the worker reads them.
-func window(first int64, events ...string) []streamdb.Message {
-	out := make([]streamdb.Message, len(events))
-	pos := first * 1000
+func window(first int64, events ...string) []Message {
+	out := make([]Message, len(events))
 	for i, ev := range events {
-		pos += int64(len(ev))
-		out[i] = streamdb.Message{Data: []byte(ev), End: streamdb.Offset{Seq: first + int64(i), Pos: pos}}
+		out[i] = Message{Data: []byte(ev), Seq: first + int64(i)}
 	}
 	return out
 }
@@ -34,10 +30,10 @@ func inboxInsert(key, value string) string { return ev("inbox", key, "insert", v
 func inboxUpdate(key, value string) string { return ev("inbox", key, "update", value) }
 
 // wakes lists the wakes of items, and seqs their sequence numbers.
-func wakes(items []*item) (out []Wake, seqs []int64) {
+func wakes(items []ScannedWake) (out []Wake, seqs []int64) {
 	for _, it := range items {
-		out = append(out, it.wake)
-		seqs = append(seqs, it.seq)
+		out = append(out, it.Wake)
+		seqs = append(seqs, it.Seq)
 	}
 	return out, seqs
 }
@@ -49,65 +45,64 @@ func TestScanInboxMessages(t *testing.T) {
 		inboxInsert("m2", `{"from":"/principal/user%3Aann","from_agent":"/agent/x","payload":"hi","mode":"queued","status":"pending","position":"0001:a0"}`),
 		inboxInsert("m3", `{"from":"/p","payload":null,"mode":"steer"}`),
 	)
-	sc := newScanner(nil, nil)
-	items, trailing := sc.scan(msgs)
+	sc := NewScanner(nil, nil)
+	items, trailing := sc.Scan(msgs)
 	require.Empty(t, trailing)
 	require.Len(t, items, 3)
 	stamp, err := time.Parse(time.RFC3339Nano, ts)
 	require.NoError(t, err)
 
-	w1 := items[0].wake.(InboxWake)
+	w1 := items[0].Wake.(InboxWake)
 	require.Equal(t, InboxWake{Key: "m1", Type: "composer_input", Payload: json.RawMessage(`{"b":1, "a":[2]}`),
-		From: "/principal/user%3Aann", Mode: "immediate", Timestamp: stamp, Offset: msgs[0].End.String(),
+		From: "/principal/user%3Aann", Mode: "immediate", Timestamp: stamp,
 		Value: w1.Value}, w1)
 	require.JSONEq(t, `{"from":"/principal/user%3Aann","payload":{"b":1, "a":[2]},"timestamp":"`+ts+`","mode":"immediate","status":"processed","message_type":"composer_input"}`,
 		string(w1.Value))
-	require.Equal(t, int64(5), items[0].seq)
-	require.Equal(t, "m1", items[0].key)
-	require.Equal(t, msgs[0].End, items[0].offset)
+	require.Equal(t, int64(5), items[0].Seq)
+	require.Equal(t, "m1", items[0].Key)
 
-	w2 := items[1].wake.(InboxWake)
+	w2 := items[1].Wake.(InboxWake)
 	require.Equal(t, "m2", w2.Key)
 	require.Equal(t, "", w2.Type)
 	require.Equal(t, `"hi"`, string(w2.Payload))
 	require.Equal(t, "/agent/x", w2.FromAgent)
 	require.Equal(t, "queued", w2.Mode)
 	require.Equal(t, "0001:a0", w2.Position)
-	require.Equal(t, msgs[1].End.String(), w2.Offset)
+	require.Empty(t, w2.Offset, "byte offsets are stamped by the reader, who knows them")
 
-	w3 := items[2].wake.(InboxWake)
+	w3 := items[2].Wake.(InboxWake)
 	require.Equal(t, "steer", w3.Mode)
 	require.Equal(t, "null", string(w3.Payload))
-	require.Equal(t, int64(7), items[2].seq)
+	require.Equal(t, int64(7), items[2].Seq)
 }
 
 func TestScanPausedMessageHeldUntilReleased(t *testing.T) {
-	sc := newScanner(nil, nil)
+	sc := NewScanner(nil, nil)
 	paused := `{"from":"/p","payload":{"v":1},"mode":"paused","status":"pending","position":"0001:a0"}`
-	items, trailing := sc.scan(window(2, inboxInsert("p", paused), ev("text", "t1", "insert", `{"text":"x"}`)))
+	items, trailing := sc.Scan(window(2, inboxInsert("p", paused), ev("text", "t1", "insert", `{"text":"x"}`)))
 	require.Empty(t, items, "a paused message is held")
-	require.Equal(t, []heldOp{{key: "p", seq: 2, value: json.RawMessage(paused)}}, trailing)
-	require.Contains(t, sc.held, "p")
+	require.Equal(t, []HeldOp{{Key: "p", Seq: 2, Value: json.RawMessage(paused)}}, trailing)
+	require.Contains(t, sc.Held(), "p")
 
 	// an update that keeps it paused edits the held message
-	items, trailing = sc.scan(window(4, inboxUpdate("p", `{"payload":{"v":2}}`)))
+	items, trailing = sc.Scan(window(4, inboxUpdate("p", `{"payload":{"v":2}}`)))
 	require.Empty(t, items)
 	require.Len(t, trailing, 1)
-	require.False(t, trailing[0].del)
-	require.Equal(t, int64(2), trailing[0].seq, "the held message keeps its own seq")
-	require.JSONEq(t, `{"from":"/p","payload":{"v":2},"mode":"paused","status":"pending","position":"0001:a0"}`, string(trailing[0].value))
+	require.False(t, trailing[0].Del)
+	require.Equal(t, int64(2), trailing[0].Seq, "the held message keeps its own seq")
+	require.JSONEq(t, `{"from":"/p","payload":{"v":2},"mode":"paused","status":"pending","position":"0001:a0"}`, string(trailing[0].Value))
 
 	// updates of other messages (delivered ones) are not work
-	items, _ = sc.scan(window(5, inboxUpdate("other", `{"mode":"queued"}`)))
+	items, _ = sc.Scan(window(5, inboxUpdate("other", `{"mode":"queued"}`)))
 	require.Empty(t, items)
 
 	// a held message survives a reload (newScanner from inbox_held), then is released
-	sc = newScanner(map[string]heldMsg{"p": {seq: 2, value: trailing[0].value}}, nil)
+	sc = NewScanner(map[string]HeldMessage{"p": {Seq: 2, Value: trailing[0].Value}}, nil)
 	msgs := window(6, inboxUpdate("p", `{"mode":"queued","status":"pending"}`), inboxInsert("q", `{"payload":1,"mode":"immediate"}`))
-	items, trailing = sc.scan(msgs)
+	items, trailing = sc.Scan(msgs)
 	require.Empty(t, trailing)
 	require.Len(t, items, 2)
-	w := items[0].wake.(InboxWake)
+	w := items[0].Wake.(InboxWake)
 	require.Equal(t, "p", w.Key)
 	require.Equal(t, "queued", w.Mode)
 	require.JSONEq(t, `{"v":2}`, string(w.Payload), "delivered with the merged value")
@@ -115,36 +110,35 @@ func TestScanPausedMessageHeldUntilReleased(t *testing.T) {
 		"merged shallowly, in the original member order")
 	require.Equal(t, "/p", w.From)
 	require.Equal(t, "0001:a0", w.Position)
-	require.Equal(t, msgs[0].End.String(), w.Offset, "at the offset of the update that released it")
-	require.Equal(t, int64(6), items[0].seq)
-	require.Equal(t, []heldOp{{del: true, key: "p"}}, items[0].held, "the release removes the held row with the delivery")
-	require.Empty(t, sc.held)
-	require.Equal(t, "q", items[1].wake.(InboxWake).Key)
+	require.Equal(t, int64(6), items[0].Seq)
+	require.Equal(t, []HeldOp{{Del: true, Key: "p"}}, items[0].Held, "the release removes the held row with the delivery")
+	require.Empty(t, sc.Held())
+	require.Equal(t, "q", items[1].Wake.(InboxWake).Key)
 }
 
 func TestScanHeldMessageDroppedWhenCancelledOrDeleted(t *testing.T) {
-	sc := newScanner(nil, nil)
-	items, trailing := sc.scan(window(1,
+	sc := NewScanner(nil, nil)
+	items, trailing := sc.Scan(window(1,
 		inboxInsert("c", `{"payload":1,"mode":"paused"}`),
 		inboxInsert("d", `{"payload":2,"mode":"paused"}`),
 		inboxInsert("x", `{"payload":3,"mode":"immediate"}`),
 	))
 	require.Len(t, items, 1)
-	require.Len(t, items[0].held, 2, "the held inserts are persisted with the next delivery")
+	require.Len(t, items[0].Held, 2, "the held inserts are persisted with the next delivery")
 	require.Empty(t, trailing)
-	items, trailing = sc.scan(window(4,
+	items, trailing = sc.Scan(window(4,
 		inboxUpdate("c", `{"status":"cancelled"}`),
 		ev("inbox", "d", "delete", ""),
 		inboxUpdate("c", `{"mode":"queued"}`), // too late: it is gone
 	))
 	require.Empty(t, items)
-	require.Equal(t, []heldOp{{del: true, key: "c"}, {del: true, key: "d"}}, trailing)
-	require.Empty(t, sc.held)
+	require.Equal(t, []HeldOp{{Del: true, Key: "c"}, {Del: true, Key: "d"}}, trailing)
+	require.Empty(t, sc.Held())
 }
 
 func TestScanMessageWithdrawnInTheSameWindow(t *testing.T) {
-	sc := newScanner(nil, nil)
-	items, _ := sc.scan(window(1,
+	sc := NewScanner(nil, nil)
+	items, _ := sc.Scan(window(1,
 		inboxInsert("q1", `{"payload":1,"mode":"queued","status":"pending"}`),
 		inboxInsert("q2", `{"payload":2,"mode":"queued","status":"pending"}`),
 		inboxInsert("q3", `{"payload":3,"mode":"queued","status":"pending"}`),
@@ -156,14 +150,14 @@ func TestScanMessageWithdrawnInTheSameWindow(t *testing.T) {
 	require.Equal(t, "q2", ws[0].(InboxWake).Key, "cancelled and deleted messages are not delivered")
 
 	// a cancellation in a later window comes too late: the message was work already
-	items, _ = sc.scan(window(6, inboxInsert("q4", `{"payload":4,"mode":"queued"}`)))
+	items, _ = sc.Scan(window(6, inboxInsert("q4", `{"payload":4,"mode":"queued"}`)))
 	require.Len(t, items, 1)
-	items, _ = sc.scan(window(7, inboxUpdate("q4", `{"status":"cancelled"}`)))
+	items, _ = sc.Scan(window(7, inboxUpdate("q4", `{"status":"cancelled"}`)))
 	require.Empty(t, items)
 }
 
 func TestScanOtherWakes(t *testing.T) {
-	sc := newScanner(nil, nil)
+	sc := NewScanner(nil, nil)
 	msgs := window(1,
 		ev("entity_created", "entity-created", "insert", `{"entity_type":"t","args":{"k":[1, 2]},"parent_url":"/p/1"}`),
 		ev("entity_created", "entity-created", "insert", `{"entity_type":"t"}`),
@@ -182,7 +176,7 @@ func TestScanOtherWakes(t *testing.T) {
 		`{"headers":{"control":"snapshot-start"}}`,
 		`not json`,
 	)
-	items, trailing := sc.scan(msgs)
+	items, trailing := sc.Scan(msgs)
 	require.Empty(t, trailing)
 	ws, seqs := wakes(items)
 	due, _ := time.Parse(time.RFC3339, "2026-01-02T03:04:05Z")
@@ -202,8 +196,8 @@ func TestScanOtherWakes(t *testing.T) {
 }
 
 func TestScanSkipsConsumedSteerMessages(t *testing.T) {
-	sc := newScanner(nil, []int64{2})
-	items, _ := sc.scan(window(1,
+	sc := NewScanner(nil, []int64{2})
+	items, _ := sc.Scan(window(1,
 		inboxInsert("a", `{"payload":1,"mode":"immediate"}`),
 		inboxInsert("s", `{"payload":2,"mode":"steer"}`),
 		inboxInsert("b", `{"payload":3,"mode":"steer"}`),

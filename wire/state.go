@@ -1,4 +1,4 @@
-package wake
+package wire
 
 import (
 	"bytes"
@@ -8,8 +8,8 @@ import (
 	"github.com/entityd/entityd/internal/rawjson"
 )
 
-// Event is a State Protocol change event as read from a stream.
-type Event struct {
+// StreamEvent is a State Protocol change event as read from a stream.
+type StreamEvent struct {
 	Type    string          `json:"type"`
 	Key     string          `json:"key"`
 	Value   json.RawMessage `json:"value"`
@@ -46,7 +46,7 @@ func (s *State) Seq() int64 {
 
 // Apply applies the event stored at seq. Malformed and control events only move Seq.
 func (s *State) Apply(seq int64, data []byte) {
-	var ev Event
+	var ev StreamEvent
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if seq > s.seq {
