@@ -345,7 +345,7 @@ func texts(t *testing.T, events []event) []string {
 	return out
 }
 
-// requireFailedRun checks what a given-up unit of work leaves (wake.FailureEvents): a run
+// requireFailedRun checks what a given-up unit of work leaves (wire.FailureEvents): a run
 // inserted as started, the last error (linked to the run), and the run updated to failed.
 func requireFailedRun(t *testing.T, evs []event, message string) {
 	t.Helper()

@@ -136,7 +136,7 @@ func (r *Remote) runItem(ctx context.Context, def *EntityDefinition, url, typ st
 		retryAt := time.Now().Add(r.backoff(attempt))
 		r.log.Warn("handler failed", zap.String("entity", url), zap.String("wake", it.Wake.Kind()),
 			zap.String("key", it.Key), zap.Int("attempt", attempt), zap.Bool("giving_up", giveUp), zap.Error(err))
-		failures.events = append(failures.events, wake.FailureEvents(wake.RunFailure{Wake: it.Wake, Key: it.Key,
+		failures.events = append(failures.events, wire.FailureEvents(wire.RunFailure{Wake: it.Wake, Key: it.Key,
 			Seq: it.Seq, Err: err, Attempt: attempt, MaxAttempts: r.opts.MaxAttempts, RetryAt: retryAt, GiveUp: giveUp})...)
 		if giveUp {
 			return failures

@@ -153,7 +153,7 @@ type failure struct {
 }
 
 func (d *Dispatcher) recordFailure(ctx context.Context, f fence, fl failure) error {
-	events := FailureEvents(RunFailure{Wake: fl.it.wake, Key: fl.it.key, Seq: fl.it.seq, Offset: fl.it.offset.String(),
+	events := wire.FailureEvents(wire.RunFailure{Wake: fl.it.wake, Key: fl.it.key, Seq: fl.it.seq, Offset: fl.it.offset.String(),
 		Err: fl.err, Attempt: fl.attempt, MaxAttempts: fl.max, RetryAt: fl.retryAt, GiveUp: fl.giveUp})
 	err := d.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		if err := checkFence(ctx, tx, f); err != nil {
@@ -163,11 +163,11 @@ func (d *Dispatcher) recordFailure(ctx context.Context, f fence, fl failure) err
 			return err
 		}
 		if !fl.giveUp {
-			_, err := tx.Exec(ctx, sqlSetRetry, f.url, fl.attempt, fl.retryAt, storableError(fl.err))
+			_, err := tx.Exec(ctx, sqlSetRetry, f.url, fl.attempt, fl.retryAt, wire.StorableError(fl.err))
 			return err
 		}
 		if _, err := tx.Exec(ctx, sqlInsertFailure,
-			f.url, fl.it.seq, fl.it.wake.Kind(), fl.it.key, fl.attempt, storableError(fl.err)); err != nil {
+			f.url, fl.it.seq, fl.it.wake.Kind(), fl.it.key, fl.attempt, wire.StorableError(fl.err)); err != nil {
 			return err
 		}
 		return execAll(ctx, tx, fl.progress.statements(f.url))

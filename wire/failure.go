@@ -1,16 +1,16 @@
-package wake
+package wire
 
 import (
 	"strconv"
 	"time"
 
 	"github.com/entityd/entityd/internal/rawjson"
-	"github.com/entityd/entityd/wire"
+	"github.com/entityd/entityd/internal/textpolicy"
 )
 
 // RunFailure is a failed handler run of one unit of work.
 type RunFailure struct {
-	Wake        wire.Wake
+	Wake        Wake
 	Key         string
 	Seq         int64  // the unit's position in the stream
 	Offset      string // the offset after it ("" when not known)
@@ -33,30 +33,38 @@ func FailureEvents(f RunFailure) [][]byte {
 	giveUpRun := f.GiveUp && f.Seq > 0
 	var v rawjson.Object
 	// error_code and message are the members of Electric's error rows
-	v.String("error_code", "handler_failed").String("message", storableError(f.Err)).String("wake", f.Wake.Kind()).String("key", f.Key).
+	v.String("error_code", "handler_failed").String("message", StorableError(f.Err)).String("wake", f.Wake.Kind()).String("key", f.Key).
 		String("offset", f.Offset).Int("attempt", int64(f.Attempt)).Int("max_attempts", int64(f.MaxAttempts))
 	v.Bool("will_retry", !f.GiveUp)
 	if !f.GiveUp {
 		v.Time("retry_at", f.RetryAt)
 	}
 	if giveUpRun {
-		v.String("run_id", wire.RunKey(f.Seq))
+		v.String("run_id", RunKey(f.Seq))
 	}
 	v.Time("timestamp", now)
 	var events [][]byte
 	if giveUpRun {
-		events = append(events, wire.RunEvent(wire.RunKey(f.Seq), wire.OpInsert, "started", "", now))
+		events = append(events, RunEvent(RunKey(f.Seq), OpInsert, "started", "", now))
 	}
-	events = append(events, wire.Event{Type: "error", Key: "error-" + strconv.FormatInt(f.Seq, 10) + "-" + strconv.Itoa(f.Attempt),
-		Value: v.Bytes(), Operation: wire.OpInsert, Timestamp: now}.Marshal())
-	if _, ok := f.Wake.(wire.InboxWake); ok && f.GiveUp {
+	events = append(events, Event{Type: "error", Key: "error-" + strconv.FormatInt(f.Seq, 10) + "-" + strconv.Itoa(f.Attempt),
+		Value: v.Bytes(), Operation: OpInsert, Timestamp: now}.Marshal())
+	if _, ok := f.Wake.(InboxWake); ok && f.GiveUp {
 		var u rawjson.Object
-		u.String("status", "failed").Time("failed_at", now).String("error", storableError(f.Err)).Int("attempts", int64(f.Attempt))
-		events = append(events, wire.Event{Type: wire.InboxEventType, Key: f.Key, Value: u.Bytes(),
-			Operation: wire.OpUpdate, Timestamp: now}.Marshal())
+		u.String("status", "failed").Time("failed_at", now).String("error", StorableError(f.Err)).Int("attempts", int64(f.Attempt))
+		events = append(events, Event{Type: InboxEventType, Key: f.Key, Value: u.Bytes(),
+			Operation: OpUpdate, Timestamp: now}.Marshal())
 	}
 	if giveUpRun {
-		events = append(events, wire.RunEvent(wire.RunKey(f.Seq), wire.OpUpdate, "failed", "error", now))
+		events = append(events, RunEvent(RunKey(f.Seq), OpUpdate, "failed", "error", now))
 	}
 	return events
 }
+
+// maxErrorBytes bounds an error text stored in last_error, wake_failures and error
+// events: handler errors and database messages may be long, hold NUL or invalid UTF-8
+// (a handler that quotes its input), and must never themselves be refused.
+const maxErrorBytes = 4096
+
+// StorableError is err's text made storable everywhere (see textpolicy.Sanitize).
+func StorableError(err error) string { return textpolicy.Sanitize(err.Error(), maxErrorBytes) }
