@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/entityd
 NPM     ?= npm
 
-.PHONY: all build run test test-go test-conformance conformance-deps web web-deps web-check console-screenshots migrate bench fuzz vet fmt clean
+.PHONY: all build run test test-go test-docs test-conformance conformance-deps web web-deps web-check console-screenshots migrate bench fuzz vet fmt clean
 
 all: build
 
@@ -15,12 +15,17 @@ build:
 run: build
 	./$(BIN)
 
-## test: check the console bundle, start a throwaway Postgres, run every Go test (with -race) and the conformance suites
+## test: check the console bundle, start a throwaway Postgres, run every Go test (with -race; the README's tour among them) and the conformance suites
 test: web-check build conformance-deps
 	$(GO) run ./internal/tools/withpg -- $(MAKE) --no-print-directory test-go test-conformance
 
 test-go:
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+## test-docs: only the documentation's tests (internal/doccheck): the README's tour and the docs'
+## walkthroughs against a fresh server as `make run` starts it, and every relative link
+test-docs:
+	$(GO) run ./internal/tools/withpg -- $(GO) test -count=1 ./internal/doccheck
 
 ## test-conformance: the Durable Streams suite and the StreamDB client test against a fresh server
 test-conformance: build
