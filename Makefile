@@ -9,7 +9,7 @@ all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/server
-	$(GO) build -o bin/entityd-remote ./cmd/entityd-remote
+	$(GO) build -o bin/entityd-external ./cmd/entityd-external
 
 ## run: build and start the server on :4437 (embedded Postgres under ./.entityd unless DATABASE_URL is set)
 run: build

@@ -28,7 +28,7 @@ var Owners = map[string]string{
 	"ds_write_tokens":         "dssub",
 	"shape_log":               "shapes",
 	"shape_state":             "shapes",
-	"runners":                 "remote",
+	"runners":                 "external",
 	"entity_grants":           "authz",
 	"type_grants":             "authz",
 	"stream_grants":           "authz",
@@ -51,8 +51,8 @@ var Published = map[string]string{
 	"entity_shape_rows":      "entity",
 	"entity_type_shape_rows": "entity",
 	// the shapes Electric's web UI reads besides those (migration 025)
-	"runner_shape_rows":             "remote",
-	"runner_diagnostics_shape_rows": "remote",
+	"runner_shape_rows":             "external",
+	"runner_diagnostics_shape_rows": "external",
 	"user_shape_rows":               "authz",
 	"entity_permission_shape_rows":  "authz",
 }

@@ -268,7 +268,7 @@ func TestGoHandlerRunsWakeRunFinishedObservers(t *testing.T) {
 	require.Equal(t, "failed", heard[1].FinishedChild.RunStatus)
 }
 
-// The same through runtime.Remote: a Go parent served as a webhook handler is woken by
+// The same through runtime.External: a Go parent served as a webhook handler is woken by
 // its child's finished run.
 func TestRemoteGoHandlerRunsOnRegisteredWake(t *testing.T) {
 	t.Parallel()

@@ -15,6 +15,8 @@ import (
 	"github.com/entityd/entityd/console"
 	"github.com/entityd/entityd/dssub"
 	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/external"
+	"github.com/entityd/entityd/hosted"
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/authn"
 	"github.com/entityd/entityd/internal/httpx"
@@ -24,8 +26,6 @@ import (
 	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/mcpserve"
 	"github.com/entityd/entityd/membership"
-	"github.com/entityd/entityd/remote"
-	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/schedule"
 	"github.com/entityd/entityd/shapes"
 	"github.com/entityd/entityd/streamdb"
@@ -38,7 +38,7 @@ type Assembly struct {
 	Store     *streamdb.Store
 	Registry  *entity.Registry
 	Sender    *inbox.Sender
-	Runtime   *runtime.Runtime
+	Handlers  *hosted.Runner
 	Wake      *wake.Dispatcher
 	Subs      *dssub.Service
 	API       *api.Server
@@ -78,11 +78,10 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	}
 	a.Registry.SetTagLimit(quotas.TagsPerEntity)
 	a.Sender = inbox.NewSender(a.Registry, a.Store, s.cfg.Limits)
-	a.Runtime = runtime.New(a.Registry, a.Store, a.Sender, s.log)
-	if err := a.Runtime.Define(s.defs...); err != nil {
+	if a.Handlers, err = hosted.New(a.Registry, a.Store, a.Sender, s.log, s.defs); err != nil {
 		return nil, err
 	}
-	a.Registry.SetHandled(a.Runtime.Handles)
+	a.Registry.SetHandled(a.Handlers.Handles)
 	jwt := s.cfg.API.Auth != nil && s.cfg.API.Auth.Mode() == authn.ModeJWT
 	subOpts := s.cfg.Subscriptions
 	subOpts.MaxPerPrincipal = quotas.Subscriptions
@@ -92,15 +91,15 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 		// no network detail in a subscription's visible status
 		subOpts.Outbound.NoLoopback, subOpts.OpaqueErrors = true, true
 	}
-	subOpts.Enrich = remote.Enricher(a.Registry) // webhook wakes of entity streams carry Electric's context
-	subOpts.WakeEnded = remote.WakeEnded         // and the entity is running until its wake ends
+	subOpts.Enrich = external.Enricher(a.Registry) // webhook wakes of entity streams carry Electric's context
+	subOpts.WakeEnded = external.WakeEnded         // and the entity is running until its wake ends
 	attempts := s.cfg.Wake.MaxAttempts
 	if attempts <= 0 {
 		attempts = wake.DefaultMaxAttempts
 	}
-	subOpts.GiveUp = remote.GiveUpRule(attempts) // the poison-message rule of in-process handlers
+	subOpts.GiveUp = external.GiveUpRule(attempts) // the poison-message rule of in-process handlers
 	a.Subs = dssub.New(a.Store, subOpts)
-	dispatch := &remote.Dispatch{Registry: a.Registry, Subs: a.Subs, Store: a.Store, Log: s.log}
+	dispatch := &external.Dispatch{Registry: a.Registry, Subs: a.Subs, Store: a.Store, Log: s.log}
 	a.Sender.SetBeforeSend(dispatch.BeforeSend) // link on send too, as the reference does
 	a.Registry.SetEndHook(func(ctx context.Context, tx *streamdb.Tx, url, status string) error {
 		if err := wake.NotifyEnd(ctx, tx, url, status); err != nil {
@@ -120,14 +119,14 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 		}
 		return dispatch.OnSpawn(ctx, tx, e, t)
 	})
-	if err := a.Runtime.Register(ctx); err != nil {
+	if err := a.Handlers.Register(ctx); err != nil {
 		return nil, fmt.Errorf("register entity types: %w", err)
 	}
 	if err := a.Registry.ReconcileAll(ctx); err != nil {
 		return nil, fmt.Errorf("reconcile static slash commands: %w", err)
 	}
-	a.Wake = wake.New(a.Store, a.Runtime, a.Runtime.Types(), s.cfg.Wake)
-	a.Runtime.SetTimerPoke(a.Wake.PokeTimers)
+	a.Wake = wake.New(a.Store, a.Handlers, a.Handlers.Types(), s.cfg.Wake)
+	a.Handlers.PokeTimersWith(a.Wake.PokeTimers)
 	a.Sender.OnUnpause(a.Wake.Poke)
 	apiCfg := s.cfg.API
 	apiCfg.Quotas = quotas
@@ -144,11 +143,11 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	a.API.SetMembership(a.Members)
 	a.API.MountRoutes(strings.TrimSuffix(dssub.ControlPrefix, "/"), a.Subs.Routes)
 	a.API.MountRoutes(strings.TrimSuffix(dssub.AliasControlPrefix, "/"), a.Subs.Routes)
-	a.API.MountRoutes(strings.TrimSuffix(remote.CallbackPrefix, "/"), (&remote.Callbacks{Subs: a.Subs,
+	a.API.MountRoutes(strings.TrimSuffix(external.CallbackPrefix, "/"), (&external.Callbacks{Subs: a.Subs,
 		Effects: func(ctx context.Context, raw json.RawMessage) (dssub.Effects, error) {
-			return a.Runtime.DecodeRemoteEffects(ctx, raw)
+			return a.Handlers.Decode(ctx, raw)
 		}}).Routes)
-	a.API.MountRoutes(remote.RunnersPrefix, (&remote.Runners{Store: a.Store, Subs: a.Subs, Registry: a.Registry,
+	a.API.MountRoutes(external.RunnersPrefix, (&external.Runners{Store: a.Store, Subs: a.Subs, Registry: a.Registry,
 		Privileged: checker.Privileged, MaxPerOwner: quotas.Runners,
 		Origin: func(r *http.Request) string {
 			if subOpts.PublicURL != "" {

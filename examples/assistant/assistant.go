@@ -1,5 +1,5 @@
 // Package assistant is the demo entity type that `make run` serves in the server, and
-// that cmd/entityd-remote serves from another process with the same code.
+// that cmd/entityd-external serves from another process with the same code.
 package assistant
 
 import (
