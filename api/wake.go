@@ -6,9 +6,6 @@ import (
 	"github.com/entityd/entityd/wake"
 )
 
-// SetDispatcher connects the wake dispatcher (for the wake status endpoint).
-func (s *Server) SetDispatcher(d *wake.Dispatcher) { s.dispatcher = d }
-
 // wakeStatus is GET /_electric/entities/:type/:id/wake: where delivery to the entity's
 // handler stands — how far its stream has been handled, retries, and the messages that
 // were given up on.

@@ -60,9 +60,9 @@ func startHarness(t *testing.T, dbURL string, opts Options) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	registry := entity.New(store, schemas.NewCache(), log)
-	sender := inbox.NewSender(registry, store, inbox.Limits{})
-	apiServer := api.New(api.Config{LongPollTimeout: 500 * time.Millisecond}, log, store, registry, sender)
+	registry := entity.New(store, schemas.NewCache(), log, entity.Options{})
+	sender := inbox.NewSender(registry, store, inbox.Limits{}, inbox.Hooks{})
+	apiServer := api.New(api.Config{LongPollTimeout: 500 * time.Millisecond}, log, api.Deps{Streams: store, Registry: registry, Sender: sender})
 	opts.Logger = log
 	svc := New(store, opts)
 	if err := svc.Start(ctx); err != nil {

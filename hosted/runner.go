@@ -38,14 +38,17 @@ type Runner struct {
 }
 
 // New returns a Runner of defs over the server's registry, store and send path;
-// pokeTimers (may be nil) is called after a run that set a timer commits.
+// pokeTimers (nil: none) is called after a run that set a timer commits.
 func New(registry *entity.Registry, streams *streamdb.Store, sender *inbox.Sender, log *zap.Logger,
-	defs []runtime.EntityDefinition) (*Runner, error) {
+	pokeTimers func(), defs []runtime.EntityDefinition) (*Runner, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
+	if pokeTimers == nil {
+		pokeTimers = func() {}
+	}
 	r := &Runner{registry: registry, streams: streams, sender: sender, log: log.Named("runtime"),
-		defs: map[string]*runtime.EntityDefinition{}, pokeTimers: func() {}}
+		defs: map[string]*runtime.EntityDefinition{}, pokeTimers: pokeTimers}
 	for i := range defs {
 		d := defs[i]
 		if _, err := d.TypeJSON(); err != nil {
@@ -58,10 +61,6 @@ func New(registry *entity.Registry, streams *streamdb.Store, sender *inbox.Sende
 	}
 	return r, nil
 }
-
-// PokeTimersWith sets what wakes the timer service (the dispatcher, which is built on
-// the Runner, so it cannot be passed to New).
-func (r *Runner) PokeTimersWith(fn func()) { r.pokeTimers = fn }
 
 // Types returns the defined entity types.
 func (r *Runner) Types() []string {

@@ -67,26 +67,27 @@ type Sender struct {
 	limits   Limits
 	now      func() time.Time
 	unpaused func(url, entityType string)
-	// beforeSend runs before a valid send is appended or stored (SetBeforeSend).
+	// beforeSend runs before a valid send is appended or stored (Hooks.BeforeSend).
 	beforeSend func(ctx context.Context, e *entity.Entity, t *entity.Type) error
 	// delayedPoke wakes RunDelayed when a delayed send is stored.
 	delayedPoke chan struct{}
 }
 
-// OnUnpause registers fn to hear about entities a send moved from paused to idle (their
-// handlers have work again).
-func (s *Sender) OnUnpause(fn func(url, entityType string)) { s.unpaused = fn }
-
-// SetBeforeSend registers fn to run for every valid send (immediate or delayed) before
-// it is appended or stored; an error fails the send. t is e's current type (nil when it
-// was deleted). The server links the entity to its type's dispatch targets with it.
-func (s *Sender) SetBeforeSend(fn func(ctx context.Context, e *entity.Entity, t *entity.Type) error) {
-	s.beforeSend = fn
+// Hooks are how the server's other parts hear about sends; given at construction.
+type Hooks struct {
+	// OnUnpause hears about entities a send moved from paused to idle (their handlers
+	// have work again).
+	OnUnpause func(url, entityType string)
+	// BeforeSend runs for every valid send (immediate or delayed) before it is appended
+	// or stored; an error fails the send. t is e's current type (nil when it was
+	// deleted). The server links the entity to its type's dispatch targets with it.
+	BeforeSend func(ctx context.Context, e *entity.Entity, t *entity.Type) error
 }
 
 // NewSender returns a Sender.
-func NewSender(registry *entity.Registry, streams *streamdb.Store, limits Limits) *Sender {
-	return &Sender{registry: registry, streams: streams, limits: limits, now: time.Now, delayedPoke: make(chan struct{}, 1)}
+func NewSender(registry *entity.Registry, streams *streamdb.Store, limits Limits, hooks Hooks) *Sender {
+	return &Sender{registry: registry, streams: streams, limits: limits, now: time.Now, delayedPoke: make(chan struct{}, 1),
+		unpaused: hooks.OnUnpause, beforeSend: hooks.BeforeSend}
 }
 
 // Prepared is a validated message, ready to append.

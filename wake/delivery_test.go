@@ -91,7 +91,7 @@ type deliveryFixture struct {
 
 func startDelivery(t *testing.T, runner *scriptedRunner, opts Options) *deliveryFixture {
 	t.Helper()
-	f := newFixture(t)
+	f := newFixture(t, entity.Options{Handled: func(typ string) bool { return typ == "t" }, OnEnd: NotifyEnd})
 	opts.Heartbeat = 100 * time.Millisecond
 	opts.SweepInterval = 100 * time.Millisecond
 	if opts.BaseBackoff == 0 {
@@ -99,15 +99,13 @@ func startDelivery(t *testing.T, runner *scriptedRunner, opts Options) *delivery
 	}
 	opts.MaxBackoff = 200 * time.Millisecond
 	d := New(f.store, runner, []string{"t"}, opts)
-	f.registry.SetHandled(func(typ string) bool { return typ == "t" })
-	f.registry.SetEndHook(NotifyEnd)
 	require.NoError(t, d.Start(context.Background()))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		d.Stop(ctx)
 	})
-	return &deliveryFixture{fixture: f, d: d, runner: runner, sender: inbox.NewSender(f.registry, f.store, inbox.Limits{})}
+	return &deliveryFixture{fixture: f, d: d, runner: runner, sender: inbox.NewSender(f.registry, f.store, inbox.Limits{}, inbox.Hooks{})}
 }
 
 func (f *deliveryFixture) send(url, key, mode string, payload string) {

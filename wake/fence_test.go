@@ -27,13 +27,18 @@ type fixture struct {
 	typ      *entity.Type
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture starts a store and a registry (with opts, when given) with type "t".
+func newFixture(t *testing.T, opts ...entity.Options) *fixture {
 	t.Helper()
+	var o entity.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
 	pool := pgtest.Pool(t)
 	store, err := streamdb.Open(context.Background(), pool, streamdb.Options{})
 	require.NoError(t, err)
 	t.Cleanup(store.Close)
-	registry := entity.New(store, schemas.NewCache(), zap.NewNop())
+	registry := entity.New(store, schemas.NewCache(), zap.NewNop(), o)
 	typ, err := registry.RegisterType(context.Background(), &entity.Type{Name: "t"})
 	require.NoError(t, err)
 	return &fixture{t: t, pool: pool, store: store, registry: registry, typ: typ}

@@ -36,6 +36,9 @@ type Service struct {
 
 // NewService returns a Service enforcing limits on registrations.
 func NewService(streams *streamdb.Store, limits slashcmd.Limits) *Service {
+	if limits == (slashcmd.Limits{}) {
+		limits = slashcmd.DefaultLimits
+	}
 	return &Service{streams: streams, limits: limits}
 }
 

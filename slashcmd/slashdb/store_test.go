@@ -49,7 +49,7 @@ func newStoreEnv(t *testing.T) *storeEnv {
 	streams, err := streamdb.Open(ctx, pool, streamdb.Options{})
 	require.NoError(t, err)
 	t.Cleanup(streams.Close)
-	reg := entity.New(streams, schemas.NewCache(), zap.NewNop())
+	reg := entity.New(streams, schemas.NewCache(), zap.NewNop(), entity.Options{})
 	return &storeEnv{t: t, ctx: ctx, pool: pool, streams: streams, reg: reg, svc: reg.Commands(),
 		tails: map[string]streamdb.Offset{}}
 }
