@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/entityd
 NPM     ?= npm
 
-.PHONY: all build run test test-go test-docs test-conformance conformance-deps web web-deps web-check console-screenshots migrate bench fuzz vet fmt clean
+.PHONY: all build run test test-go test-docs test-conformance conformance-deps ajv-golden web web-deps web-check console-screenshots migrate bench fuzz vet fmt clean
 
 all: build
 
@@ -27,12 +27,16 @@ test-go:
 test-docs:
 	$(GO) run ./internal/tools/withpg -- $(GO) test -count=1 ./internal/doccheck
 
-## test-conformance: the Durable Streams suite and the StreamDB client test against a fresh server
+## test-conformance: the Durable Streams suite, the client tests against a fresh server, and the Ajv golden file check
 test-conformance: build
 	$(GO) run ./internal/tools/suiterun -- $(NPM) --prefix conformance run --silent test
 
 conformance-deps:
 	cd conformance && $(NPM) ci --no-audit --no-fund --loglevel=error
+
+## ajv-golden: rewrite internal/schemas/testdata/ajv-golden.json with what real Ajv says about ajv-cases.json (test-conformance fails while they differ)
+ajv-golden: conformance-deps
+	$(NPM) --prefix conformance run --silent ajv-golden
 
 ## web: rebuild the console bundle (console/dist, embedded in the binary) from the TypeScript in web/
 web: web-deps
