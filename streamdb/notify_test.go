@@ -181,6 +181,8 @@ func TestWaitNoLostWakeups(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	from := Start
 	for from.Seq < rounds {
+		// Paces the reader: a random jitter so that it sometimes parks before the append
+		// and sometimes after, which is the race under test.
 		time.Sleep(time.Duration(rng.IntN(1500)) * time.Microsecond)
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		res, err := s.Wait(wctx, m, from)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/entityd/entityd/internal/pgtest"
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 func TestCreateNew(t *testing.T) {
@@ -552,7 +553,17 @@ func TestCloseFinishesQueuedAppends(t *testing.T) {
 	}
 	closed := make(chan struct{})
 	go func() { s.Close(); close(closed) }()
-	time.Sleep(100 * time.Millisecond) // let Close get as far as it goes before the lock is released
+	// Release the lock only once Close has closed the lanes and the lane's transaction
+	// waits for the lock in Postgres: the queued appends then finish after Close began.
+	testwait.Until(t, "Close to close the lanes", func() bool {
+		s.closing.RLock()
+		defer s.closing.RUnlock()
+		return s.closed
+	})
+	testwait.Until(t, "the lane's transaction to wait for the row lock", func() bool {
+		return countRows(t, s, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`) == 1
+	})
 	require.NoError(t, blocker.Rollback(ctx))
 	recv(t, closed)
 
