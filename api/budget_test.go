@@ -245,8 +245,9 @@ func TestIdleLiveReadsOutliveTheWriteDeadline(t *testing.T) {
 	requireStatus(t, h.do(http.MethodPut, "/live", `[{"n":0}]`), http.StatusCreated)
 	requireStatus(t, h.do(http.MethodPut, "/lp", `[{"n":0}]`), http.StatusCreated)
 	at := tail(t, h, "/live", "")
-	// idle is how long the connections below stay idle: several deadlines. (The test is
-	// about time passing with nothing written, so it waits for time to pass.)
+	// idle is how long the connections below stay idle: several deadlines. This sleep
+	// paces the test on purpose: it is about wall-clock time passing with nothing written
+	// against net/http's connection deadlines, which no test clock moves.
 	idle := func() { time.Sleep(4 * deadline) }
 
 	// SSE: the subscriber is parked in the stream's hub, idles, and gets the next append.
