@@ -325,7 +325,7 @@ func TestWithTxCommitsTogether(t *testing.T) {
 		r, err := s.Wait(ctx, m, m.Tail)
 		woke <- waited{r, err}
 	}()
-	require.Eventually(t, func() bool { return s.Watched() == 1 }, 10*time.Second, time.Millisecond)
+	testwait.Until(t, "the reader to park", func() bool { return s.Watched() == 1 }, 10*time.Second)
 
 	err = s.WithTx(ctx, func(ctx context.Context, tx *Tx) error {
 		res, err := tx.Append(ctx, &AppendRequest{Path: "/tx", Messages: msgs("b", "c")})
@@ -372,7 +372,7 @@ func TestWithTxRollsBack(t *testing.T) {
 		_, err := s.Wait(waitCtx, m, m.Tail)
 		woke <- err
 	}()
-	require.Eventually(t, func() bool { return s.Watched() == 1 }, 10*time.Second, time.Millisecond)
+	testwait.Until(t, "the reader to park", func() bool { return s.Watched() == 1 }, 10*time.Second)
 
 	boom := errors.New("caller changed its mind")
 	err = s.WithTx(ctx, func(ctx context.Context, tx *Tx) error {
@@ -560,10 +560,7 @@ func TestCloseFinishesQueuedAppends(t *testing.T) {
 		defer s.closing.RUnlock()
 		return s.closed
 	})
-	testwait.Until(t, "the lane's transaction to wait for the row lock", func() bool {
-		return countRows(t, s, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`) == 1
-	})
+	testwait.Until(t, "the lane's transaction to wait for the row lock", func() bool { return lockWaiters(t, s) == 1 })
 	require.NoError(t, blocker.Rollback(ctx))
 	recv(t, closed)
 
