@@ -59,22 +59,29 @@ func (l *sendLoad) run(stop <-chan struct{}) *sync.WaitGroup {
 				body := fmt.Sprintf(`{"type":"note","key":%q,"payload":{"n":%d}}`, key, n)
 				req, _ := http.NewRequest(http.MethodPost, l.base+"/_electric/entities"+e+"/send", strings.NewReader(body))
 				req.Header.Set("Content-Type", "application/json")
-				res, err := l.client.Do(req)
-				if err != nil {
-					l.record(e, key, -1, "")
-					time.Sleep(10 * time.Millisecond) // paces: a client backing off before it retries
-					continue
-				}
-				_, _ = io.Copy(io.Discard, res.Body)
-				res.Body.Close()
-				l.record(e, key, res.StatusCode, res.Header.Get("Retry-After"))
-				if res.StatusCode != http.StatusOK {
-					time.Sleep(10 * time.Millisecond) // paces, as a client honouring Retry-After would, only faster
+				status := l.send(e, key, req)
+				if status != http.StatusOK {
+					// Paces the client: it backs off before the next try, as one honouring
+					// Retry-After would, only faster.
+					time.Sleep(10 * time.Millisecond)
 				}
 			}
 		}()
 	}
 	return &wg
+}
+
+// send makes one request and records its answer (-1: no answer).
+func (l *sendLoad) send(entity, key string, req *http.Request) int {
+	res, err := l.client.Do(req)
+	if err != nil {
+		l.record(entity, key, -1, "")
+		return -1
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	l.record(entity, key, res.StatusCode, res.Header.Get("Retry-After"))
+	return res.StatusCode
 }
 
 func (l *sendLoad) record(entity, key string, status int, retryAfter string) {
