@@ -40,7 +40,7 @@ func TestAGoroutineStoppedByTheTeardownPasses(t *testing.T) {
 }
 
 func TestAFailingTeardownFailsTheRun(t *testing.T) {
-	if code := Run(tests{run: func() {}}, func() error { return errors.New("cluster did not stop") }); code != 1 {
+	if code := Run(tests{run: func() {}}, func() error { return errors.New("leakcheck test: a teardown that fails on purpose") }); code != 1 {
 		t.Fatalf("exit %d, want 1", code)
 	}
 }
