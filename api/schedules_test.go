@@ -14,6 +14,7 @@ import (
 	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/internal/quota"
 	"github.com/entityd/entityd/internal/testserver"
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 func fireAtIn(d time.Duration) string { return time.Now().Add(d).UTC().Format(time.RFC3339Nano) }
@@ -54,10 +55,10 @@ func TestFutureSendSchedule(t *testing.T) {
 	producer := str(t, ms[0].Value["producerId"])
 
 	var inbox []event
-	require.Eventually(t, func() bool {
+	testwait.Until(t, "the scheduled messages in /chat/a's inbox", func() bool {
 		inbox = ofType(h.events("/chat/a"), "inbox")
 		return len(inbox) == 1 && len(manifests(h, "/chat/a", "schedule:remind")) == 2
-	}, 5*time.Second, 20*time.Millisecond)
+	}, 5*time.Second)
 	require.Equal(t, "scheduled-"+producer, inbox[0].Key)
 	require.JSONEq(t, `{"text":"at nine"}`, string(inbox[0].Value["payload"]))
 	sent := manifests(h, "/chat/a", "schedule:remind")[1]
@@ -79,7 +80,7 @@ func TestFutureSendSchedule(t *testing.T) {
 	require.Equal(t, "delete", ms[len(ms)-1].Headers["operation"])
 	requireStatus(t, h.do(http.MethodPut, base+"last", map[string]any{"scheduleType": "future_send", "payload": "last",
 		"fireAt": fireAtIn(500 * time.Millisecond)}), http.StatusOK)
-	require.Eventually(t, func() bool { return len(ofType(h.events("/chat/a"), "inbox")) >= 3 }, 5*time.Second, 20*time.Millisecond)
+	testwait.Until(t, "three messages in /chat/a's inbox", func() bool { return len(ofType(h.events("/chat/a"), "inbox")) >= 3 }, 5*time.Second)
 	var payloads []string
 	for _, e := range ofType(h.events("/chat/a"), "inbox") {
 		payloads = append(payloads, string(e.Value["payload"]))
@@ -91,7 +92,7 @@ func TestFutureSendSchedule(t *testing.T) {
 	h.mustSpawn("chat", "b", `{}`)
 	requireStatus(t, h.do(http.MethodPut, base+"other", map[string]any{"scheduleType": "future_send", "payload": "hi b",
 		"fireAt": fireAtIn(100 * time.Millisecond), "targetUrl": "/chat/b"}), http.StatusOK)
-	require.Eventually(t, func() bool { return len(ofType(h.events("/chat/b"), "inbox")) == 1 }, 5*time.Second, 20*time.Millisecond)
+	testwait.Until(t, "one message in /chat/b's inbox", func() bool { return len(ofType(h.events("/chat/b"), "inbox")) == 1 }, 5*time.Second)
 	requireError(t, h.do(http.MethodPut, base+"x", map[string]any{"scheduleType": "future_send", "payload": "p",
 		"fireAt": fireAtIn(time.Second), "targetUrl": "/chat/none"}), http.StatusNotFound, "NOT_FOUND", "Entity not found at /chat/none")
 }
@@ -177,14 +178,14 @@ func TestCronScheduleAndTicks(t *testing.T) {
 
 	path := cronPath("* * * * * *", "Asia/Tokyo")
 	var ticks []event
-	require.Eventually(t, func() bool {
+	testwait.Until(t, "the schedule's stream", func() bool {
 		r := h.do(http.MethodGet, path+"?offset=-1", nil)
 		if r.Status != http.StatusOK {
 			return false
 		}
 		ticks = parseEvents(t, r.Body)
 		return len(ticks) >= 2
-	}, 5*time.Second, 50*time.Millisecond)
+	}, 5*time.Second)
 	for i, tk := range ticks {
 		require.Equal(t, "cron_tick", tk.Type)
 		require.Equal(t, "tick-"+strconv.Itoa(i), tk.Key)
@@ -243,7 +244,7 @@ func TestFutureSendOnceAcrossReplicasAndRestart(t *testing.T) {
 	second := testserver.Start(t, testserver.Options{QuietLogs: true, DBURL: first.DBURL})
 	h := &harness{t: t, srv: second}
 	_ = first
-	require.Eventually(t, func() bool { return len(ofType(h.events("/chat/a"), "inbox")) >= n }, 10*time.Second, 50*time.Millisecond)
+	testwait.Until(t, "the fired messages in /chat/a's inbox", func() bool { return len(ofType(h.events("/chat/a"), "inbox")) >= n }, 10*time.Second)
 	seen := map[string]int{}
 	for _, e := range ofType(h.events("/chat/a"), "inbox") {
 		seen[string(e.Value["payload"])]++

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 // TestWebhookStateMachineModel drives one webhook subscription over three streams
@@ -181,12 +183,12 @@ func runModel(t *testing.T, seed uint64, steps int) {
 	mu.Lock()
 	draining = true
 	mu.Unlock()
-	eventually(t, 15*time.Second, "nothing pending", func() bool {
+	testwait.Until(t, "nothing pending", func() bool {
 		for _, s := range h.getSub("model")["streams"].([]any) {
 			if s.(map[string]any)["has_pending"] == true {
 				return false
 			}
 		}
 		return true
-	})
+	}, 15*time.Second)
 }

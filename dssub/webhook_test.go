@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 func webhookConfig(url string) map[string]any {
@@ -130,10 +132,10 @@ func TestWebhookSignedAndSynchronousDoneAcks(t *testing.T) {
 	if a == nil || !a.HasPending || a.TailOffset != tail || a.AckedOffset != "-1" {
 		t.Fatalf("events/a in wake: %s", got.Raw)
 	}
-	eventually(t, 3*time.Second, "auto-ack", func() bool {
+	testwait.Until(t, "auto-ack", func() bool {
 		s := streamOf(t, h.getSub("sync")["streams"], "events/a")
 		return s["acked_offset"] == tail && s["has_pending"] == false
-	})
+	}, 3*time.Second)
 	rc.quiet(300 * time.Millisecond)
 
 	// the next append makes the next wake, acknowledged the same way
@@ -142,9 +144,9 @@ func TestWebhookSignedAndSynchronousDoneAcks(t *testing.T) {
 	if got.Body.Generation != 2 {
 		t.Fatalf("second wake: %s", got.Raw)
 	}
-	eventually(t, 3*time.Second, "second auto-ack", func() bool {
+	testwait.Until(t, "second auto-ack", func() bool {
 		return streamOf(t, h.getSub("sync")["streams"], "events/a")["acked_offset"] == tail2
-	})
+	}, 3*time.Second)
 }
 
 func TestCallbackAcksAndFencing(t *testing.T) {
@@ -259,10 +261,10 @@ func TestWebhookRedeliveredAfterFailure(t *testing.T) {
 	if !verifySignature(t, h, second.Raw, second.Signature) {
 		t.Fatal("redelivery is not signed")
 	}
-	eventually(t, 3*time.Second, "ack after redelivery", func() bool {
+	testwait.Until(t, "ack after redelivery", func() bool {
 		sub := h.getSub("retry")
 		return sub["status"] == "active" && streamOf(t, sub["streams"], "events/r")["acked_offset"] == tail
-	})
+	}, 3*time.Second)
 }
 
 func TestWebhookFailingStatusAndBackoff(t *testing.T) {
@@ -278,7 +280,7 @@ func TestWebhookFailingStatusAndBackoff(t *testing.T) {
 	if el := time.Since(start); el < 200*time.Millisecond {
 		t.Fatalf("three attempts in %v: no backoff", el)
 	}
-	eventually(t, 2*time.Second, "failed status", func() bool { return h.getSub("down")["status"] == "failed" })
+	testwait.Until(t, "failed status", func() bool { return h.getSub("down")["status"] == "failed" }, 2*time.Second)
 	var retries int
 	var lastErr string
 	if err := h.Pool.QueryRow(t.Context(), `SELECT retry_count, coalesce(last_error, '') FROM ds_subscriptions WHERE id = 'down'`).

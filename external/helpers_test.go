@@ -17,6 +17,7 @@ import (
 
 	"github.com/entityd/entityd/dssub"
 	"github.com/entityd/entityd/internal/testserver"
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 type env struct {
@@ -128,13 +129,7 @@ func (e *env) registerType(body string) {
 // next is the next webhook wake, at most 10 s away.
 func (e *env) next() hook {
 	e.t.Helper()
-	select {
-	case h := <-e.hooks:
-		return h
-	case <-time.After(10 * time.Second):
-		e.t.Fatal("no webhook wake within 10 s")
-		return hook{}
-	}
+	return testwait.Recv(e.t, e.hooks, "a webhook wake", 10*time.Second)
 }
 
 // verify checks a wake's Webhook-Signature against the server's JWKS.

@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/entityd/entityd/internal/testserver"
+	"github.com/entityd/entityd/internal/testwait"
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
@@ -115,10 +116,10 @@ func TestRemoteRunsTheSameHandler(t *testing.T) {
 			}
 			e.send(a, map[string]any{"payload": "forward:" + b})
 			var got []string
-			waitUntil(t, 30*time.Second, func() bool {
+			testwait.Until(t, "texts of a", func() bool {
 				got = texts(t, e.events(a))
 				return len(got) >= n+2
-			}, "texts of a")
+			}, 30*time.Second)
 			want := []string{`spawned with {"hello":1}`}
 			for i := range n {
 				want = append(want, fmt.Sprintf("%d: m%d (from_agent \"\")", i+1, i))
@@ -126,7 +127,7 @@ func TestRemoteRunsTheSameHandler(t *testing.T) {
 			want = append(want, fmt.Sprintf("%d: forward:%s (from_agent \"\")", n+1, b))
 			require.Equal(t, want, got, "each message once, in order, each run seeing the state before it")
 
-			waitUntil(t, 30*time.Second, func() bool { return len(texts(t, e.events(b))) == 2 }, "b answers a's message")
+			testwait.Until(t, "b answers a's message", func() bool { return len(texts(t, e.events(b))) == 2 }, 30*time.Second)
 			require.Equal(t, []string{"spawned with {}", `1: from /counter/a (from_agent "/counter/a")`}, texts(t, e.events(b)))
 
 			r := e.do(http.MethodGet, entitiesPath+a+"/slash-commands", nil)
@@ -136,7 +137,7 @@ func TestRemoteRunsTheSameHandler(t *testing.T) {
 			// Nothing more is run: a settles once its own writes are acknowledged.
 			require.Len(t, ofType(e.events(a), "error"), 0)
 			e.send(a, map[string]any{"payload": "last"})
-			waitUntil(t, 30*time.Second, func() bool { return len(texts(t, e.events(a))) == n+3 }, "the last message")
+			testwait.Until(t, "the last message", func() bool { return len(texts(t, e.events(a))) == n+3 }, 30*time.Second)
 			require.Equal(t, fmt.Sprintf("%d: last (from_agent \"\")", n+2), texts(t, e.events(a))[n+2])
 		})
 	}
@@ -175,7 +176,7 @@ func TestRemoteRetriesAndGivesUp(t *testing.T) {
 	for _, p := range []string{"flaky", "poison", "ok"} {
 		e.send(a, map[string]any{"payload": p, "key": p})
 	}
-	waitUntil(t, 30*time.Second, func() bool { return len(ofType(e.events(a), "text_delta")) >= 4 }, "texts")
+	testwait.Until(t, "texts", func() bool { return len(ofType(e.events(a), "text_delta")) >= 4 }, 30*time.Second)
 	events := e.events(a)
 	require.Equal(t, []string{"partial flaky", "handled flaky on attempt 3", "partial ok", "handled ok on attempt 1"}, texts(t, events))
 	errs := ofType(events, "error")
@@ -231,9 +232,9 @@ func TestRemoteRefusedWritesAreRecorded(t *testing.T) {
 	e.spawn("strict", "s", nil)
 	a := e.spawn("sender", "a", nil)
 	e.send(a, map[string]any{"payload": "bad order"})
-	waitUntil(t, 30*time.Second, func() bool { return len(ofType(e.events(a), "error")) == 1 }, "the refusal is recorded")
+	testwait.Until(t, "the refusal is recorded", func() bool { return len(ofType(e.events(a), "error")) == 1 }, 30*time.Second)
 	e.send(a, map[string]any{"payload": "next"})
-	waitUntil(t, 30*time.Second, func() bool { return len(texts(t, e.events(a))) == 1 }, "the next message")
+	testwait.Until(t, "the next message", func() bool { return len(texts(t, e.events(a))) == 1 }, 30*time.Second)
 	events := e.events(a)
 	require.Equal(t, []string{"sent next"}, texts(t, events), "nothing of the refused run is kept")
 	errEv := ofType(events, "error")[0]
@@ -310,20 +311,20 @@ func TestRemoteWebhookBoundsWakesInProgress(t *testing.T) {
 	e.send("/slow/b", map[string]any{"payload": 2})
 	sum := sha256.Sum256([]byte("/slow/b"))
 	subB := "/__ds/subscriptions/slow:" + hex.EncodeToString(sum[:])[:16]
-	waitUntil(t, 30*time.Second, func() bool {
+	testwait.Until(t, "b's wake is answered 503 while a's is in progress", func() bool {
 		var sub map[string]any
 		_ = json.Unmarshal(e.do(http.MethodGet, subB, nil).Body, &sub)
 		return sub["status"] == "failed"
-	}, "b's wake is answered 503 while a's is in progress")
+	}, 30*time.Second)
 	mu.Lock()
 	require.Zero(t, handled["/slow/b"])
 	mu.Unlock()
 	close(release)
-	waitUntil(t, 30*time.Second, func() bool {
+	testwait.Until(t, "b is delivered again and handled once a's wake ended", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return handled["/slow/a"] == 1 && handled["/slow/b"] == 1
-	}, "b is delivered again and handled once a's wake ended")
+	}, 30*time.Second)
 }
 
 // TestRemoteCommitsABacklogInParts: a wake with a large backlog is committed in parts at
@@ -369,7 +370,7 @@ func TestRemoteCommitsABacklogInParts(t *testing.T) {
 			want = append(want, fmt.Sprintf("%d.%d", i, j))
 		}
 	}
-	waitUntil(t, 60*time.Second, func() bool { return len(texts(t, e.events(a))) >= len(want) }, "every message answered")
+	testwait.Until(t, "every message answered", func() bool { return len(texts(t, e.events(a))) >= len(want) }, 60*time.Second)
 	require.Equal(t, want, texts(t, e.events(a)), "once each, in order")
 	require.Greater(t, commits.Load(), int64(3), "the backlog was committed in parts")
 }

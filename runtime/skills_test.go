@@ -2,10 +2,9 @@ package runtime_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
+	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,9 +18,9 @@ import (
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/entityd/entityd/internal/pgtest"
+	"github.com/entityd/entityd/internal/testserver"
+	"github.com/entityd/entityd/internal/testwait"
 	"github.com/entityd/entityd/runtime"
-	"github.com/entityd/entityd/server"
 )
 
 const skillFixtures = "testdata/skills"
@@ -433,30 +432,12 @@ type skServer struct {
 
 func startSkillServer(t *testing.T, defs ...runtime.EntityDefinition) *skServer {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan net.Addr, 1)
 	observed, logs := observer.New(zap.WarnLevel)
 	logger := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel), zaptest.WrapOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
 		return zapcore.NewTee(c, observed)
 	})))
-	srv := server.New(server.Config{DatabaseURL: pgtest.URL(t), Addr: "127.0.0.1:0",
-		Logger: logger, ShutdownTimeout: 10 * time.Second,
-		Ready: func(a net.Addr) { ready <- a }}, defs...)
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	select {
-	case a := <-ready:
-		return &skServer{t: t, base: "http://" + a.String(), logs: logs}
-	case err := <-done:
-		t.Fatalf("server: %v", err)
-	case <-time.After(2 * time.Minute):
-		t.Fatal("server did not start")
-	}
-	return nil
+	srv := testserver.Start(t, testserver.Options{Definitions: defs, Logger: logger})
+	return &skServer{t: t, base: srv.URL, logs: logs}
 }
 
 func (h *skServer) do(method, path, body string) (int, []byte, http.Header) {
@@ -525,19 +506,19 @@ func skOfType(evs []skEvent, typ string) []skEvent {
 // WriteText) and returns the stream.
 func (h *skServer) waitTexts(url string, n int) []skEvent {
 	h.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		evs := h.events(url)
-		if got := len(skOfType(evs, "text_delta")); got >= n {
-			require.Equal(h.t, n, got)
-			return evs
-		}
-		if time.Now().After(deadline) {
+	var evs []skEvent
+	defer func() { // also when the wait fails the test
+		if h.t.Failed() {
 			_, status, _ := h.do(http.MethodGet, "/_electric/entities"+url+"/wake", "")
-			h.t.Fatalf("%s: %d reply texts, want %d; wake status %s", url, len(skOfType(evs, "text_delta")), n, status)
+			h.t.Logf("%s: %d reply texts, want %d; wake status %s", url, len(skOfType(evs, "text_delta")), n, status)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	}()
+	testwait.Until(h.t, fmt.Sprintf("%d reply texts from %s", n, url), func() bool {
+		evs = h.events(url)
+		return len(skOfType(evs, "text_delta")) >= n
+	}, 30*time.Second)
+	require.Equal(h.t, n, len(skOfType(evs, "text_delta")))
+	return evs
 }
 
 func skStr(t *testing.T, raw json.RawMessage) string {
