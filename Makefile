@@ -3,31 +3,40 @@ GO      ?= go
 BIN     := bin/entityd
 NPM     ?= npm
 
-.PHONY: all build run test test-go test-conformance conformance-deps web web-deps web-check console-screenshots migrate bench fuzz vet fmt clean
+.PHONY: all build run test test-go test-docs test-conformance conformance-deps ajv-golden web web-deps web-check console-screenshots migrate bench fuzz vet fmt clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/server
-	$(GO) build -o bin/entityd-remote ./cmd/entityd-remote
+	$(GO) build -o bin/entityd-external ./cmd/entityd-external
 
 ## run: build and start the server on :4437 (embedded Postgres under ./.entityd unless DATABASE_URL is set)
 run: build
 	./$(BIN)
 
-## test: check the console bundle, start a throwaway Postgres, run every Go test (with -race) and the conformance suites
+## test: check the console bundle, start a throwaway Postgres, run every Go test (with -race; the README's tour among them) and the conformance suites
 test: web-check build conformance-deps
 	$(GO) run ./internal/tools/withpg -- $(MAKE) --no-print-directory test-go test-conformance
 
 test-go:
 	$(GO) test -race -count=1 -timeout 20m ./...
 
-## test-conformance: the Durable Streams suite and the StreamDB client test against a fresh server
+## test-docs: only the documentation's tests (internal/doccheck): the README's tour and the docs'
+## walkthroughs against a fresh server as `make run` starts it, and every relative link
+test-docs:
+	$(GO) run ./internal/tools/withpg -- $(GO) test -count=1 ./internal/doccheck
+
+## test-conformance: the Durable Streams suite, the client tests against a fresh server, and the Ajv golden file check
 test-conformance: build
 	$(GO) run ./internal/tools/suiterun -- $(NPM) --prefix conformance run --silent test
 
 conformance-deps:
 	cd conformance && $(NPM) ci --no-audit --no-fund --loglevel=error
+
+## ajv-golden: rewrite internal/schemas/testdata/ajv-golden.json with what real Ajv says about ajv-cases.json (test-conformance fails while they differ)
+ajv-golden: conformance-deps
+	$(NPM) --prefix conformance run --silent ajv-golden
 
 ## web: rebuild the console bundle (console/dist, embedded in the binary) from the TypeScript in web/
 web: web-deps

@@ -15,6 +15,7 @@ import (
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/testserver"
 	"github.com/entityd/entityd/runtime"
+	"github.com/entityd/entityd/wire/composer"
 )
 
 var staticCommands = []cmd{
@@ -246,7 +247,7 @@ func TestRunEnd(t *testing.T) {
 // what the server refuses comes back with its message and details.
 func TestPromptRefused(t *testing.T) {
 	srv := testserver.Start(t, testserver.Options{QuietLogs: true,
-		Definitions: startServerDefs(t), Limits: inbox.Limits{Composer: inbox.ComposerLimits{MaxSourceUnits: 200_000, MaxNodes: 5_000}}})
+		Definitions: startServerDefs(t), Limits: inbox.Limits{Composer: composer.Limits{MaxSourceUnits: 200_000, MaxNodes: 5_000}}})
 	spawn(t, srv, "assistant/r1")
 	ed := startAdapter(t, srv, "assistant/r1")
 	ed.initialize(t)
@@ -294,7 +295,7 @@ func TestPromptRefused(t *testing.T) {
 // carrying them.
 func TestServerRefusalDetails(t *testing.T) {
 	srv := testserver.Start(t, testserver.Options{QuietLogs: true,
-		Definitions: startServerDefs(t), Limits: inbox.Limits{Composer: inbox.ComposerLimits{MaxSourceUnits: 10}}})
+		Definitions: startServerDefs(t), Limits: inbox.Limits{Composer: composer.Limits{MaxSourceUnits: 10}}})
 	spawn(t, srv, "assistant/d1")
 	ed := startAdapter(t, srv, "assistant/d1")
 	ed.initialize(t)

@@ -21,6 +21,7 @@ import (
 	"github.com/entityd/entityd/examples/assistant"
 	"github.com/entityd/entityd/internal/pgtest"
 	"github.com/entityd/entityd/internal/testserver"
+	"github.com/entityd/entityd/internal/testwait"
 	"github.com/entityd/entityd/runtime"
 )
 
@@ -102,13 +103,7 @@ func (r *recorder) WaitForTerminalExit(context.Context, sdk.WaitForTerminalExitR
 // nextCommands is the session's next available_commands_update.
 func (s *sessionLog) nextCommands(t testing.TB) []sdk.AvailableCommand {
 	t.Helper()
-	select {
-	case c := <-s.commands:
-		return c
-	case <-time.After(waitLimit):
-		t.Fatal("no available_commands_update")
-		return nil
-	}
+	return testwait.Recv(t, s.commands, "an available_commands_update", waitLimit)
 }
 
 // reply drains the chunks received so far (after a prompt returned, all of its chunks

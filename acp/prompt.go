@@ -9,8 +9,8 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
-	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/rawjson"
+	"github.com/entityd/entityd/wire/composer"
 )
 
 // The server's composer_input limits (its defaults; --composer-max-source and
@@ -49,7 +49,7 @@ type fileNode struct {
 //     exactly that text; path is the file path of a file: URI, else the URI. Text that
 //     follows a link directly gets a space in between, so words do not run together;
 //   - "/name" tokens in the source become slash_command nodes
-//     (inbox.SerializeComposerInput: a token at the start or after whitespace, followed
+//     (composer.Serialize: a token at the start or after whitespace, followed
 //     by whitespace or the end; "unknown": true when the entity has no such command) —
 //     except inside a link's text;
 //   - nodes are in source order; offsets are UTF-16 code units, as the server checks them;
@@ -93,16 +93,16 @@ func composerInput(blocks []sdk.ContentBlock, known func(string) bool) ([]byte, 
 		}
 	}
 	if units > maxSourceUnits {
-		refused = append(refused, Detail{Path: "/source", Message: inbox.MaxSourceUnitsMessage(maxSourceUnits)})
+		refused = append(refused, Detail{Path: "/source", Message: composer.MaxSourceUnitsMessage(maxSourceUnits)})
 	}
 	if len(refused) > 0 {
 		return nil, &promptRefusal{details: refused}
 	}
 	source := src.String()
-	payload := inbox.SerializeComposerInput(source, known)
+	payload := composer.Serialize(source, known)
 	if len(files) == 0 {
 		if n := countNodes(payload); n > maxNodes {
-			return nil, &promptRefusal{details: []Detail{{Path: "/nodes", Message: inbox.MaxNodesMessage(maxNodes)}}}
+			return nil, &promptRefusal{details: []Detail{{Path: "/nodes", Message: composer.MaxNodesMessage(maxNodes)}}}
 		}
 		return payload, nil
 	}
@@ -137,7 +137,7 @@ func mergeFileNodes(source string, payload []byte, files []fileNode) ([]byte, er
 	}
 	addFile := func(f fileNode) {
 		var o rawjson.Object
-		o.String("kind", inbox.NodeKindFile).Int("start", int64(f.start)).Int("end", int64(f.end)).
+		o.String("kind", composer.NodeKindFile).Int("start", int64(f.start)).Int("end", int64(f.end)).
 			String("raw", f.raw).String("path", f.path)
 		add(o.Bytes())
 	}
@@ -160,7 +160,7 @@ func mergeFileNodes(source string, payload []byte, files []fileNode) ([]byte, er
 		addFile(files[fi])
 	}
 	if count > maxNodes {
-		return nil, &promptRefusal{details: []Detail{{Path: "/nodes", Message: inbox.MaxNodesMessage(maxNodes)}}}
+		return nil, &promptRefusal{details: []Detail{{Path: "/nodes", Message: composer.MaxNodesMessage(maxNodes)}}}
 	}
 	var o rawjson.Object
 	o.String("source", source).Raw("nodes", append(nodes, ']'))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/internal/testserver"
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 // jwtServer is a test server in jwt mode with a key the test signs tokens with.
@@ -173,10 +174,10 @@ func TestAuthorisationMatrix(t *testing.T) {
 	}
 	// expired grants: wait for the clock to pass them (the grants are real rows; the
 	// check compares with now())
-	require.Eventually(t, func() bool {
+	testwait.Until(t, "the read to be allowed", func() bool {
 		status, _ := s.call(t, "user:x-read", "GET", "/_electric/entities/doc/d1", "")
 		return status == http.StatusUnauthorized
-	}, 15*time.Second, 100*time.Millisecond)
+	}, 15*time.Second)
 	for _, c := range cases {
 		if c.Kind == "entity" || c.Kind == "type" || c.Kind == "spawn" {
 			denied(c, "user:x-"+c.Permission)

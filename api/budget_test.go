@@ -19,6 +19,7 @@ import (
 
 	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/internal/testserver"
+	"github.com/entityd/entityd/internal/testwait"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -71,8 +72,7 @@ func requireBusy(t *testing.T, r *response) {
 // requireInFlight waits until the server holds exactly n bytes in flight.
 func requireInFlight(t *testing.T, h *harness, n int64, why string) {
 	t.Helper()
-	require.Eventually(t, func() bool { return h.srv.API.BytesInFlight() == n }, 20*time.Second, 5*time.Millisecond,
-		"%s: in flight %d, want %d", why, h.srv.API.BytesInFlight(), n)
+	testwait.Until(t, fmt.Sprintf("%s: %d bytes in flight", why, n), func() bool { return h.srv.API.BytesInFlight() == n }, 20*time.Second)
 }
 
 // tail is the stream's next offset, as who sees it (each principal of these tests uses
@@ -245,8 +245,9 @@ func TestIdleLiveReadsOutliveTheWriteDeadline(t *testing.T) {
 	requireStatus(t, h.do(http.MethodPut, "/live", `[{"n":0}]`), http.StatusCreated)
 	requireStatus(t, h.do(http.MethodPut, "/lp", `[{"n":0}]`), http.StatusCreated)
 	at := tail(t, h, "/live", "")
-	// idle is how long the connections below stay idle: several deadlines. (The test is
-	// about time passing with nothing written, so it waits for time to pass.)
+	// idle is how long the connections below stay idle: several deadlines. This sleep
+	// paces the test on purpose: it is about wall-clock time passing with nothing written
+	// against net/http's connection deadlines, which no test clock moves.
 	idle := func() { time.Sleep(4 * deadline) }
 
 	// SSE: the subscriber is parked in the stream's hub, idles, and gets the next append.
@@ -265,7 +266,7 @@ func TestIdleLiveReadsOutliveTheWriteDeadline(t *testing.T) {
 		}
 	}
 	readUntil(`"upToDate":true`)
-	require.Eventually(t, func() bool { return h.srv.API.ParkedSubscribers() == 1 }, 20*time.Second, 5*time.Millisecond)
+	testwait.Until(t, "the SSE subscriber to park", func() bool { return h.srv.API.ParkedSubscribers() == 1 }, 20*time.Second)
 	idle()
 	requireStatus(t, h.do(http.MethodPost, "/live", `[{"n":1}]`), http.StatusNoContent)
 	readUntil(`data:[{"n":1}]`)
@@ -275,8 +276,7 @@ func TestIdleLiveReadsOutliveTheWriteDeadline(t *testing.T) {
 	lp := rawConn(t, h)
 	responses := bufio.NewReader(lp)
 	sendRaw(t, lp, "GET", "/lp?offset="+tail(t, h, "/lp", "")+"&live=long-poll")
-	require.Eventually(t, func() bool { return h.srv.Streams.Watched() == 2 }, 20*time.Second, 5*time.Millisecond,
-		"the long-poll waits (the SSE hub watches the other stream)")
+	testwait.Until(t, "the long-poll waits (the SSE hub watches the other stream)", func() bool { return h.srv.Streams.Watched() == 2 }, 20*time.Second)
 	idle()
 	requireStatus(t, h.do(http.MethodPost, "/lp", `[{"n":2}]`), http.StatusNoContent)
 	readResponse := func() (int, string) {

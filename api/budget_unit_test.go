@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 var (
@@ -101,11 +103,11 @@ func TestBudgetWaits(t *testing.T) {
 		}
 		got <- err
 	}()
-	require.Eventually(t, func() bool { // the waiter made the channel a release closes
+	testwait.Until(t, "the waiter to wait for a release", func() bool { // the waiter made the channel a release closes
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		return b.freed != nil
-	}, 10*time.Second, time.Millisecond)
+	}, 10*time.Second)
 	full.release()
 	require.NoError(t, <-got)
 

@@ -5,10 +5,6 @@ import (
 	"strings"
 )
 
-// SetHome makes a browser's GET / (Accept names text/html) redirect to url, the
-// console. Other clients of "/" still get the 404 that no stream lives there.
-func (s *Server) SetHome(url string) { s.home = url }
-
 // wantsHTML reports whether the request's Accept names text/html: a browser navigating,
 // not a stream client.
 func wantsHTML(r *http.Request) bool {

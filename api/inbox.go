@@ -7,6 +7,7 @@ import (
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/rawjson"
+	"github.com/entityd/entityd/wire"
 )
 
 // patchInbox is PATCH /_electric/entities/:type/:id/inbox/:messageKey: edit a message
@@ -27,7 +28,7 @@ func (s *Server) patchInbox(w http.ResponseWriter, r *http.Request) error {
 		b.maxLen("position", v, maxPositionLength)
 		p.Position = &v
 	}
-	if v, ok := b.enum("mode", inbox.ModeImmediate, inbox.ModeQueued, inbox.ModePaused, inbox.ModeSteer); ok {
+	if v, ok := b.enum("mode", wire.ModeImmediate, wire.ModeQueued, wire.ModePaused, wire.ModeSteer); ok {
 		p.Mode = &v
 	}
 	if v, ok := b.enum("status", inbox.StatusPending, inbox.StatusProcessed, inbox.StatusCancelled); ok {

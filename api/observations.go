@@ -13,9 +13,6 @@ import (
 // Bounds of a tag observation.
 const maxObservedTags = 32
 
-// SetMembership gives the server its tag observations (package membership).
-func (s *Server) SetMembership(m *membership.Service) { s.members = m }
-
 // ensureCronStream is POST /_electric/observations/cron/ensure-stream
 // {expression, timezone?} → {streamUrl}: the cron stream /_cron/<spec>, ticking.
 func (s *Server) ensureCronStream(w http.ResponseWriter, r *http.Request) error {

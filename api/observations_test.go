@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 // TestTagObservation: POST /_electric/observations/entities/ensure-stream makes the
@@ -54,19 +56,19 @@ func TestTagObservation(t *testing.T) {
 	requireStatus(t, h.do(http.MethodPut, entitiesPath+"/doc/bobs", `{"tags":{"team":"a"}}`, as, "user:bob"), http.StatusCreated)
 	requireStatus(t, h.do(http.MethodPut, entitiesPath+"/doc/x", `{"tags":{"team":"b"}}`, as, "user:alice"), http.StatusCreated)
 	requireStatus(t, h.do(http.MethodPost, entitiesPath+"/doc/x/tags/team", `{"value":"a"}`, as, "user:alice"), http.StatusOK)
-	require.Eventually(t, func() bool { return len(members("user:alice")) == 2 }, 5*time.Second, 20*time.Millisecond)
+	testwait.Until(t, "alice's two memberships", func() bool { return len(members("user:alice")) == 2 }, 5*time.Second)
 	evs = members("user:alice")
 	require.Equal(t, "/doc/x", evs[1].Key)
 	require.Equal(t, "insert", evs[1].Headers["operation"])
 
 	// another tag: an update; the tag removed: a delete with the old row
 	requireStatus(t, h.do(http.MethodPost, entitiesPath+"/doc/x/tags/colour", `{"value":"red"}`, as, "user:alice"), http.StatusOK)
-	require.Eventually(t, func() bool { return len(members("user:alice")) == 3 }, 5*time.Second, 20*time.Millisecond)
+	testwait.Until(t, "alice's three memberships", func() bool { return len(members("user:alice")) == 3 }, 5*time.Second)
 	evs = members("user:alice")
 	require.Equal(t, "update", evs[2].Headers["operation"])
 	require.JSONEq(t, `{"team":"a","colour":"red"}`, string(evs[2].Value["tags"]))
 	requireStatus(t, h.do(http.MethodDelete, entitiesPath+"/doc/x/tags/team", nil, as, "user:alice"), http.StatusOK)
-	require.Eventually(t, func() bool { return len(members("user:alice")) == 4 }, 5*time.Second, 20*time.Millisecond)
+	testwait.Until(t, "alice's four memberships", func() bool { return len(members("user:alice")) == 4 }, 5*time.Second)
 	evs = members("user:alice")
 	require.Equal(t, "delete", evs[3].Headers["operation"])
 	require.Equal(t, "/doc/x", evs[3].Key)
@@ -77,11 +79,11 @@ func TestTagObservation(t *testing.T) {
 	// bob's own stream has his entity (and not alice's, which he may not read)
 	var bobs struct{ StreamURL string }
 	require.NoError(t, json.Unmarshal(other.Body, &bobs))
-	require.Eventually(t, func() bool {
+	testwait.Until(t, "bob's observation stream", func() bool {
 		r := h.do(http.MethodGet, bobs.StreamURL+"?offset=-1", nil, as, "user:bob")
 		evs := parseEvents(t, r.Body)
 		return len(evs) == 1 && evs[0].Key == "/doc/bobs"
-	}, 5*time.Second, 20*time.Millisecond)
+	}, 5*time.Second)
 
 	// alice's stream is hers: bob cannot read it
 	requireStatus(t, h.do(http.MethodGet, got.StreamURL+"?offset=-1", nil, as, "user:bob"), http.StatusForbidden)

@@ -19,10 +19,6 @@ const (
 	maxScheduleWaitMs   = 365 * 24 * 3600 * 1000 // debounceMs and timeoutMs
 )
 
-// SetSchedules gives the server its schedules (package schedule); without them the
-// schedule and observation routes answer 503.
-func (s *Server) SetSchedules(sch *schedule.Service) { s.schedules = sch }
-
 // putSchedule is PUT /_electric/entities/:type/:id/schedules/:scheduleId: a cron
 // schedule or a future_send, stored and written to the entity's manifest → {txid}.
 func (s *Server) putSchedule(w http.ResponseWriter, r *http.Request) error {

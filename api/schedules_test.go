@@ -191,14 +191,14 @@ func TestCronScheduleAndTicks(t *testing.T) {
 
 	path := cronPath("* * * * * *", "Asia/Tokyo")
 	var ticks []event
-	require.Eventually(t, func() bool {
+	testwait.Until(t, "the schedule's stream", func() bool {
 		r := h.do(http.MethodGet, path+"?offset=-1", nil)
 		if r.Status != http.StatusOK {
 			return false
 		}
 		ticks = parseEvents(t, r.Body)
 		return len(ticks) >= 2
-	}, 5*time.Second, 50*time.Millisecond)
+	}, 5*time.Second)
 	for i, tk := range ticks {
 		require.Equal(t, "cron_tick", tk.Type)
 		require.Equal(t, "tick-"+strconv.Itoa(i), tk.Key)
@@ -257,7 +257,7 @@ func TestFutureSendOnceAcrossReplicasAndRestart(t *testing.T) {
 	second := testserver.Start(t, testserver.Options{QuietLogs: true, DBURL: first.DBURL})
 	h := &harness{t: t, srv: second}
 	_ = first
-	require.Eventually(t, func() bool { return len(ofType(h.events("/chat/a"), "inbox")) >= n }, 10*time.Second, 50*time.Millisecond)
+	testwait.Until(t, "the fired messages in /chat/a's inbox", func() bool { return len(ofType(h.events("/chat/a"), "inbox")) >= n }, 10*time.Second)
 	seen := map[string]int{}
 	for _, e := range ofType(h.events("/chat/a"), "inbox") {
 		seen[string(e.Value["payload"])]++

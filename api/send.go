@@ -11,6 +11,7 @@ import (
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/rawjson"
+	"github.com/entityd/entityd/wire"
 )
 
 // Send limits beyond the body size.
@@ -34,7 +35,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
 	req := &inbox.SendRequest{Payload: b.raw("payload")}
 	req.Type, _ = b.str("type")
 	req.Key, _ = b.str("key")
-	req.Mode, _ = b.enum("mode", inbox.ModeImmediate, inbox.ModeQueued, inbox.ModePaused, inbox.ModeSteer)
+	req.Mode, _ = b.enum("mode", wire.ModeImmediate, wire.ModeQueued, wire.ModePaused, wire.ModeSteer)
 	req.Position, _ = b.str("position")
 	b.maxLen("position", req.Position, maxPositionLength)
 	afterMs, hasAfter := b.number("afterMs")

@@ -17,6 +17,7 @@ import (
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/testserver"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire/composer"
 )
 
 // lastInbox returns the last inbox event of an entity's stream.
@@ -272,7 +273,7 @@ func TestSendBodyLimit(t *testing.T) {
 }
 
 func TestSendComposerLimits(t *testing.T) {
-	h := setup(t, testserver.Options{Limits: inbox.Limits{Composer: inbox.ComposerLimits{MaxSourceUnits: 10, MaxNodes: 2}}})
+	h := setup(t, testserver.Options{Limits: inbox.Limits{Composer: composer.Limits{MaxSourceUnits: 10, MaxNodes: 2}}})
 	h.registerType(`{"name":"chat","description":"d"}`)
 	h.mustSpawn("chat", "one", nil)
 	send := func(payload string) *response {

@@ -139,9 +139,9 @@ type Server struct {
 	stopLive context.CancelFunc
 
 	dispatcher  *wake.Dispatcher
-	wakes       *wakereg.Service // Electric's cross-entity wakes (SetWakes)
+	wakes       *wakereg.Service // Electric's cross-entity wakes
 	routeMounts []routeMount
-	home        string // where a browser opening "/" is sent (SetHome)
+	home        string // where a browser opening "/" is sent (Deps.Home)
 	// bg tracks the goroutines requests start (SSE hubs, the outage probe): they end
 	// with live, and Wait waits for them.
 	bg     sync.WaitGroup
@@ -154,8 +154,8 @@ type Server struct {
 	grants  *authz.Store
 	quotas  quotas
 
-	schedules *schedule.Service   // schedules and cron observations (SetSchedules)
-	members   *membership.Service // tag observations (SetMembership)
+	schedules *schedule.Service   // schedules and cron observations
+	members   *membership.Service // tag observations
 	// loosened, set only by a test, lets decideStream allow what it answers true for:
 	// the isolation matrix shows that it notices a loosened rule.
 	loosened atomic.Pointer[func(streamdb.AccessKind, streamOp) bool]
@@ -178,12 +178,34 @@ type routeMount struct {
 	routes Routes
 }
 
+// Deps are the parts the API serves: it calls them and holds no state of its own
+// beyond requests in flight.
+type Deps struct {
+	Streams  *streamdb.Store
+	Registry *entity.Registry
+	Sender   *inbox.Sender
+	// Dispatcher answers the wake status endpoint.
+	Dispatcher *wake.Dispatcher
+	// Wakes are Electric's cross-entity wakes (POST /_electric/wake, a spawn's wake,
+	// manifest entries).
+	Wakes *wakereg.Service
+	// Schedules are schedules and cron observations (nil: those routes answer 503).
+	Schedules *schedule.Service
+	// Members are tag observations (nil: that route answers 503).
+	Members *membership.Service
+	// Home is where a browser's GET / (Accept names text/html) is redirected, the
+	// console; other clients of "/" still get the 404 that no stream lives there.
+	Home string
+}
+
 // New returns a Server.
-func New(cfg Config, log *zap.Logger, streams *streamdb.Store, registry *entity.Registry, sender *inbox.Sender) *Server {
+func New(cfg Config, log *zap.Logger, d Deps) *Server {
 	cfg.setDefaults()
 	live, stopLive := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, log: log.Named("api"), streams: streams, registry: registry, sender: sender,
-		outbound: outbound.NewPolicyClients(cfg.Outbound), live: live, stopLive: stopLive}
+	streams, registry := d.Streams, d.Registry
+	s := &Server{cfg: cfg, log: log.Named("api"), streams: streams, registry: registry, sender: d.Sender,
+		outbound: outbound.NewPolicyClients(cfg.Outbound), live: live, stopLive: stopLive,
+		dispatcher: d.Dispatcher, wakes: d.Wakes, schedules: d.Schedules, members: d.Members, home: d.Home}
 	s.hubs = &sseHubs{s: s, hubs: map[int64]*streamHub{}}
 	s.budget = newBudget(cfg.MaxBytesInFlight, cfg.MaxPrincipalBytesInFlight, cfg.BytesInFlightWait)
 	s.auth = cfg.Auth

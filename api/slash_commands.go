@@ -10,6 +10,7 @@ import (
 	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/internal/validation"
 	"github.com/entityd/entityd/slashcmd"
+	"github.com/entityd/entityd/slashcmd/slashdb"
 )
 
 // listSlashCommands is GET /_electric/entities/:type/:id/slash-commands: the effective
@@ -119,7 +120,7 @@ func (s *Server) deleteSlashCommand(w http.ResponseWriter, r *http.Request) erro
 }
 
 // changeOf reports what an Apply did to the command name.
-func changeOf(res *slashcmd.Result, name string) commandChange {
+func changeOf(res *slashdb.Result, name string) commandChange {
 	out := commandChange{Changed: len(res.Changes) > 0, Txid: res.Txid}
 	for i := range res.Rows {
 		if res.Rows[i].Name == name {
@@ -142,9 +143,9 @@ func (s *Server) commandError(err error) error {
 	case errors.Is(err, slashcmd.ErrTooManyCommands):
 		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, "Too many slash commands").
 			WithDetails(validation.Details{{Path: "/", Message: "an entity can have at most 500 slash commands"}})
-	case errors.Is(err, slashcmd.ErrEntityClosed):
+	case errors.Is(err, slashdb.ErrEntityClosed):
 		return newError(http.StatusConflict, CodeNotRunning, "Entity is not accepting writes")
-	case errors.Is(err, slashcmd.ErrEntityNotFound):
+	case errors.Is(err, slashdb.ErrEntityNotFound):
 		return newError(http.StatusNotFound, CodeNotFound, "Entity has no slash-command collection")
 	}
 	return err

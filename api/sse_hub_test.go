@@ -13,6 +13,7 @@ import (
 
 	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/internal/testserver"
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 // sseReader reads SSE events from a live response.
@@ -79,7 +80,7 @@ func TestSSEHubParksIdleSubscribers(t *testing.T) {
 		require.Equal(t, "control", typ)
 		require.Contains(t, data, `"upToDate":true`)
 	}
-	require.Eventually(t, func() bool { return h.srv.API.ParkedSubscribers() == n }, 5*time.Second, 10*time.Millisecond)
+	testwait.Until(t, "the subscribers to park", func() bool { return h.srv.API.ParkedSubscribers() == n }, 5*time.Second)
 	// The client side holds about two goroutines per connection; the server side holds
 	// none per parked subscriber (only the hub's one).
 	require.Less(t, runtime.NumGoroutine()-before, 3*n, "parked subscribers must not keep server goroutines")
@@ -103,7 +104,7 @@ func TestSSEHubParksIdleSubscribers(t *testing.T) {
 		_, _, err := sub.next()
 		require.ErrorIs(t, err, io.EOF)
 	}
-	require.Eventually(t, func() bool { return h.srv.API.ParkedSubscribers() == 0 }, 5*time.Second, 10*time.Millisecond)
+	testwait.Until(t, "no parked subscriber", func() bool { return h.srv.API.ParkedSubscribers() == 0 }, 5*time.Second)
 }
 
 // Closing the stream sends the final control event to parked subscribers and ends
@@ -115,7 +116,7 @@ func TestSSEHubDeliversTheClose(t *testing.T) {
 	typ, _, err := sub.next()
 	require.NoError(t, err)
 	require.Equal(t, "control", typ)
-	require.Eventually(t, func() bool { return h.srv.API.ParkedSubscribers() == 1 }, 5*time.Second, 10*time.Millisecond)
+	testwait.Until(t, "one parked subscriber", func() bool { return h.srv.API.ParkedSubscribers() == 1 }, 5*time.Second)
 
 	r := h.do(http.MethodPost, "/v1/stream/closing", "last", "Content-Type", "text/plain", "Stream-Closed", "true")
 	require.Equal(t, http.StatusNoContent, r.Status)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/metrics"
-	"github.com/entityd/entityd/slashcmd"
+	"github.com/entityd/entityd/slashcmd/slashdb"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -260,7 +260,7 @@ func (s *Server) readCollectionSnapshot(w http.ResponseWriter, r *http.Request, 
 	if err != nil {
 		return err
 	}
-	body := streamdb.JoinJSON(slashcmd.SnapshotEvents(rows, tail))
+	body := streamdb.JoinJSON(slashdb.SnapshotEvents(rows, tail))
 	if rq.live == "sse" {
 		return s.serveSSE(w, r, m, rq, &ssePreamble{body: body, next: tail}) // it reserves the event
 	}

@@ -21,10 +21,6 @@ const maxWakeBodyBytes = 64 << 10
 // neither a source nor a manifest key.
 const CodeInvalidWakeUnregister = "INVALID_WAKE_UNREGISTER"
 
-// SetWakes connects Electric's cross-entity wakes (POST /_electric/wake, a spawn's wake,
-// manifest entries).
-func (s *Server) SetWakes(w *wakereg.Service) { s.wakes = w }
-
 // registerWake is POST /_electric/wake: wake subscriberUrl when sourceUrl changes (or a
 // run of it finishes). The caller must be allowed to write to the subscriber (a wake is
 // a write to its stream) and to read the source (a wake carries the source's changes).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How much an idle machine adds to one append (docs/benchmarks.md, "Long-poll at idle"):
+# How much an idle machine adds to one append (docs/benchmarks-history.md, "Long-poll at idle"):
 #
 #   bench/idle.sh
 #

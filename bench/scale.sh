@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Flat cost as data grows (docs/benchmarks.md, issue 14): the same measurements on an
+# Flat cost as data grows (docs/benchmarks.md; the analysis in docs/benchmarks-history.md, issue 14): the same measurements on an
 # empty database and on one filled with ENTITIES entities (each: its spawn events and
 # SENDS messages, about 9 events) plus a plain stream of BIG messages, 10 M stored events
 # at the defaults, on a throwaway PostgreSQL with fsync ON:

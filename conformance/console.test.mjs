@@ -6,7 +6,7 @@
 // the page is open, a 422 shown at its span, a kill, jwt mode's token, and axe-core.
 //
 // CONSOLE_SCREENSHOTS=<dir> saves a screenshot of each view there (docs/console is
-// where the README's come from: `make console-screenshots`).
+// where docs/CONSOLE.md's come from: `make console-screenshots`).
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { readFileSync, mkdirSync } from "node:fs"
 import { createRequire } from "node:module"

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/entityd/entityd/internal/testwait"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -48,6 +49,9 @@ func TestTwoProcessesOneWakeAtATime(t *testing.T) {
 	a := startHarness(t, "", testOptions())
 	b := startHarness(t, a.DBURL, testOptions())
 	var active, maxActive atomic.Int32
+	// Each wake is held open until every stream below is written: while one is held, both
+	// processes have work for the subscription, and a second wake would overlap it.
+	written := make(chan struct{})
 	rc := newReceiver(t, func(int, received) (int, string) {
 		n := active.Add(1)
 		for {
@@ -56,12 +60,14 @@ func TestTwoProcessesOneWakeAtATime(t *testing.T) {
 				break
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		<-written
 		active.Add(-1)
 		return 200, `{"done":true}`
 	})
+	release := sync.OnceFunc(func() { close(written) })
+	t.Cleanup(release) // before the receiver closes, which waits for held requests
 	a.createSub("busy", webhookConfig(rc.URL))
-	eventually(t, 3*time.Second, "b to see the subscription", func() bool { return len(b.Svc.matcher.Load().subs) == 1 })
+	testwait.Until(t, "b to see the subscription", func() bool { return len(b.Svc.matcher.Load().subs) == 1 }, 3*time.Second)
 
 	tails := map[string]string{}
 	var mu sync.Mutex
@@ -81,7 +87,8 @@ func TestTwoProcessesOneWakeAtATime(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	eventually(t, 10*time.Second, "every stream acknowledged", func() bool {
+	release()
+	testwait.Until(t, "every stream acknowledged", func() bool {
 		streams := a.getSub("busy")["streams"]
 		for path, tail := range tails {
 			// (a stream is linked asynchronously after its creation: absent is not yet)
@@ -90,7 +97,7 @@ func TestTwoProcessesOneWakeAtATime(t *testing.T) {
 			}
 		}
 		return true
-	})
+	}, 10*time.Second)
 	if m := maxActive.Load(); m != 1 {
 		t.Fatalf("%d wakes of one subscription were in flight at once", m)
 	}
@@ -102,9 +109,9 @@ func TestReconcileFindsWorkMissedByADeadProcess(t *testing.T) {
 	h.createSub("rec", webhookConfig(rc.URL))
 	h.createStream("events/old", `{"n":1}`)
 	rc.next(5 * time.Second)
-	eventually(t, 3*time.Second, "first ack", func() bool {
+	testwait.Until(t, "first ack", func() bool {
 		return streamOf(t, h.getSub("rec")["streams"], "events/old")["has_pending"] == false
-	})
+	}, 3*time.Second)
 
 	// the process stops matching (as if it died right after committing)
 	ctx := context.Background()
@@ -135,11 +142,11 @@ func TestReconcileFindsWorkMissedByADeadProcess(t *testing.T) {
 	if !pending["events/old"] || !pending["events/new"] {
 		t.Fatalf("reconciled wake: %s", got.Raw)
 	}
-	eventually(t, 3*time.Second, "reconciled work acknowledged", func() bool {
+	testwait.Until(t, "reconciled work acknowledged", func() bool {
 		var acked int64
 		_ = h.Pool.QueryRow(ctx, `SELECT acked_seq FROM ds_subscription_streams WHERE subscription_id = 'rec' AND path = 'events/old'`).Scan(&acked)
 		return acked == res.Tail.Seq
-	})
+	}, 3*time.Second)
 }
 
 func TestRecreatedStreamStartsOver(t *testing.T) {
@@ -148,9 +155,9 @@ func TestRecreatedStreamStartsOver(t *testing.T) {
 	h.createSub("again", webhookConfig(rc.URL))
 	tail := h.createStream("events/x", `{"n":1}`)
 	rc.next(5 * time.Second)
-	eventually(t, 3*time.Second, "ack", func() bool {
+	testwait.Until(t, "ack", func() bool {
 		return streamOf(t, h.getSub("again")["streams"], "events/x")["acked_offset"] == tail
-	})
+	}, 3*time.Second)
 	if r := h.do("DELETE", "/v1/stream/events/x", nil); r.Status != http.StatusNoContent {
 		t.Fatalf("delete stream: %d", r.Status)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/entityd/entityd/internal/httpx"
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 // One transaction ends the wakes of many dones; each done is answered for itself: a
@@ -137,7 +138,7 @@ func TestBatchesLeavePullWakesAlone(t *testing.T) {
 	h.createStream("wake/pool", `[]`)
 	h.createSub("pull", map[string]any{"type": "pull-wake", "pattern": "events/*", "wake_stream": "wake/pool", "lease_ttl_ms": 60000})
 	h.createStream("events/p", `{"event":"created"}`)
-	eventually(t, 3*time.Second, "wake record", func() bool { return len(wakeRecords(t, h, "wake/pool")) == 1 })
+	testwait.Until(t, "wake record", func() bool { return len(wakeRecords(t, h, "wake/pool")) == 1 }, 3*time.Second)
 	wakeID, gen, token, _ := claimBody(t, h.do("POST", subPath("pull")+"/claim", map[string]any{"worker": "w1"}))
 	req := WakeCallback{WakeID: wakeID, Token: token, Generation: gen, Done: true}.request(nil)
 	req.byWake = true
@@ -226,11 +227,11 @@ func openWakes(t *testing.T, h *harness, ids ...string) (map[string]webhookBody,
 	// statement of its own right after. Until it has, that statement may hold the row a
 	// test's batch is about to lock, and the batch would (rightly) skip it.
 	for _, id := range ids {
-		eventually(t, 5*time.Second, id+" recorded as open", func() bool {
+		testwait.Until(t, id+" recorded as open", func() bool {
 			var phase *string
 			err := h.Pool.QueryRow(context.Background(), `SELECT phase FROM ds_subscriptions WHERE id = $1`, id).Scan(&phase)
 			return err == nil && phase != nil && *phase == "open"
-		})
+		}, 5*time.Second)
 	}
 	return wakes, rc
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/entityd/entityd/internal/metrics"
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 // gatedTarget is a webhook server that keeps the requests of the subscriptions hold
@@ -95,9 +96,9 @@ func subOn(url, pattern string) map[string]any {
 // acked waits until sub has acknowledged everything on stream.
 func acked(t *testing.T, h *harness, sub, stream string) {
 	t.Helper()
-	require.Eventually(t, func() bool {
+	testwait.Until(t, fmt.Sprintf("%s acknowledges %s", sub, stream), func() bool {
 		return streamOf(t, h.getSub(sub)["streams"], stream)["has_pending"] == false
-	}, 20*time.Second, 20*time.Millisecond, "%s acknowledges %s", sub, stream)
+	}, 20*time.Second)
 }
 
 func retryState(t *testing.T, h *harness, sub string) (retries int, lastError string) {
@@ -121,11 +122,11 @@ func TestTarpitTargetDoesNotStarveOthers(t *testing.T) {
 		h.createSub(fmt.Sprintf("tarpit-%d", i), subOn(tarpit.URL, "tarpit/*"))
 	}
 	h.createStream("tarpit/a", `{"n":1}`)
-	require.Eventually(t, func() bool {
+	testwait.Until(t, "the tarpit holds its 2 slots and the other wakes wait for them", func() bool {
 		busy, waiting := h.Svc.targets.state(tarpit.key)
 		active, _, _ := tarpit.counts("")
 		return busy == 2 && waiting == wakes-2 && active == 2
-	}, 20*time.Second, 10*time.Millisecond, "the tarpit holds its 2 slots and the other wakes wait for them")
+	}, 20*time.Second)
 	require.GreaterOrEqual(t, testutil.ToFloat64(metrics.WebhookDeliveriesWaiting), float64(wakes-2))
 
 	healthy := newReceiver(t, answerAlways(200, `{"done":true}`))
@@ -157,10 +158,10 @@ func TestQueuedDeliveryDeliveredOnceWhenTargetFrees(t *testing.T) {
 	h.createStream("a/x", `{"n":1}`)
 	g.waitFor(t, "first")
 	h.createStream("b/x", `{"n":1}`)
-	require.Eventually(t, func() bool {
+	testwait.Until(t, "second waits for the slot", func() bool {
 		_, waiting := h.Svc.targets.state(g.key)
 		return waiting == 1
-	}, 20*time.Second, 10*time.Millisecond, "second waits for the slot")
+	}, 20*time.Second)
 	_, _, n := g.counts("second")
 	require.Zero(t, n)
 
@@ -192,10 +193,10 @@ func TestDeliveryWaitExpiresIntoRetry(t *testing.T) {
 	h.createStream("a/x", `{"n":1}`)
 	g.waitFor(t, "first")
 	h.createStream("b/x", `{"n":1}`)
-	require.Eventually(t, func() bool {
+	testwait.Until(t, "second's waits expire and are retried", func() bool {
 		retries, lastError := retryState(t, h, "second")
 		return retries >= 2 && lastError == errSlotWaitExpired.Error()
-	}, 20*time.Second, 20*time.Millisecond, "second's waits expire and are retried")
+	}, 20*time.Second)
 	require.GreaterOrEqual(t, testutil.ToFloat64(metrics.WebhookDeliveriesRefused.WithLabelValues("wait_expired")), expired+2)
 	_, _, n := g.counts("second")
 	require.Zero(t, n, "nothing is posted past the wait")
@@ -224,13 +225,12 @@ func TestTargetQueueFullIsRetried(t *testing.T) {
 	h.createStream("first/x", `{"n":1}`)
 	g.waitFor(t, "first")
 	h.createStream("second/x", `{"n":1}`)
-	require.Eventually(t, func() bool { _, waiting := h.Svc.targets.state(g.key); return waiting == 1 },
-		20*time.Second, 10*time.Millisecond, "second waits")
+	testwait.Until(t, "second waits", func() bool { _, waiting := h.Svc.targets.state(g.key); return waiting == 1 }, 20*time.Second)
 	h.createStream("third/x", `{"n":1}`)
-	require.Eventually(t, func() bool {
+	testwait.Until(t, "third is refused while second waits", func() bool {
 		retries, lastError := retryState(t, h, "third")
 		return retries >= 1 && lastError == errTargetQueueFull.Error()
-	}, 20*time.Second, 20*time.Millisecond, "third is refused while second waits")
+	}, 20*time.Second)
 
 	g.free()
 	for _, s := range []string{"first", "second", "third"} {

@@ -2,7 +2,6 @@ package dssub
 
 import (
 	"bytes"
-	"context"
 	"crypto/ed25519"
 	"encoding/json"
 	"io"
@@ -10,20 +9,14 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest"
 
-	"github.com/entityd/entityd/api"
-	"github.com/entityd/entityd/entity"
-	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/pgtest"
-	"github.com/entityd/entityd/internal/schemas"
+	"github.com/entityd/entityd/internal/testwait"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -45,43 +38,13 @@ func testOptions() Options {
 		ReconcileInterval: time.Hour}
 }
 
+// startHarness starts a complete entityd (internal/testserver: server.Assemble, as
+// cmd/server wires it) on dbURL, or on a fresh database when dbURL is empty, with opts
+// for its subscriptions.
 func startHarness(t *testing.T, dbURL string, opts Options) *harness {
 	t.Helper()
-	ctx := context.Background()
-	if dbURL == "" {
-		dbURL = pgtest.URL(t)
-	}
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	store, err := streamdb.Open(ctx, pool, streamdb.Options{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	registry := entity.New(store, schemas.NewCache(), log)
-	sender := inbox.NewSender(registry, store, inbox.Limits{})
-	apiServer := api.New(api.Config{LongPollTimeout: 500 * time.Millisecond}, log, store, registry, sender)
-	opts.Logger = log
-	svc := New(store, opts)
-	if err := svc.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	apiServer.MountRoutes(strings.TrimSuffix(ControlPrefix, "/"), svc.Routes)
-	apiServer.MountRoutes(strings.TrimSuffix(AliasControlPrefix, "/"), svc.Routes)
-	hs := httptest.NewServer(apiServer.Handler())
-	t.Cleanup(func() {
-		apiServer.Shutdown()
-		hs.Close()
-		apiServer.Wait()
-		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		svc.Stop(stopCtx)
-		store.Close()
-		pool.Close()
-	})
-	return &harness{t: t, URL: hs.URL, DBURL: dbURL, Pool: pool, Store: store, Svc: svc}
+	s := StartTestServer(t, dbURL, opts)
+	return &harness{t: t, URL: s.URL, DBURL: s.DBURL, Pool: s.Pool, Store: s.Store, Svc: s.Subs}
 }
 
 type response struct {
@@ -255,13 +218,7 @@ func answerAlways(status int, body string) func(int, received) (int, string) {
 // next waits for the next request.
 func (rc *receiver) next(timeout time.Duration) received {
 	rc.t.Helper()
-	select {
-	case r := <-rc.ch:
-		return r
-	case <-time.After(timeout):
-		rc.t.Fatalf("no webhook request within %v", timeout)
-		return received{}
-	}
+	return testwait.Recv(rc.t, rc.ch, "a webhook request", timeout)
 }
 
 // quiet checks that no request arrives for d.
@@ -320,17 +277,12 @@ func verifySignature(t *testing.T, h *harness, raw []byte, header string) bool {
 	return false
 }
 
-// eventually polls cond until it holds or timeout passes.
+// eventually is testwait.Until in the argument order of pull_test.go's calls, which are
+// being rewritten for a controllable clock in another change; new tests call
+// testwait.Until.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
+	testwait.Until(t, what, cond, timeout)
 }
 
 func callback(h *harness, wake webhookBody, body any) response {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 // TestWebhookStateMachineModel drives one webhook subscription over three streams
@@ -30,14 +32,16 @@ func TestWebhookStateMachineModel(t *testing.T) {
 
 type modelWake struct {
 	webhookBody
-	ended   bool
-	touched time.Time // its delivery or last heartbeat reached the driver
+	ended bool
+	// leaseFrom is the earliest the server can have started its lease: when the wake
+	// before it was let go (the server takes a wake, and starts its lease, before the
+	// delivery reaches the driver), or when its last heartbeat was sent.
+	leaseFrom time.Time
 }
 
-// modelLease is the model subscription's lease. The server starts it when it takes the
-// delivery, the driver only when the delivery reaches it, so under a loaded machine
-// (race-built packages in parallel) a short lease lapses before the driver's first
-// callback and looks like a fault: 3 s keeps that gap well inside it.
+// modelLease is the model subscription's lease. A fence is a lapse the model allows only
+// if the lease can have lapsed, counted from the earliest moment it can have started
+// (modelWake.leaseFrom); 3 s keeps lapses rare on a loaded machine.
 const modelLease = 3000 * time.Millisecond
 
 func runModel(t *testing.T, seed uint64, steps int) {
@@ -86,6 +90,9 @@ func runModel(t *testing.T, seed uint64, steps int) {
 
 	var current *modelWake // the wake the model says is in flight
 	var ended []*modelWake
+	// letGo is no later than when the last wake was let go: the start of the step that
+	// ended it (see modelWake.leaseFrom); stepStart is the current step's start.
+	letGo, stepStart := time.Now(), time.Now()
 	lastGen := int64(0)
 	deliver := func() received {
 		t.Helper()
@@ -103,18 +110,20 @@ func runModel(t *testing.T, seed uint64, steps int) {
 				t.Fatalf("generation %d after %d", b.Generation, lastGen)
 			}
 			lastGen = b.Generation
-			current = &modelWake{webhookBody: b}
+			current = &modelWake{webhookBody: b, leaseFrom: letGo}
 		}
-		current.touched = time.Now()
 		return r
 	}
 	// fencedByLapse: a callback was fenced because this driver itself was slower than
 	// the lease (a loaded machine), which the model allows; any other fence is a fault.
+	// The lease can have lapsed only if the earliest moment it can have started (or been
+	// renewed) is a lease ago.
 	fencedByLapse := func(resp response) bool {
 		return resp.Status == http.StatusConflict && resp.errorCode(t) == codeFenced &&
-			time.Since(current.touched) >= modelLease
+			time.Since(current.leaseFrom) >= modelLease
 	}
 	end := func() {
+		letGo = stepStart
 		current.ended = true
 		ended = append(ended, current)
 	}
@@ -127,6 +136,7 @@ func runModel(t *testing.T, seed uint64, steps int) {
 	}
 
 	for step := 0; step < steps; step++ {
+		stepStart = time.Now()
 		for n := 1 + rng.IntN(2); n > 0; n-- {
 			h.appendStream(streams[rng.IntN(len(streams))], fmt.Sprintf(`{"step":%d}`, step))
 		}
@@ -149,6 +159,7 @@ func runModel(t *testing.T, seed uint64, steps int) {
 				end()
 			case x < 4: // heartbeat, then done
 				gen := current.Generation
+				sent := time.Now()
 				resp := callback(h, current.webhookBody, map[string]any{"wake_id": current.WakeID, "generation": gen, "acks": []any{}})
 				if fencedByLapse(resp) {
 					end()
@@ -157,7 +168,7 @@ func runModel(t *testing.T, seed uint64, steps int) {
 				if resp.Status != http.StatusOK {
 					t.Fatalf("heartbeat: %d %s", resp.Status, resp.Body)
 				}
-				current.touched = time.Now()
+				current.leaseFrom = sent
 				fallthrough
 			default:
 				resp := callback(h, current.webhookBody, map[string]any{"wake_id": current.WakeID,
@@ -181,12 +192,12 @@ func runModel(t *testing.T, seed uint64, steps int) {
 	mu.Lock()
 	draining = true
 	mu.Unlock()
-	eventually(t, 15*time.Second, "nothing pending", func() bool {
+	testwait.Until(t, "nothing pending", func() bool {
 		for _, s := range h.getSub("model")["streams"].([]any) {
 			if s.(map[string]any)["has_pending"] == true {
 				return false
 			}
 		}
 		return true
-	})
+	}, 15*time.Second)
 }

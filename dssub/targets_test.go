@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 func TestTargetOf(t *testing.T) {
@@ -38,7 +40,7 @@ func TestTargetSlotsQueue(t *testing.T) {
 				got <- i
 			}
 		}()
-		require.Eventually(t, func() bool { _, w := ts.state("a"); return w == i }, 5*time.Second, time.Millisecond)
+		testwait.Until(t, "the waiter to queue", func() bool { _, w := ts.state("a"); return w == i }, 5*time.Second)
 	}
 	require.ErrorIs(t, ts.acquire(ctx, "a", far), errTargetQueueFull)
 

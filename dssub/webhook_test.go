@@ -134,10 +134,10 @@ func TestWebhookSignedAndSynchronousDoneAcks(t *testing.T) {
 	if a == nil || !a.HasPending || a.TailOffset != tail || a.AckedOffset != "-1" {
 		t.Fatalf("events/a in wake: %s", got.Raw)
 	}
-	eventually(t, 3*time.Second, "auto-ack", func() bool {
+	testwait.Until(t, "auto-ack", func() bool {
 		s := streamOf(t, h.getSub("sync")["streams"], "events/a")
 		return s["acked_offset"] == tail && s["has_pending"] == false
-	})
+	}, 3*time.Second)
 	rc.quiet(300 * time.Millisecond)
 
 	// the next append makes the next wake, acknowledged the same way
@@ -146,9 +146,9 @@ func TestWebhookSignedAndSynchronousDoneAcks(t *testing.T) {
 	if got.Body.Generation != 2 {
 		t.Fatalf("second wake: %s", got.Raw)
 	}
-	eventually(t, 3*time.Second, "second auto-ack", func() bool {
+	testwait.Until(t, "second auto-ack", func() bool {
 		return streamOf(t, h.getSub("sync")["streams"], "events/a")["acked_offset"] == tail2
-	})
+	}, 3*time.Second)
 }
 
 func TestCallbackAcksAndFencing(t *testing.T) {
@@ -263,10 +263,10 @@ func TestWebhookRedeliveredAfterFailure(t *testing.T) {
 	if !verifySignature(t, h, second.Raw, second.Signature) {
 		t.Fatal("redelivery is not signed")
 	}
-	eventually(t, 3*time.Second, "ack after redelivery", func() bool {
+	testwait.Until(t, "ack after redelivery", func() bool {
 		sub := h.getSub("retry")
 		return sub["status"] == "active" && streamOf(t, sub["streams"], "events/r")["acked_offset"] == tail
-	})
+	}, 3*time.Second)
 }
 
 // onTestClock is testOptions with the service on a test clock.

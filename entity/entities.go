@@ -18,7 +18,9 @@ import (
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/slashcmd"
+	"github.com/entityd/entityd/slashcmd/slashdb"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // Entity is a spawned entity.
@@ -182,7 +184,7 @@ func (r *Registry) Spawn(ctx context.Context, t *Type, req SpawnRequest) (*Spawn
 				return err
 			}
 		}
-		commandEvents := slashcmd.StaticEvents(defs, now)
+		commandEvents := slashdb.StaticEvents(defs, now)
 		events := append([][]byte{createdEvent(t.Name, req.Args, parent, now)}, commandEvents...)
 		events = append(events, req.Initial...)
 		m, created, err := tx.Create(ctx, entitypath.Main(url), streamdb.CreateConfig{ContentType: "application/json",
@@ -196,7 +198,7 @@ func (r *Registry) Spawn(ctx context.Context, t *Type, req SpawnRequest) (*Spawn
 		if !created {
 			return ErrDuplicate
 		}
-		if err := slashcmd.SeedStatic(ctx, tx, url, defs, commandEvents, now); err != nil {
+		if err := slashdb.SeedStatic(ctx, tx, url, defs, commandEvents, now); err != nil {
 			return err
 		}
 		e, err := scanEntity(tx.QueryRow(ctx, sqlInsertEntity,
@@ -248,8 +250,8 @@ func createdEvent(typ string, args json.RawMessage, parent *string, now time.Tim
 	if parent != nil {
 		v.String("parent_url", *parent)
 	}
-	return streamdb.Event{Type: "entity_created", Key: "entity-created", Value: v.Bytes(),
-		Operation: streamdb.OpInsert, Timestamp: now}.Marshal()
+	return wire.Event{Type: "entity_created", Key: "entity-created", Value: v.Bytes(),
+		Operation: wire.OpInsert, Timestamp: now}.Marshal()
 }
 
 func isUniqueViolation(err error) bool {

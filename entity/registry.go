@@ -10,6 +10,7 @@ import (
 	"github.com/entityd/entityd/internal/coalesce"
 	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/slashcmd"
+	"github.com/entityd/entityd/slashcmd/slashdb"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -21,7 +22,7 @@ type Registry struct {
 	log      *zap.Logger
 	types    *typeCache
 	known    *entityCache
-	commands *slashcmd.Service
+	commands *slashdb.Service
 	// current reads entities afresh for many callers in one statement (Current)
 	current *coalesce.Coalescer[string, *Entity]
 
@@ -37,30 +38,30 @@ type Registry struct {
 	maxTags int
 }
 
-// SetTagLimit bounds the tags of one entity: a tag beyond it is ErrTooManyTags.
-func (r *Registry) SetTagLimit(n int) { r.maxTags = n }
-
-// TagLimit is the bound SetTagLimit set (0: none).
+// TagLimit is the bound on one entity's tags (0: none).
 func (r *Registry) TagLimit() int { return r.maxTags }
 
-// SetHandled tells the registry which entity types have handlers: for those, SIGTERM
-// moves an idle entity to "stopping" and the entity stops after its handler has been
-// woken by the signal.
-func (r *Registry) SetHandled(fn func(entityType string) bool) { r.handled = fn }
-
-// SetEndHook registers fn to run inside the transaction that stops or kills an entity.
-func (r *Registry) SetEndHook(fn func(ctx context.Context, tx *streamdb.Tx, url, status string) error) {
-	r.onEnd = fn
-}
-
-// SetSpawnHook registers fn to run inside the transaction that spawns an entity (after
-// the entity row is written); the function fn returns runs once that has committed.
-func (r *Registry) SetSpawnHook(fn func(ctx context.Context, tx *streamdb.Tx, e *Entity, t *Type) (func(), error)) {
-	r.onSpawn = fn
+// Options configure a Registry. The hooks are how the server's other parts act inside
+// the registry's transactions; they are given at construction, so a Registry never
+// changes after it is built.
+type Options struct {
+	// CommandLimits bound slash commands (zero: slashcmd.DefaultLimits).
+	CommandLimits slashcmd.Limits
+	// TagLimit bounds the tags of one entity: a tag beyond it is ErrTooManyTags (0: none).
+	TagLimit int
+	// Handled reports whether entity types have handlers: for those, SIGTERM moves an
+	// idle entity to "stopping" and the entity stops after its handler has been woken by
+	// the signal (nil: none).
+	Handled func(entityType string) bool
+	// OnEnd runs inside the transaction that stops or kills an entity.
+	OnEnd func(ctx context.Context, tx *streamdb.Tx, url, status string) error
+	// OnSpawn runs inside the transaction that spawns an entity (after the entity row is
+	// written); the function it returns runs once that has committed.
+	OnSpawn func(ctx context.Context, tx *streamdb.Tx, e *Entity, t *Type) (func(), error)
 }
 
 // New returns a Registry over the store's database.
-func New(streams *streamdb.Store, schemaCache *schemas.Cache, log *zap.Logger) *Registry {
+func New(streams *streamdb.Store, schemaCache *schemas.Cache, log *zap.Logger, opts Options) *Registry {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -71,19 +72,18 @@ func New(streams *streamdb.Store, schemaCache *schemas.Cache, log *zap.Logger) *
 		log:      log.Named("entity"),
 		types:    &typeCache{ttl: typeCacheTTL, m: map[string]typeEntry{}},
 		known:    &entityCache{max: 100_000, m: map[string]*Entity{}},
-		commands: slashcmd.NewService(streams, slashcmd.DefaultLimits),
+		commands: slashdb.NewService(streams, opts.CommandLimits),
+		handled:  opts.Handled,
+		onEnd:    opts.OnEnd,
+		onSpawn:  opts.OnSpawn,
+		maxTags:  opts.TagLimit,
 	}
 	r.current = coalesce.New(256, r.readMany)
 	return r
 }
 
-// SetCommandLimits replaces the limits of the slash-command service (call before serving).
-func (r *Registry) SetCommandLimits(l slashcmd.Limits) {
-	r.commands = slashcmd.NewService(r.streams, l)
-}
-
 // Commands is the slash-command service over the same store.
-func (r *Registry) Commands() *slashcmd.Service { return r.commands }
+func (r *Registry) Commands() *slashdb.Service { return r.commands }
 
 // Schemas is the compiled-schema cache shared with the send path.
 func (r *Registry) Schemas() *schemas.Cache { return r.schemas }

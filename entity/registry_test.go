@@ -3,6 +3,7 @@ package entity_test
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,6 +21,7 @@ type env struct {
 	ctx      context.Context
 	store    *streamdb.Store
 	registry *entity.Registry
+	handled  atomic.Bool // whether entities have handlers (SIGTERM then waits for them)
 }
 
 func newEnv(t *testing.T) *env {
@@ -28,7 +30,9 @@ func newEnv(t *testing.T) *env {
 	store, err := streamdb.Open(context.Background(), pool, streamdb.Options{})
 	require.NoError(t, err)
 	t.Cleanup(store.Close)
-	return &env{t: t, ctx: context.Background(), store: store, registry: entity.New(store, schemas.NewCache(), zap.NewNop())}
+	e := &env{t: t, ctx: context.Background(), store: store}
+	e.registry = entity.New(store, schemas.NewCache(), zap.NewNop(), entity.Options{Handled: func(string) bool { return e.handled.Load() }})
+	return e
 }
 
 // eventTypes are the event types of the entity's main stream, in order.
@@ -130,7 +134,7 @@ func TestSignalsAndWrites(t *testing.T) {
 	require.Equal(t, 2, count(e.eventTypes(a), "signal"), "stop, kill; nothing for the refused one")
 
 	// SIGTERM with a handler: stopping, then FinishStop makes it stopped (once)
-	e.registry.SetHandled(func(string) bool { return true })
+	e.handled.Store(true)
 	b := spawn("b")
 	res, err = e.registry.Signal(e.ctx, b, entity.SignalRequest{Signal: entity.SIGTERM})
 	require.NoError(t, err)

@@ -9,7 +9,7 @@ import (
 	"github.com/entityd/entityd/streamdb"
 )
 
-// Remote handlers (Electric's runtime, entityd's runtime.Remote) show their wakes in the
+// Remote handlers (Electric's runtime, entityd's runtime.External) show their wakes in the
 // status, as the reference does: an entity is "running" from the moment its wake is
 // delivered (or claimed by a runner) until the handler says done, then "idle" again.
 // One conditional write each: a repeated delivery of the same wake writes nothing, and

@@ -9,6 +9,7 @@ import (
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // Signals an entity accepts.
@@ -128,5 +129,5 @@ func signalEvent(e *Entity, req SignalRequest, next Status, handled bool, now ti
 	}
 	v.Time("timestamp", now)
 	key := "signal-" + req.Signal + "-" + now.UTC().Format("20060102T150405.000000000Z")
-	return streamdb.Event{Type: "signal", Key: key, Value: v.Bytes(), Operation: streamdb.OpInsert, Txid: txid, Timestamp: now}.Marshal()
+	return wire.Event{Type: "signal", Key: key, Value: v.Bytes(), Operation: wire.OpInsert, Txid: txid, Timestamp: now}.Marshal()
 }

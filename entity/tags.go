@@ -8,6 +8,7 @@ import (
 
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // TagEventType is the event type of tag changes on an entity's stream (StreamDB's
@@ -37,9 +38,9 @@ func (r *Registry) SetTag(ctx context.Context, url, key, value string) (*TagResu
 		var v rawjson.Object
 		v.String("key", key).String("value", value)
 		if had {
-			return streamdb.OpUpdate, v.Bytes()
+			return wire.OpUpdate, v.Bytes()
 		}
-		return streamdb.OpInsert, v.Bytes()
+		return wire.OpInsert, v.Bytes()
 	})
 }
 
@@ -50,7 +51,7 @@ func (r *Registry) DeleteTag(ctx context.Context, url, key string) (*TagResult, 
 			return "", nil
 		}
 		delete(tags, key)
-		return streamdb.OpDelete, nil
+		return wire.OpDelete, nil
 	})
 }
 
@@ -79,7 +80,7 @@ func (r *Registry) changeTag(ctx context.Context, url, key string, change func(m
 		}
 		if op != "" {
 			now := time.Now()
-			ev := streamdb.Event{Type: TagEventType, Key: key, Value: value, Operation: op, Timestamp: now}.Marshal()
+			ev := wire.Event{Type: TagEventType, Key: key, Value: value, Operation: op, Timestamp: now}.Marshal()
 			var closed *streamdb.ClosedError
 			if _, err := tx.Append(ctx, &streamdb.AppendRequest{Path: e.MainStream(), Messages: [][]byte{ev}}); errors.As(err, &closed) {
 				return ErrNotRunning

@@ -12,6 +12,7 @@ import (
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // Statuses an inbox message can be patched to.
@@ -60,13 +61,13 @@ func (s *Sender) PatchMessage(ctx context.Context, e *entity.Entity, key string,
 			v.Time("processed_at", s.now())
 		}
 	}
-	return s.appendEdit(ctx, e, key, streamdb.OpUpdate, v.Bytes())
+	return s.appendEdit(ctx, e, key, wire.OpUpdate, v.Bytes())
 }
 
 // DeleteMessage appends an inbox delete event for the message key of e (a held message
 // is withdrawn) and returns its txid.
 func (s *Sender) DeleteMessage(ctx context.Context, e *entity.Entity, key string) (string, error) {
-	return s.appendEdit(ctx, e, key, streamdb.OpDelete, nil)
+	return s.appendEdit(ctx, e, key, wire.OpDelete, nil)
 }
 
 func (s *Sender) appendEdit(ctx context.Context, e *entity.Entity, key, op string, value []byte) (string, error) {
@@ -74,7 +75,7 @@ func (s *Sender) appendEdit(ctx context.Context, e *entity.Entity, key, op strin
 		return "", err
 	}
 	txid := uuid.NewString()
-	ev := streamdb.Event{Type: EventType, Key: key, Value: value, Operation: op, Txid: txid, Timestamp: time.Now()}.Marshal()
+	ev := wire.Event{Type: wire.InboxEventType, Key: key, Value: value, Operation: op, Txid: txid, Timestamp: time.Now()}.Marshal()
 	_, err := s.streams.Append(ctx, entity.SendTo(e.URL, ev))
 	var closed *streamdb.ClosedError
 	if errors.As(err, &closed) || errors.Is(err, entity.ErrNotRunning) {
@@ -92,7 +93,7 @@ func (s *Sender) appendEdit(ctx context.Context, e *entity.Entity, key, op strin
 // parsed in Postgres (jsonb would refuse a payload's \u0000), and a lookup costs one
 // prefix comparison per message.
 func (s *Sender) requireMessage(ctx context.Context, e *entity.Entity, key string) error {
-	data, ok, err := s.streams.LastEvent(ctx, e.StreamID, EventType, key)
+	data, ok, err := s.streams.LastEvent(ctx, e.StreamID, wire.InboxEventType, key)
 	if err != nil {
 		return err
 	}
@@ -107,7 +108,7 @@ func (s *Sender) requireMessage(ctx context.Context, e *entity.Entity, key strin
 	if err := json.Unmarshal(data, &ev); err != nil {
 		return fmt.Errorf("inbox: stored event for %q: %w", key, err)
 	}
-	if ev.Headers.Operation == streamdb.OpDelete {
+	if ev.Headers.Operation == wire.OpDelete {
 		return ErrMessageNotFound
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // A future_send schedule (PUT …/schedules/:id, scheduleType future_send) is a delayed
@@ -131,7 +132,7 @@ func writeScheduledStatus(ctx context.Context, tx *streamdb.Tx, owner, key, mani
 	if err != nil {
 		return err
 	}
-	ev := streamdb.Event{Type: ManifestEventType, Key: key, Value: value, Operation: streamdb.OpUpdate, Timestamp: now}.Marshal()
+	ev := wire.Event{Type: ManifestEventType, Key: key, Value: value, Operation: wire.OpUpdate, Timestamp: now}.Marshal()
 	_, err = tx.Append(ctx, &streamdb.AppendRequest{Path: entitypath.Main(owner), Messages: [][]byte{ev}})
 	var closed *streamdb.ClosedError
 	if errors.As(err, &closed) || errors.Is(err, streamdb.ErrNotFound) || errors.Is(err, streamdb.ErrGone) {

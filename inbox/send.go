@@ -17,23 +17,9 @@ import (
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/internal/validation"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
+	"github.com/entityd/entityd/wire/composer"
 )
-
-// Modes of an inbox message.
-const (
-	ModeImmediate = "immediate"
-	ModeQueued    = "queued"
-	ModePaused    = "paused"
-	ModeSteer     = "steer"
-)
-
-// EventType is the State Protocol event type of inbox messages.
-const EventType = "inbox"
-
-// ValidMode reports whether m is an inbox mode.
-func ValidMode(m string) bool {
-	return m == ModeImmediate || m == ModeQueued || m == ModePaused || m == ModeSteer
-}
 
 // SendRequest is a message to deliver to an entity's inbox. Payload holds the payload's
 // raw JSON exactly as sent (nil when the field was absent).
@@ -71,7 +57,7 @@ func (e *InvalidPayloadError) Error() string { return "Validation failed" }
 
 // Limits bound what a send may carry beyond the HTTP body limit.
 type Limits struct {
-	Composer ComposerLimits
+	Composer composer.Limits
 }
 
 // Sender applies the send rules and appends inbox events.
@@ -81,26 +67,27 @@ type Sender struct {
 	limits   Limits
 	now      func() time.Time
 	unpaused func(url, entityType string)
-	// beforeSend runs before a valid send is appended or stored (SetBeforeSend).
+	// beforeSend runs before a valid send is appended or stored (Hooks.BeforeSend).
 	beforeSend func(ctx context.Context, e *entity.Entity, t *entity.Type) error
 	// delayedPoke wakes RunDelayed when a delayed send is stored.
 	delayedPoke chan struct{}
 }
 
-// OnUnpause registers fn to hear about entities a send moved from paused to idle (their
-// handlers have work again).
-func (s *Sender) OnUnpause(fn func(url, entityType string)) { s.unpaused = fn }
-
-// SetBeforeSend registers fn to run for every valid send (immediate or delayed) before
-// it is appended or stored; an error fails the send. t is e's current type (nil when it
-// was deleted). The server links the entity to its type's dispatch targets with it.
-func (s *Sender) SetBeforeSend(fn func(ctx context.Context, e *entity.Entity, t *entity.Type) error) {
-	s.beforeSend = fn
+// Hooks are how the server's other parts hear about sends; given at construction.
+type Hooks struct {
+	// OnUnpause hears about entities a send moved from paused to idle (their handlers
+	// have work again).
+	OnUnpause func(url, entityType string)
+	// BeforeSend runs for every valid send (immediate or delayed) before it is appended
+	// or stored; an error fails the send. t is e's current type (nil when it was
+	// deleted). The server links the entity to its type's dispatch targets with it.
+	BeforeSend func(ctx context.Context, e *entity.Entity, t *entity.Type) error
 }
 
 // NewSender returns a Sender.
-func NewSender(registry *entity.Registry, streams *streamdb.Store, limits Limits) *Sender {
-	return &Sender{registry: registry, streams: streams, limits: limits, now: streams.Clock().Now, delayedPoke: make(chan struct{}, 1)}
+func NewSender(registry *entity.Registry, streams *streamdb.Store, limits Limits, hooks Hooks) *Sender {
+	return &Sender{registry: registry, streams: streams, limits: limits, now: streams.Clock().Now, delayedPoke: make(chan struct{}, 1),
+		unpaused: hooks.OnUnpause, beforeSend: hooks.BeforeSend}
 }
 
 // Prepared is a validated message, ready to append.
@@ -117,8 +104,8 @@ type Prepared struct {
 // the effective inbox schema of e (t is the entity's current type, nil if deleted).
 // The payload must be present.
 func (s *Sender) Validate(e *entity.Entity, t *entity.Type, req *SendRequest) error {
-	if req.Type == ComposerInputType {
-		if d := ValidateComposerInput(req.Payload, s.limits.Composer); d != nil {
+	if req.Type == composer.InputType {
+		if d := composer.Validate(req.Payload, s.limits.Composer); d != nil {
 			return &InvalidPayloadError{Details: d}
 		}
 		return nil
@@ -148,7 +135,7 @@ func (s *Sender) Prepare(req *SendRequest) *Prepared {
 	now := s.now()
 	mode := req.Mode
 	if mode == "" {
-		mode = ModeImmediate
+		mode = wire.ModeImmediate
 	}
 	key := req.Key
 	if key == "" {
@@ -166,7 +153,7 @@ func (s *Sender) Prepare(req *SendRequest) *Prepared {
 		from = req.FromPrincipal
 	}
 	v.String("from", from).Raw("payload", req.Payload).Time("timestamp", now).String("mode", mode)
-	if mode == ModeQueued || mode == ModePaused {
+	if mode == wire.ModeQueued || mode == wire.ModePaused {
 		v.String("status", "pending")
 		pos := req.Position
 		if pos == "" {
@@ -188,7 +175,7 @@ func (s *Sender) Prepare(req *SendRequest) *Prepared {
 	if req.Type != "" {
 		v.String("message_type", req.Type)
 	}
-	p.Event = streamdb.Event{Type: EventType, Key: key, Value: v.Bytes(), Operation: streamdb.OpInsert,
+	p.Event = wire.Event{Type: wire.InboxEventType, Key: key, Value: v.Bytes(), Operation: wire.OpInsert,
 		Txid: txid, Timestamp: now}.Marshal()
 	return p
 }
@@ -250,7 +237,7 @@ func (s *Sender) Send(ctx context.Context, e *entity.Entity, req *SendRequest) (
 func (s *Sender) appendRequest(e *entity.Entity, p *Prepared) *streamdb.AppendRequest {
 	req := entity.SendTo(e.URL, p.Event)
 	req.Dedupe = p.Dedupe
-	if p.Mode != ModePaused {
+	if p.Mode != wire.ModePaused {
 		req.OnAdmit = entity.UnpauseOnAdmit(e.URL)
 	}
 	return req
@@ -258,7 +245,7 @@ func (s *Sender) appendRequest(e *entity.Entity, p *Prepared) *streamdb.AppendRe
 
 // resumes reports whether an append of p moved a paused entity back to idle.
 func resumes(res streamdb.AppendResult, p *Prepared) bool {
-	return !res.Duplicate && entity.Status(res.Note) == entity.StatusPaused && p.Mode != ModePaused
+	return !res.Duplicate && entity.Status(res.Note) == entity.StatusPaused && p.Mode != wire.ModePaused
 }
 
 // resumed tells the dispatcher that a send moved e from paused to idle (committed).

@@ -18,6 +18,7 @@ import (
 
 	"github.com/entityd/entityd/internal/pgtest"
 	"github.com/entityd/entityd/internal/testserver"
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -221,19 +222,19 @@ func TestListChangedFollowsTheCollection(t *testing.T) {
 	require.Equal(t, "Layered", r.Description)
 	e.http("DELETE", "/_electric/entities/chat/one/slash-commands/quickstart?owner=ops", "", "", http.StatusOK)
 	e.http("DELETE", "/_electric/entities/chat/one/slash-commands/deploy?owner=ops", "", "", http.StatusOK)
-	require.Eventually(t, func() bool {
+	testwait.Until(t, "the prompt list to change", func() bool {
 		names := b.promptNames(t)
 		r, err := b.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "quickstart"})
 		return err == nil && r.Description == "Show how to get started" && len(names) == 2
-	}, 5*time.Second, 20*time.Millisecond)
+	}, 5*time.Second)
 	a.waitChanged(t)
 
 	// re-registering the type reconciles its static commands into the entity
 	e.http("POST", "/_electric/entity-types", strings.Replace(chatType, `"slash_commands":[`,
 		`"slash_commands":[{"name":"release","description":"Cut a release"},`, 1), "", http.StatusCreated)
-	require.Eventually(t, func() bool {
+	testwait.Until(t, "the new prompt to be listed", func() bool {
 		return slices.Equal([]string{"pr-review", "quickstart", "release"}, a.promptNames(t))
-	}, 5*time.Second, 20*time.Millisecond)
+	}, 5*time.Second)
 	a.waitChanged(t)
 }
 
@@ -324,10 +325,10 @@ func TestMCPPermissions(t *testing.T) {
 	require.Empty(t, e.inbox())
 
 	grant("user:alice", "write")
-	require.Eventually(t, func() bool {
+	testwait.Until(t, "the tool call to succeed", func() bool {
 		res, err := c.CallTool(context.Background(), &mcp.CallToolParams{Name: "send", Arguments: map[string]any{"text": "hi"}})
 		return err == nil && !res.IsError
-	}, 5*time.Second, 50*time.Millisecond)
+	}, 5*time.Second)
 	require.Equal(t, "/principal/user%3Aalice", e.inbox()[0].Value.From)
 
 	// bob may read too, but not through alice's session

@@ -2,6 +2,7 @@ package mcpserve_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/testserver"
+	"github.com/entityd/entityd/internal/testwait"
 	"github.com/entityd/entityd/mcpserve"
 )
 
@@ -112,8 +114,7 @@ func TestMCPSessionPlacesAreGivenBack(t *testing.T) {
 	}
 	given := func(why string) {
 		t.Helper()
-		require.Eventually(t, func() bool { return srv.MCP.SessionsOf(dev) == 0 }, 10*time.Second, 10*time.Millisecond,
-			"the places were not given back after %s", why)
+		testwait.Until(t, fmt.Sprintf("the places to be given back after %s", why), func() bool { return srv.MCP.SessionsOf(dev) == 0 }, 10*time.Second)
 	}
 
 	// idle: the sessions make no request after initializing

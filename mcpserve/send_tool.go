@@ -13,6 +13,8 @@ import (
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/principal"
+	"github.com/entityd/entityd/wire"
+	"github.com/entityd/entityd/wire/composer"
 )
 
 // sendInput is the send tool's input: a prompt invocation, free text, or both (the
@@ -72,16 +74,16 @@ func (en *entry) send(ctx context.Context, req *mcp.CallToolRequest, in sendInpu
 	mode := in.Mode
 	switch mode {
 	case "":
-		mode = inbox.ModeImmediate
-	case inbox.ModeImmediate, inbox.ModeQueued, inbox.ModePaused, inbox.ModeSteer:
+		mode = wire.ModeImmediate
+	case wire.ModeImmediate, wire.ModeQueued, wire.ModePaused, wire.ModeSteer:
 	default:
 		return nil, sendOutput{}, fmt.Errorf("mode must be immediate, queued, paused or steer")
 	}
 	if len(in.Key) > maxSendKey {
 		return nil, sendOutput{}, fmt.Errorf("key must be at most %d characters", maxSendKey)
 	}
-	res, err := en.s.deps.Sender.Send(ctx, e, &inbox.SendRequest{Type: inbox.ComposerInputType,
-		Payload: inbox.SerializeComposerInput(text, en.known), Key: in.Key, Mode: mode, Sender: p.URL()})
+	res, err := en.s.deps.Sender.Send(ctx, e, &inbox.SendRequest{Type: composer.InputType,
+		Payload: composer.Serialize(text, en.known), Key: in.Key, Mode: mode, Sender: p.URL()})
 	if err != nil {
 		return nil, sendOutput{}, sendFailure(err)
 	}

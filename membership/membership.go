@@ -23,6 +23,7 @@ import (
 	"github.com/entityd/entityd/internal/principal"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // Bounds.
@@ -288,8 +289,8 @@ func (s *Service) sync(ctx context.Context, ref string, es []*entity.Entity, ful
 			old, was := current[e.URL]
 			if !match {
 				if was {
-					events = append(events, streamdb.Event{Type: MembersType, Key: e.URL, OldValue: []byte(old),
-						Operation: streamdb.OpDelete, Timestamp: now}.Marshal())
+					events = append(events, wire.Event{Type: MembersType, Key: e.URL, OldValue: []byte(old),
+						Operation: wire.OpDelete, Timestamp: now}.Marshal())
 					if _, err := tx.Exec(ctx, sqlDeleteMember, ref, e.URL); err != nil {
 						return err
 					}
@@ -301,11 +302,11 @@ func (s *Service) sync(ctx context.Context, ref string, es []*entity.Entity, ful
 			if was && row == old {
 				continue
 			}
-			op := streamdb.OpInsert
+			op := wire.OpInsert
 			if was {
-				op = streamdb.OpUpdate
+				op = wire.OpUpdate
 			}
-			events = append(events, streamdb.Event{Type: MembersType, Key: e.URL, Value: []byte(row), Operation: op, Timestamp: now}.Marshal())
+			events = append(events, wire.Event{Type: MembersType, Key: e.URL, Value: []byte(row), Operation: op, Timestamp: now}.Marshal())
 			if _, err := tx.Exec(ctx, sqlUpsertMember, ref, e.URL, row); err != nil {
 				return err
 			}
@@ -316,8 +317,8 @@ func (s *Service) sync(ctx context.Context, ref string, es []*entity.Entity, ful
 					continue
 				}
 				// no longer carries the tags, or is gone
-				events = append(events, streamdb.Event{Type: MembersType, Key: url, OldValue: []byte(old),
-					Operation: streamdb.OpDelete, Timestamp: now}.Marshal())
+				events = append(events, wire.Event{Type: MembersType, Key: url, OldValue: []byte(old),
+					Operation: wire.OpDelete, Timestamp: now}.Marshal())
 				if _, err := tx.Exec(ctx, sqlDeleteMember, ref, url); err != nil {
 					return err
 				}

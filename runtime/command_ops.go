@@ -6,10 +6,10 @@ import (
 	"github.com/entityd/entityd/slashcmd"
 )
 
-// commandOp is one change a handler made to its entity's slash commands. It is data, not
+// CommandOp is one change a handler made to its entity's slash commands. It is data, not
 // a closure, so that a handler running in another process can send it to the server,
 // which replays it against the stored layers when the wake commits.
-type commandOp struct {
+type CommandOp struct {
 	Op            string                     `json:"op"` // register, unregister or replace_owned
 	Registration  *SlashCommandRegistration  `json:"registration,omitempty"`
 	Name          string                     `json:"name,omitempty"`
@@ -17,7 +17,8 @@ type commandOp struct {
 	Registrations []SlashCommandRegistration `json:"registrations,omitempty"`
 }
 
-func (o commandOp) apply(set *slashcmd.Set) error {
+// Apply makes the change in set.
+func (o CommandOp) Apply(set *slashcmd.Set) error {
 	switch o.Op {
 	case "register":
 		if o.Registration == nil {

@@ -17,7 +17,7 @@ func (s *SlashCommands) load() (*slashcmd.Set, error) {
 	if s.set != nil {
 		return s.set, nil
 	}
-	set, err := s.c.host.loadCommands(s.c, s.c.Entity.URL, s.c.def)
+	set, err := s.c.host.LoadCommands(s.c, s.c.Entity.URL, s.c.def)
 	if err != nil {
 		return nil, err
 	}
@@ -25,15 +25,15 @@ func (s *SlashCommands) load() (*slashcmd.Set, error) {
 	return s.set, nil
 }
 
-func (s *SlashCommands) apply(op commandOp) error {
+func (s *SlashCommands) apply(op CommandOp) error {
 	set, err := s.load()
 	if err != nil {
 		return err
 	}
-	if err := op.apply(set); err != nil {
+	if err := op.Apply(set); err != nil {
 		return err
 	}
-	s.c.eff.commandOps = append(s.c.eff.commandOps, op)
+	s.c.eff.SlashCommands = append(s.c.eff.SlashCommands, op)
 	return nil
 }
 
@@ -58,16 +58,16 @@ func (s *SlashCommands) List() ([]SlashCommandRow, error) {
 
 // Register puts reg on top of its name's layers (owner "handler" when empty).
 func (s *SlashCommands) Register(reg SlashCommandRegistration) error {
-	return s.apply(commandOp{Op: "register", Registration: &reg})
+	return s.apply(CommandOp{Op: "register", Registration: &reg})
 }
 
 // Unregister removes owner's layer for name ("" = the top layer's owner).
 func (s *SlashCommands) Unregister(name, owner string) error {
-	return s.apply(commandOp{Op: "unregister", Name: name, Owner: owner})
+	return s.apply(CommandOp{Op: "unregister", Name: name, Owner: owner})
 }
 
 // ReplaceOwned makes owner's registrations exactly regs; the whole set is validated
 // first and applied as one change.
 func (s *SlashCommands) ReplaceOwned(owner string, regs []SlashCommandRegistration) error {
-	return s.apply(commandOp{Op: "replace_owned", Owner: owner, Registrations: regs})
+	return s.apply(CommandOp{Op: "replace_owned", Owner: owner, Registrations: regs})
 }

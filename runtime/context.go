@@ -10,10 +10,8 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
-	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/rawjson"
-	"github.com/entityd/entityd/streamdb"
-	"github.com/entityd/entityd/wake"
+	"github.com/entityd/entityd/wire"
 )
 
 // Context is what a handler gets for one wake. It is a context.Context (cancelled when
@@ -33,13 +31,13 @@ type Context struct {
 	// SlashCommands manages the entity's slash commands; reads see this run's own writes.
 	SlashCommands *SlashCommands
 
-	host     host
+	host     Host
 	seq      int64 // the wake's position in the stream (names its run)
 	run      *replyRun
 	def      *EntityDefinition
-	state    func() (*wake.State, error)
+	state    func() (*wire.State, error)
 	steer    <-chan InboxWake
-	eff      *effects
+	eff      *Effects
 	commands *SlashCommands
 }
 
@@ -49,15 +47,11 @@ type Entity struct {
 	Type string
 }
 
-func (r *Runtime) newContext(ctx context.Context, def *EntityDefinition, job *wake.Job) *Context {
-	return newContext(ctx, r, r.log, def, job, &effects{rt: r, url: job.EntityURL})
-}
-
-// newContext is a handler's Context for job, wherever the handler runs (h says where).
-func newContext(ctx context.Context, h host, log *zap.Logger, def *EntityDefinition, job *wake.Job, eff *effects) *Context {
-	c := &Context{Context: ctx, Wake: job.Wake, Entity: Entity{URL: job.EntityURL, Type: job.EntityType},
-		Attempt: job.Attempt, host: h, seq: job.Seq, def: def, state: job.State, steer: job.Steer, eff: eff,
-		Log: log.With(zap.String("entity", job.EntityURL), zap.String("wake", job.Wake.Kind()))}
+// newContext is a handler's Context for one wake, wherever the handler runs (h says where).
+func newContext(ctx context.Context, h Host, log *zap.Logger, def *EntityDefinition, inv Invocation, eff *Effects) *Context {
+	c := &Context{Context: ctx, Wake: inv.Wake, Entity: Entity{URL: inv.EntityURL, Type: inv.EntityType},
+		Attempt: inv.Attempt, host: h, seq: inv.Seq, def: def, state: inv.State, steer: inv.Steer, eff: eff,
+		Log: log.With(zap.String("entity", inv.EntityURL), zap.String("wake", inv.Wake.Kind()))}
 	c.commands = &SlashCommands{c: c}
 	c.SlashCommands = c.commands
 	return c
@@ -89,15 +83,15 @@ func (c *Context) WriteEvent(eventType, key, op string, value any) error {
 		return errors.New("runtime: WriteEvent needs an event type and a key")
 	}
 	if op == "" {
-		op = streamdb.OpInsert
+		op = wire.OpInsert
 	}
 	switch op {
-	case streamdb.OpInsert, streamdb.OpUpdate, streamdb.OpUpsert, streamdb.OpDelete:
+	case wire.OpInsert, wire.OpUpdate, wire.OpUpsert, wire.OpDelete:
 	default:
 		return fmt.Errorf("runtime: unknown operation %q", op)
 	}
 	var raw []byte
-	if op != streamdb.OpDelete {
+	if op != wire.OpDelete {
 		var err error
 		if raw, err = toJSON(value); err != nil {
 			return err
@@ -106,7 +100,7 @@ func (c *Context) WriteEvent(eventType, key, op string, value any) error {
 			return err
 		}
 	}
-	c.eff.own(streamdb.Event{Type: eventType, Key: key, Value: raw, Operation: op, Timestamp: time.Now()}.Marshal())
+	c.eff.own(wire.Event{Type: eventType, Key: key, Value: raw, Operation: op, Timestamp: time.Now()}.Marshal())
 	return nil
 }
 
@@ -131,7 +125,7 @@ func (c *Context) validateState(eventType string, value []byte) error {
 	if !ok {
 		return &StateValidationError{EventType: eventType}
 	}
-	schema, err := c.host.schemaCache().Get(raw)
+	schema, err := c.host.Schemas().Get(raw)
 	if err != nil {
 		return fmt.Errorf("runtime: state schema %s: %w", eventType, err)
 	}
@@ -163,7 +157,7 @@ func (c *Context) InsertContext(e ContextEntry) error {
 	var v rawjson.Object
 	v.String("id", e.ID).String("name", e.Name).String("content", e.Content)
 	v.Value("attrs", orEmpty(e.Attrs)).Value("provenance", orEmpty(e.Provenance)).Time("inserted_at", now)
-	c.eff.own(streamdb.Event{Type: "context_inserted", Key: e.ID, Value: v.Bytes(), Operation: streamdb.OpInsert,
+	c.eff.own(wire.Event{Type: "context_inserted", Key: e.ID, Value: v.Bytes(), Operation: wire.OpInsert,
 		Timestamp: now}.Marshal())
 	return nil
 }
@@ -173,7 +167,7 @@ func (c *Context) RemoveContext(id string, provenance map[string]any) error {
 	now := time.Now()
 	var v rawjson.Object
 	v.String("id", id).Value("provenance", orEmpty(provenance)).Time("removed_at", now)
-	c.eff.own(streamdb.Event{Type: "context_removed", Key: id, Value: v.Bytes(), Operation: streamdb.OpInsert,
+	c.eff.own(wire.Event{Type: "context_removed", Key: id, Value: v.Bytes(), Operation: wire.OpInsert,
 		Timestamp: now}.Marshal())
 	return nil
 }
@@ -181,9 +175,9 @@ func (c *Context) RemoveContext(id string, provenance map[string]any) error {
 // HasContext reports whether the entry id is in context (inserted and not removed since),
 // counting this run's own InsertContext and RemoveContext calls.
 func (c *Context) HasContext(id string) bool {
-	for i := len(c.eff.events) - 1; i >= 0; i-- {
-		var ev wake.Event
-		if json.Unmarshal(c.eff.events[i], &ev) != nil || ev.Key != id {
+	for i := len(c.eff.Events) - 1; i >= 0; i-- {
+		var ev wire.StreamEvent
+		if json.Unmarshal(c.eff.Events[i], &ev) != nil || ev.Key != id {
 			continue
 		}
 		switch ev.Type {
@@ -228,13 +222,11 @@ func (c *Context) Send(url string, msg Message) error {
 	if err != nil {
 		return err
 	}
-	req := &inbox.SendRequest{Payload: payload, Type: msg.Type, Key: msg.Key, Mode: msg.Mode,
-		Sender: c.Entity.URL, FromAgent: c.Entity.URL}
-	p, err := c.host.prepareSend(c, url, req)
-	if err != nil {
+	send := Send{To: url, Type: msg.Type, Payload: payload, Key: msg.Key, Mode: msg.Mode}
+	if err := c.host.CheckSend(c, c.Entity.URL, &send); err != nil {
 		return err
 	}
-	c.eff.sends = append(c.eff.sends, p)
+	c.eff.Sends = append(c.eff.Sends, send)
 	return nil
 }
 
@@ -246,7 +238,7 @@ func (c *Context) Schedule(at time.Time, payload any) (string, error) {
 		return "", err
 	}
 	id := uuid.NewString()
-	c.eff.timers = append(c.eff.timers, timer{id: id, due: at, payload: raw})
+	c.eff.Timers = append(c.eff.Timers, Timer{ID: id, DueAt: at, Payload: raw})
 	return id, nil
 }
 
@@ -254,16 +246,16 @@ func (c *Context) Schedule(at time.Time, payload any) (string, error) {
 // event of one of eventTypes (any type when none are given) from its handler, and when it
 // stops or is killed.
 func (c *Context) Observe(url string, eventTypes ...string) error {
-	if err := c.host.checkEntity(c, url); err != nil {
+	if err := c.host.CheckEntity(c, url); err != nil {
 		return fmt.Errorf("runtime: observe %s: %w", url, err)
 	}
-	c.eff.observations = append(c.eff.observations, observation{source: url, types: eventTypes})
+	c.eff.Observations = append(c.eff.Observations, Observation{Source: url, Types: eventTypes})
 	return nil
 }
 
 // Unobserve stops observing the entity at url.
 func (c *Context) Unobserve(url string) {
-	c.eff.observations = append(c.eff.observations, observation{source: url, remove: true})
+	c.eff.Observations = append(c.eff.Observations, Observation{Source: url, Remove: true})
 }
 
 func toJSON(v any) ([]byte, error) {

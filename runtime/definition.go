@@ -25,7 +25,7 @@ import (
 
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/slashcmd"
-	"github.com/entityd/entityd/wake"
+	"github.com/entityd/entityd/wire"
 )
 
 // Handler handles one wake of an entity.
@@ -61,34 +61,38 @@ type SlashCommandRegistration = slashcmd.Registration
 
 // The wake variants: ctx.Wake is exactly one of them.
 type (
-	Wake            = wake.Wake
-	InboxWake       = wake.InboxWake
-	SpawnWake       = wake.SpawnWake
-	ScheduleWake    = wake.ScheduleWake
-	ObservationWake = wake.ObservationWake
-	ObservedEvent   = wake.ObservedEvent
-	SignalWake      = wake.SignalWake
-	RegisteredWake  = wake.RegisteredWake
-	FinishedChild   = wake.FinishedChild
+	Wake            = wire.Wake
+	InboxWake       = wire.InboxWake
+	SpawnWake       = wire.SpawnWake
+	ScheduleWake    = wire.ScheduleWake
+	ObservationWake = wire.ObservationWake
+	ObservedEvent   = wire.ObservedEvent
+	SignalWake      = wire.SignalWake
+	RegisteredWake  = wire.RegisteredWake
+	FinishedChild   = wire.FinishedChild
 )
 
-// typeJSON renders the definition as an entity-type registration.
-func (d *EntityDefinition) typeJSON() (creation, inboxSchemas, stateSchemas, commands json.RawMessage, err error) {
+// TypeJSON is the definition as an entity-type registration's JSON members.
+type TypeJSON struct {
+	Creation, InboxSchemas, StateSchemas, SlashCommands json.RawMessage
+}
+
+// TypeJSON renders the definition as an entity-type registration, checking it.
+func (d *EntityDefinition) TypeJSON() (TypeJSON, error) {
 	if d.Type == "" || d.Handler == nil {
-		return nil, nil, nil, nil, fmt.Errorf("runtime: an entity definition needs a Type and a Handler")
+		return TypeJSON{}, fmt.Errorf("runtime: an entity definition needs a Type and a Handler")
 	}
-	creation = d.CreationSchema
-	inboxSchemas = schemaMap(d.InboxSchemas)
-	stateSchemas = schemaMap(d.StateSchemas)
+	t := TypeJSON{Creation: d.CreationSchema, InboxSchemas: schemaMap(d.InboxSchemas), StateSchemas: schemaMap(d.StateSchemas)}
 	if d.SlashCommands != nil {
 		if details := slashcmd.Validate(d.SlashCommands, "/slash_commands", slashcmd.DefaultLimits); details != nil {
-			return nil, nil, nil, nil, fmt.Errorf("runtime: %s: invalid slash commands: %v", d.Type, details)
+			return TypeJSON{}, fmt.Errorf("runtime: %s: invalid slash commands: %v", d.Type, details)
 		}
-		if commands, err = json.Marshal(d.SlashCommands); err != nil {
-			return nil, nil, nil, nil, err
+		var err error
+		if t.SlashCommands, err = json.Marshal(d.SlashCommands); err != nil {
+			return TypeJSON{}, err
 		}
 	}
-	return creation, inboxSchemas, stateSchemas, commands, nil
+	return t, nil
 }
 
 func schemaMap(m map[string]json.RawMessage) json.RawMessage {

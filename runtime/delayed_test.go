@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/entityd/entityd/internal/testwait"
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/wake"
 )
@@ -37,18 +38,18 @@ func TestDelayedSendSurvivesARestartAndWakesTheHandler(t *testing.T) {
 		"the first process stopped before the send was due (else this test proves nothing)")
 
 	second := startServerOn(t, dbURL, wake.Options{}, false, def)
-	waitUntil(t, 15*time.Second, func() bool {
+	testwait.Until(t, "the delayed send to reach the handler after the restart", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(got) > 0
-	}, "the delayed send did not reach the handler after the restart")
+	}, 15*time.Second)
 	// a second delivery of it would come before a message sent now
 	second.send(url, map[string]any{"type": "note", "key": "marker", "payload": map[string]any{"text": "m"}})
-	waitUntil(t, 15*time.Second, func() bool {
+	testwait.Until(t, "the marker after it", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(got) > 0 && got[len(got)-1].Key == "marker"
-	})
+	}, 15*time.Second)
 	mu.Lock()
 	defer mu.Unlock()
 	require.Len(t, got, 2, "the delayed send once, then the marker")

@@ -20,6 +20,7 @@ import (
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
+	"github.com/entityd/entityd/wire"
 )
 
 var offsetRe = regexp.MustCompile(`^\d{16}_\d{16}$`)
@@ -681,8 +682,8 @@ func TestWakeOnlyAfterCommit(t *testing.T) {
 		rec.waitKey(t, marker, key, 10*time.Second)
 	}
 	msg := func(key string) []byte {
-		return streamdb.Event{Type: "inbox", Key: key, Value: []byte(`{"from":"/principal/system%3Atest","payload":1,"mode":"immediate","status":"processed"}`),
-			Operation: streamdb.OpInsert, Timestamp: time.Now()}.Marshal()
+		return wire.Event{Type: "inbox", Key: key, Value: []byte(`{"from":"/principal/system%3Atest","payload":1,"mode":"immediate","status":"processed"}`),
+			Operation: wire.OpInsert, Timestamp: time.Now()}.Marshal()
 	}
 	ctx := context.Background()
 	errRollback := errors.New("roll back")

@@ -1,105 +1,85 @@
 package runtime
 
 import (
-	"context"
-	"errors"
-	"fmt"
+	"encoding/json"
 	"time"
-
-	"github.com/entityd/entityd/entity"
-	"github.com/entityd/entityd/inbox"
-	"github.com/entityd/entityd/slashcmd"
-	"github.com/entityd/entityd/streamdb"
-	"github.com/entityd/entityd/wake"
 )
 
-// effects buffers what a handler run writes until its acknowledgement commits.
-type effects struct {
-	rt           *Runtime
-	url          string
-	events       [][]byte
-	sends        []pendingSend
-	commandOps   []commandOp
-	timers       []timer
-	observations []observation
+// Effects are what one handler run wrote to one entity, as the server commits them in the
+// transaction that acknowledges the wake: all of them or none, and none once the wake's
+// epoch is stale. In the server they are applied as they are; a handler running in
+// another process sends them with its done callback (entityd's "effects" extension of
+// Electric's done), where the server checks them as it checks its own handlers' writes.
+type Effects struct {
+	// Stream is the entity's main stream, e.g. /assistant/a1/main.
+	Stream        string            `json:"stream"`
+	Events        []json.RawMessage `json:"events,omitempty"`
+	Sends         []Send            `json:"sends,omitempty"`
+	SlashCommands []CommandOp       `json:"slash_commands,omitempty"`
+	Timers        []Timer           `json:"timers,omitempty"`
+	Observations  []Observation     `json:"observations,omitempty"`
 }
 
-type pendingSend struct {
-	url      string // the target entity
-	req      *inbox.SendRequest
-	prepared *inbox.Prepared // in the server only
+// Send is a message to another entity, delivered when the run commits (from_agent: the
+// sending entity).
+type Send struct {
+	To      string          `json:"to"`
+	Type    string          `json:"type,omitempty"`
+	Payload json.RawMessage `json:"payload"`
+	Key     string          `json:"key,omitempty"`
+	Mode    string          `json:"mode,omitempty"`
 }
 
-type timer struct {
-	id      string
-	due     time.Time
-	payload []byte
+// Timer wakes the entity with a ScheduleWake at DueAt.
+type Timer struct {
+	ID      string          `json:"id"`
+	DueAt   time.Time       `json:"due_at"`
+	Payload json.RawMessage `json:"payload"`
 }
 
-type observation struct {
-	source string
-	types  []string
-	remove bool
+// Observation starts (or, with Remove, stops) observing the entity at Source.
+type Observation struct {
+	Source string   `json:"source"`
+	Types  []string `json:"types,omitempty"`
+	Remove bool     `json:"remove,omitempty"`
 }
 
-var _ wake.Effects = (*effects)(nil)
-
-func (e *effects) own(event []byte) { e.events = append(e.events, event) }
-
-func (e *effects) Events() [][]byte { return e.events }
-
-func (e *effects) Extra() bool {
-	return len(e.sends) > 0 || len(e.commandOps) > 0 || len(e.timers) > 0 || len(e.observations) > 0
+// Empty reports a run that wrote nothing.
+func (e *Effects) Empty() bool {
+	return len(e.Events) == 0 && !e.Extra()
 }
 
-// Apply writes the run's other effects in the acknowledgement's transaction.
-func (e *effects) Apply(ctx context.Context, tx *streamdb.Tx) error {
-	if len(e.commandOps) > 0 {
-		_, err := e.rt.registry.Commands().ApplyTx(ctx, tx, e.url, func(set *slashcmd.Set) error {
-			for _, op := range e.commandOps {
-				if err := op.apply(set); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("runtime: slash commands: %w", err)
-		}
+// Extra reports writes besides events (sends, slash-command changes, timers, observations).
+func (e *Effects) Extra() bool {
+	return len(e.Sends) > 0 || len(e.SlashCommands) > 0 || len(e.Timers) > 0 || len(e.Observations) > 0
+}
+
+// own buffers an event the handler wrote.
+func (e *Effects) own(event []byte) { e.Events = append(e.Events, event) }
+
+// merge appends o's writes to e's.
+func (e *Effects) merge(o *Effects) {
+	e.Events = append(e.Events, o.Events...)
+	e.Sends = append(e.Sends, o.Sends...)
+	e.SlashCommands = append(e.SlashCommands, o.SlashCommands...)
+	e.Timers = append(e.Timers, o.Timers...)
+	e.Observations = append(e.Observations, o.Observations...)
+}
+
+// size estimates the bytes e takes in a done callback.
+func (e *Effects) size() int {
+	n := 0
+	for _, ev := range e.Events {
+		n += len(ev)
 	}
-	for _, s := range e.sends {
-		req := entity.SendTo(s.url, s.prepared.Event)
-		req.Dedupe = s.prepared.Dedupe
-		_, err := tx.Append(ctx, req)
-		var closed *streamdb.ClosedError
-		switch {
-		case errors.As(err, &closed), errors.Is(err, entity.ErrNotRunning):
-			return fmt.Errorf("runtime: send to %s: %w", s.url, entity.ErrNotRunning)
-		case err != nil:
-			return fmt.Errorf("runtime: send to %s: %w", s.url, err)
-		}
+	for _, s := range e.Sends {
+		n += len(s.Payload) + 128
 	}
-	for _, t := range e.timers {
-		if err := wake.Schedule(ctx, tx, t.id, e.url, t.due, t.payload); err != nil {
-			return fmt.Errorf("runtime: schedule: %w", err)
-		}
+	for _, op := range e.SlashCommands {
+		n += 512 * (1 + len(op.Registrations))
 	}
-	for _, o := range e.observations {
-		var err error
-		if o.remove {
-			err = wake.Unobserve(ctx, tx, e.url, o.source)
-		} else {
-			err = wake.Observe(ctx, tx, e.url, o.source, o.types)
-		}
-		if err != nil {
-			return fmt.Errorf("runtime: observe %s: %w", o.source, err)
-		}
+	for _, t := range e.Timers {
+		n += len(t.Payload) + 128
 	}
-	return nil
-}
-
-func (e *effects) Committed() {
-	if len(e.timers) > 0 {
-		e.rt.pokeTimers()
-	}
+	return n + 128*len(e.Observations)
 }

@@ -5,8 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,21 +19,21 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest"
 
 	"github.com/entityd/entityd/internal/pgtest"
 	"github.com/entityd/entityd/internal/testbin"
+	"github.com/entityd/entityd/internal/testserver"
+	"github.com/entityd/entityd/internal/testwait"
 	"github.com/entityd/entityd/runtime"
-	"github.com/entityd/entityd/server"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
 )
 
 const entitiesPath = "/_electric/entities"
 
-// env is a complete in-process server (server.New, as an embedding program runs it) on a
-// fresh database, with an HTTP client and a pool of its own on the same database.
+// env is a complete in-process server (internal/testserver: server.Assemble, as
+// cmd/server wires it) on a fresh database, with an HTTP client and a pool of its own on
+// the same database.
 type env struct {
 	t     *testing.T
 	base  string // http://127.0.0.1:port
@@ -43,7 +43,7 @@ type env struct {
 	storeOnce sync.Once
 	store     *streamdb.Store
 
-	stop func() time.Duration // stops the server, returns how long Run took to return
+	stop func() time.Duration // stops the server, returns how long stopping took
 }
 
 // fastWake fills the zero fields of o with values that keep the tests quick.
@@ -61,59 +61,23 @@ func fastWake(o wake.Options) wake.Options {
 	return o
 }
 
-// startServer runs server.New(cfg, defs...) until the test ends. A zero DatabaseURL takes
-// a fresh database; quiet servers log nothing (tests that provoke failures on purpose).
+// startServer runs a server hosting defs until the test ends, on a fresh database;
+// quiet servers log nothing (tests that provoke failures on purpose).
 func startServer(t *testing.T, wo wake.Options, quiet bool, defs ...runtime.EntityDefinition) *env {
 	t.Helper()
 	return startServerOn(t, pgtest.URL(t), wo, quiet, defs...)
 }
 
+// startServerOn is startServer on an existing database (another replica of it).
 func startServerOn(t *testing.T, dbURL string, wo wake.Options, quiet bool, defs ...runtime.EntityDefinition) *env {
 	t.Helper()
-	log := zap.NewNop()
-	if !quiet {
-		log = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	}
-	ready := make(chan net.Addr, 1)
-	srv := server.New(server.Config{
-		Addr:            "127.0.0.1:0",
-		DatabaseURL:     dbURL,
-		Wake:            fastWake(wo),
-		ShutdownTimeout: 10 * time.Second,
-		Logger:          log,
-		Ready:           func(a net.Addr) { ready <- a },
-	}, defs...)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	e := &env{t: t, dbURL: dbURL}
-	select {
-	case a := <-ready:
-		e.base = "http://" + a.String()
-	case err := <-done:
-		cancel()
-		t.Fatalf("server exited during start: %v", err)
-	case <-time.After(time.Minute):
-		cancel()
-		t.Fatal("server did not start within a minute")
-	}
-	var once sync.Once
-	var took time.Duration
+	srv := testserver.Start(t, testserver.Options{DBURL: dbURL, Wake: fastWake(wo), QuietLogs: quiet, Definitions: defs})
+	e := &env{t: t, base: srv.URL, dbURL: dbURL}
 	e.stop = func() time.Duration {
-		once.Do(func() {
-			start := time.Now()
-			cancel()
-			select {
-			case err := <-done:
-				require.NoError(t, err)
-			case <-time.After(time.Minute):
-				t.Error("server did not stop within a minute")
-			}
-			took = time.Since(start)
-		})
-		return took
+		start := time.Now()
+		srv.Stop()
+		return time.Since(start)
 	}
-	t.Cleanup(func() { e.stop() })
 	pool, err := pgxpool.New(context.Background(), dbURL)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
@@ -345,7 +309,7 @@ func texts(t *testing.T, events []event) []string {
 	return out
 }
 
-// requireFailedRun checks what a given-up unit of work leaves (wake.FailureEvents): a run
+// requireFailedRun checks what a given-up unit of work leaves (wire.FailureEvents): a run
 // inserted as started, the last error (linked to the run), and the run updated to failed.
 func requireFailedRun(t *testing.T, evs []event, message string) {
 	t.Helper()
@@ -373,16 +337,16 @@ func eventTypes(events []event) []string {
 	return out
 }
 
-// waitUntil polls cond until it holds or timeout passes.
+// waitUntil is testwait.Until in the argument order of the calls in delivery_test.go and
+// failure_test.go, which are being rewritten for a controllable clock in another change;
+// new tests call testwait.Until.
 func waitUntil(t *testing.T, timeout time.Duration, cond func() bool, msgAndArgs ...any) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			require.FailNow(t, "condition not met within "+timeout.String(), msgAndArgs...)
-		}
-		time.Sleep(10 * time.Millisecond)
+	what := "a condition"
+	if len(msgAndArgs) > 0 {
+		what = fmt.Sprintf(fmt.Sprint(msgAndArgs[0]), msgAndArgs[1:]...)
 	}
+	testwait.Until(t, what, cond, timeout)
 }
 
 // seen is one handler run as the handler saw it.
@@ -440,7 +404,12 @@ func (r *recorder) inboxKeys(url string) []string {
 func (r *recorder) wait(t *testing.T, url string, timeout time.Duration, match func(seen) bool) seen {
 	t.Helper()
 	var found seen
-	waitUntil(t, timeout, func() bool {
+	defer func() { // also when the wait fails the test
+		if t.Failed() {
+			t.Logf("runs of %s: %v", url, kinds(r.of(url)))
+		}
+	}()
+	testwait.Until(t, "a matching run of "+url, func() bool {
 		for _, s := range r.of(url) {
 			if match(s) {
 				found = s
@@ -448,7 +417,7 @@ func (r *recorder) wait(t *testing.T, url string, timeout time.Duration, match f
 			}
 		}
 		return false
-	}, "no matching run of %s; runs: %v", url, kinds(r.of(url)))
+	}, timeout)
 	return found
 }
 

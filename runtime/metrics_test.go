@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/entityd/entityd/internal/testwait"
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/wake"
 )
@@ -57,7 +58,7 @@ func TestHandlerMetrics(t *testing.T) {
 	url := e.spawn("metered", "m", nil)
 	e.send(url, map[string]any{"key": "bad", "payload": 0})
 	e.send(url, map[string]any{"key": "good", "payload": 1})
-	waitUntil(t, 10*time.Second, func() bool { return delta(0) >= 2 }, "the spawn and the good message ran")
+	testwait.Until(t, "the spawn and the good message ran", func() bool { return delta(0) >= 2 }, 10*time.Second)
 	require.Equal(t, 2.0, delta(0), "spawn wake + good")
 	require.Equal(t, 2.0, delta(1), "bad, twice")
 	require.Equal(t, 1.0, delta(2))

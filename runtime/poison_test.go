@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/entityd/entityd/internal/testwait"
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/wake"
 )
@@ -29,7 +30,7 @@ func TestOddHeldMessageDoesNotWedge(t *testing.T) {
 	e.send(url, `{"type":"composer_input","key":"held","mode":"paused","payload":`+composer+`}`)
 	e.send(url, `{"type":"composer_input","key":"after-1","payload":`+composer+`}`)
 	rec.waitKey(t, url, "after-1", 10*time.Second)
-	waitUntil(t, 5*time.Second, func() bool { return e.wakeStatus(url).Paused == 1 }, "the odd message is held")
+	testwait.Until(t, "the odd message is held", func() bool { return e.wakeStatus(url).Paused == 1 }, 5*time.Second)
 
 	r := e.do(http.MethodPatch, entitiesPath+url+"/inbox/held", `{"mode":"queued"}`)
 	require.Equal(t, http.StatusOK, r.Status, "release: %s", r.Body)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/entityd/entityd/internal/testwait"
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/wake"
 )
@@ -28,10 +29,10 @@ func TestQueuedMessageIsMarkedProcessed(t *testing.T) {
 	e.send(a, map[string]any{"key": "q1", "payload": map[string]any{"text": "hi"}, "mode": "queued"})
 	e.send(a, map[string]any{"key": "i1", "payload": "now"})
 	var events []event
-	waitUntil(t, 10*time.Second, func() bool {
+	testwait.Until(t, "both replies", func() bool {
 		events = e.events(a)
 		return len(texts(t, events)) == 2
-	}, "both replies")
+	}, 10*time.Second)
 
 	updates := func(key string) []event {
 		var out []event

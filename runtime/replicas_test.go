@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 // replicaArgs make a crashed replica's entities move within seconds.
@@ -110,9 +112,9 @@ func TestThreeReplicasSurviveASIGKILL(t *testing.T) {
 		require.NoError(t, pool.QueryRow(context.Background(), sql).Scan(&n))
 		return n
 	}
-	waitUntil(t, 2*time.Minute, func() bool {
+	testwait.Until(t, "every entity's stream is handled to its tail", func() bool {
 		return count(`SELECT count(*) FROM streams s JOIN entity_wake w ON w.stream_id = s.id WHERE w.scanned_seq < s.tail_seq`) == 0
-	}, "every entity's stream is handled to its tail")
+	}, 2*time.Minute)
 	t.Logf("all handled %v after the SIGKILL; %d sends retried on another replica; %d handler runs for %d messages",
 		time.Since(killedAt), retried.Load(), count(`SELECT count(*) FROM probe_deliveries`), total)
 	require.Zero(t, count(`SELECT count(*) FROM probe_overlaps`), "two runs of one entity overlapped")
@@ -195,7 +197,7 @@ func TestReplicasWakeEachOther(t *testing.T) {
 		got := make(chan polled, 1)
 		go func() { got <- longPoll(b.base, "/replica-test/s1", tail) }()
 		// the long-poll must be parked on b before the append: wait for b to watch
-		waitUntil(t, 5*time.Second, func() bool { return parked(t, b.base) > 0 }, "the long-poll is parked")
+		testwait.Until(t, "the long-poll is parked", func() bool { return parked(t, b.base) > 0 }, 5*time.Second)
 		msg := fmt.Sprintf(`"hello-%d"`, i)
 		start := time.Now()
 		r := do(t, a.base, "POST", "/replica-test/s1", msg)
@@ -213,7 +215,7 @@ func TestReplicasWakeEachOther(t *testing.T) {
 	slices.Sort(lat)
 	t.Logf("append on a → long-poll on b answered: p50 %v, max %v", lat[len(lat)/2], lat[len(lat)-1])
 	var seen strings.Builder
-	waitUntil(t, 10*time.Second, func() bool {
+	testwait.Until(t, "the SSE reader on replica c saw every append", func() bool {
 		for {
 			select {
 			case s := <-sseLines:
@@ -222,7 +224,7 @@ func TestReplicasWakeEachOther(t *testing.T) {
 				return strings.Contains(seen.String(), "hello-19")
 			}
 		}
-	}, "the SSE reader on replica c saw every append")
+	}, 10*time.Second)
 	require.Contains(t, seen.String(), "hello-0")
 
 	// slash commands: registered through a, seen by a subscriber of the collection on c
@@ -231,7 +233,7 @@ func TestReplicasWakeEachOther(t *testing.T) {
 	require.Equal(t, http.StatusOK, head.Status)
 	cmds := make(chan polled, 1)
 	go func() { cmds <- longPoll(c.base, url+"/slash-commands", head.Header.Get("Stream-Next-Offset")) }()
-	waitUntil(t, 5*time.Second, func() bool { return parked(t, c.base) > 0 }, "the subscriber is parked")
+	testwait.Until(t, "the subscriber is parked", func() bool { return parked(t, c.base) > 0 }, 5*time.Second)
 	r = do(t, a.base, "PUT", entitiesPath+url+"/slash-commands/deploy?owner=ops", `{"name":"deploy","description":"Ship it"}`)
 	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
 	select {

@@ -6,8 +6,7 @@ import (
 	"time"
 
 	"github.com/entityd/entityd/internal/rawjson"
-	"github.com/entityd/entityd/streamdb"
-	"github.com/entityd/entityd/wake"
+	"github.com/entityd/entityd/wire"
 )
 
 // A handler's reply is written the way Electric's runtime writes an agent's reply, since
@@ -27,7 +26,7 @@ import (
 //	…the handler's other writes…
 //	run         update run-<seq>             {status: completed, finish_reason: stop}
 //
-// <seq> is the stream position of the event that woke the handler (wake.RunKey). The
+// <seq> is the stream position of the event that woke the handler (wire.RunKey). The
 // first text of a run has the key of Electric's ctx.replyText. A wake that writes no
 // reply and opens no run (StartRun) writes no run either, as in Electric, where a
 // handler that neither runs its agent nor replies leaves no run.
@@ -47,7 +46,7 @@ type replyRun struct {
 func (c *Context) StartRun() string {
 	if c.run == nil {
 		c.run = &replyRun{key: c.runKey()}
-		c.eff.own(wake.RunEvent(c.run.key, streamdb.OpInsert, "started", "", time.Now()))
+		c.eff.own(wire.RunEvent(c.run.key, wire.OpInsert, "started", "", time.Now()))
 	}
 	return c.run.key
 }
@@ -70,10 +69,10 @@ func (c *Context) WriteText(text string) error {
 	streaming.String("status", "streaming").String("run_id", run)
 	delta.String("text_id", key).String("run_id", run).String("delta", text)
 	completed.String("status", "completed").String("run_id", run)
-	c.eff.own(streamdb.Event{Type: "text", Key: key, Value: streaming.Bytes(), Operation: streamdb.OpInsert, Timestamp: now}.Marshal())
-	c.eff.own(streamdb.Event{Type: "text_delta", Key: key + ":0", Value: delta.Bytes(), Operation: streamdb.OpInsert,
+	c.eff.own(wire.Event{Type: "text", Key: key, Value: streaming.Bytes(), Operation: wire.OpInsert, Timestamp: now}.Marshal())
+	c.eff.own(wire.Event{Type: "text_delta", Key: key + ":0", Value: delta.Bytes(), Operation: wire.OpInsert,
 		Timestamp: now}.Marshal())
-	c.eff.own(streamdb.Event{Type: "text", Key: key, Value: completed.Bytes(), Operation: streamdb.OpUpdate, Timestamp: now}.Marshal())
+	c.eff.own(wire.Event{Type: "text", Key: key, Value: completed.Bytes(), Operation: wire.OpUpdate, Timestamp: now}.Marshal())
 	return nil
 }
 
@@ -91,7 +90,7 @@ func (c *Context) FailRun(message string) {
 	now := time.Now()
 	var v rawjson.Object
 	v.String("error_code", "handler_error").String("message", message).String("run_id", run)
-	c.eff.own(streamdb.Event{Type: "error", Key: run + ":error", Value: v.Bytes(), Operation: streamdb.OpInsert,
+	c.eff.own(wire.Event{Type: "error", Key: run + ":error", Value: v.Bytes(), Operation: wire.OpInsert,
 		Timestamp: now}.Marshal())
 }
 
@@ -104,14 +103,14 @@ func (c *Context) endRun() {
 	if c.run.failed {
 		status, reason = "failed", "error"
 	}
-	c.eff.own(wake.RunEvent(c.run.key, streamdb.OpUpdate, status, reason, time.Now()))
+	c.eff.own(wire.RunEvent(c.run.key, wire.OpUpdate, status, reason, time.Now()))
 }
 
 // runKey names this wake's run: by the wake's stream position, else (a context made
 // without one) after the highest run-<n> in the entity's state.
 func (c *Context) runKey() string {
 	if c.seq > 0 {
-		return wake.RunKey(c.seq)
+		return wire.RunKey(c.seq)
 	}
 	next := int64(0)
 	for _, k := range c.State().Keys("run") {
@@ -120,5 +119,5 @@ func (c *Context) runKey() string {
 			next = n + 1
 		}
 	}
-	return wake.RunKey(next)
+	return wire.RunKey(next)
 }

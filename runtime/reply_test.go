@@ -13,8 +13,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/entityd/entityd/internal/testwait"
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/wake"
+	"github.com/entityd/entityd/wire"
 )
 
 // replier answers messages by their payload: "one" with one text, "two" with two texts
@@ -112,10 +114,10 @@ func TestHandlerReplyIsARun(t *testing.T) {
 			e.send(a, map[string]any{"key": "crash", "payload": "crash"})
 			e.send(a, map[string]any{"key": "last", "payload": "one"})
 			var events []event
-			waitUntil(t, 30*time.Second, func() bool {
+			testwait.Until(t, "every reply", func() bool {
 				events = e.events(a)
 				return len(texts(t, events)) == 6
-			}, "every reply")
+			}, 30*time.Second)
 
 			// a message's run is run-<its seq> (entity streams hold one event per message,
 			// numbered from 1); its events are the run's own and those linked to it, and
@@ -125,7 +127,7 @@ func TestHandlerReplyIsARun(t *testing.T) {
 			runOf := func(key string) (string, []event) {
 				i := slices.IndexFunc(events, func(ev event) bool { return ev.Type == "inbox" && ev.Key == key && ev.op() == "insert" })
 				require.GreaterOrEqual(t, i, 0, key)
-				run := wake.RunKey(int64(i + 1))
+				run := wire.RunKey(int64(i + 1))
 				first, last := -1, -1
 				for j, ev := range events {
 					var link struct {
@@ -220,7 +222,7 @@ func TestGoHandlerRunsWakeRunFinishedObservers(t *testing.T) {
 		Error     *string `json:"error"`
 	}
 	var got []finished
-	waitUntil(t, 30*time.Second, func() bool {
+	testwait.Until(t, "three finished runs", func() bool {
 		got = nil
 		for _, ev := range ofType(e.events(p), "wake") {
 			var v struct {
@@ -231,10 +233,10 @@ func TestGoHandlerRunsWakeRunFinishedObservers(t *testing.T) {
 			got = append(got, *v.FinishedChild)
 		}
 		return len(got) >= 3
-	}, "three finished runs")
+	}, 30*time.Second)
 	// nothing more comes: the fourth message is the last, and its wake is in
 	e.send(c, map[string]any{"key": "k5", "payload": "one"})
-	waitUntil(t, 30*time.Second, func() bool { return len(ofType(e.events(p), "wake")) >= 4 }, "the last run")
+	testwait.Until(t, "the last run", func() bool { return len(ofType(e.events(p), "wake")) >= 4 }, 30*time.Second)
 	require.Len(t, ofType(e.events(p), "wake"), 4, "one wake per finished run, none for the quiet message")
 	str := func(s *string) string {
 		if s == nil {
@@ -249,11 +251,11 @@ func TestGoHandlerRunsWakeRunFinishedObservers(t *testing.T) {
 	require.Equal(t, []string{"completed ab <nil>", "failed <nil> crashed on k3", "failed let me see cannot do that"}, summary)
 
 	// the parent's Go handler is woken by each of them, once, with the finished child
-	waitUntil(t, 10*time.Second, func() bool {
+	testwait.Until(t, "the parent's handler ran for every wake event", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(heard) >= 4
-	}, "the parent's handler ran for every wake event")
+	}, 10*time.Second)
 	mu.Lock()
 	defer mu.Unlock()
 	require.Len(t, heard, 4)
@@ -267,7 +269,7 @@ func TestGoHandlerRunsWakeRunFinishedObservers(t *testing.T) {
 	require.Equal(t, "failed", heard[1].FinishedChild.RunStatus)
 }
 
-// The same through runtime.Remote: a Go parent served as a webhook handler is woken by
+// The same through runtime.External: a Go parent served as a webhook handler is woken by
 // its child's finished run.
 func TestRemoteGoHandlerRunsOnRegisteredWake(t *testing.T) {
 	t.Parallel()

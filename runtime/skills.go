@@ -16,7 +16,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"go.uber.org/zap"
+
 	"github.com/entityd/entityd/slashcmd"
+	"github.com/entityd/entityd/wire/composer"
 )
 
 // The skills loader is the Go counterpart of the reference's createSkillsRegistry,
@@ -29,7 +32,7 @@ import (
 //	  entityd-api.md             the skill "entityd-api" (any other .md is named after its file)
 //	  entityd-api/endpoints.md   …and its references, in a directory named after it
 //
-// A skill may start with a front-matter block (see frontMatter for the YAML subset):
+// A skill may start with a front-matter block of YAML (see skills_frontmatter.go):
 //
 //	---
 //	description: Search the stream            (default: the name, humanized)
@@ -54,6 +57,11 @@ import (
 //     and no placeholder used them, "Arguments: <args>" is appended after a blank line, like
 //     the reference.
 //   - Symbolic links to files are followed, to directories not (no cycles).
+//   - Front matter that is not valid YAML, or gives a key above a value of the wrong
+//     kind, is not used at all: the skill keeps the defaults, is not user-invocable (its
+//     front matter may have said so), and its FrontMatterErr says why with the line;
+//     Load logs it once per file version. The reference's line reader accepts more
+//     (e.g. an unquoted "a: b" value), but guesses where YAML would refuse.
 //   - Commands stay within slashcmd.DefaultLimits (a longer name excludes the skill, a
 //     longer description is cut, extra or duplicate arguments are dropped), so one odd
 //     skill never makes the whole ReplaceOwned fail.
@@ -78,6 +86,9 @@ type Skill struct {
 	UserInvocable bool
 	// References are the other .md files in the skill's directory, by relative path.
 	References []SkillReference
+	// FrontMatterErr is why the front matter was not used (nil when it was, or when
+	// there is none); it names the line, e.g. "front matter: yaml: line 3: …".
+	FrontMatterErr error
 }
 
 // Dir is the skill's directory, where its references are: the directory of a SKILL.md,
@@ -214,6 +225,12 @@ func (l *SkillsLoader) Load(ctx *Context) (*LoadedSkill, error) {
 	if err != nil {
 		return nil, err
 	}
+	for path, err := range l.c.takeProblems() {
+		if ctx.Log != nil {
+			ctx.Log.Warn("skill front matter not used: the skill has the defaults and is not user-invocable",
+				zap.String("path", path), zap.Error(err))
+		}
+	}
 	if err := ctx.SlashCommands.ReplaceOwned(l.owner, skillSlashCommands(skills)); err != nil {
 		return nil, fmt.Errorf("runtime: skills: register commands: %w", err)
 	}
@@ -268,7 +285,7 @@ func skillSlashCommands(skills []Skill) []SlashCommandRegistration {
 	limits := slashcmd.DefaultLimits
 	regs := []SlashCommandRegistration{}
 	for _, s := range skills {
-		if !s.UserInvocable || !slashcmd.ValidName(s.Name) || utf8.RuneCountInString(s.Name) > limits.MaxNameLength {
+		if !s.UserInvocable || !composer.ValidCommandName(s.Name) || utf8.RuneCountInString(s.Name) > limits.MaxNameLength {
 			continue
 		}
 		reg := SlashCommandRegistration{Definition: slashcmd.Definition{Name: s.Name}}
@@ -279,7 +296,7 @@ func skillSlashCommands(skills []Skill) []SlashCommandRegistration {
 			reg.Arguments = []SlashCommandArgument{}
 			seen := map[string]bool{}
 			for _, name := range s.Arguments {
-				if !slashcmd.ValidArgumentName(name) || utf8.RuneCountInString(name) > limits.MaxNameLength ||
+				if !composer.ValidArgumentName(name) || utf8.RuneCountInString(name) > limits.MaxNameLength ||
 					seen[name] || len(reg.Arguments) >= limits.MaxArguments {
 					continue
 				}
@@ -414,6 +431,18 @@ type skillsCache struct {
 	skills  []Skill // sorted by name
 	files   map[string]cachedSkillFile
 	parsed  map[[32]byte]*parsedSkill
+	// problems are the front-matter errors of file versions read since the last
+	// takeProblems, by path: Load logs each once, not on every wake.
+	problems map[string]error
+}
+
+// takeProblems returns the front-matter errors found since the last call.
+func (c *skillsCache) takeProblems() map[string]error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.problems
+	c.problems = nil
+	return p
 }
 
 // skillFileStamp identifies one version of a file of the scan: when every stamp is the
@@ -434,8 +463,9 @@ type cachedSkillFile struct {
 
 // parsedSkill is what a skill file's content says, before its name is known.
 type parsedSkill struct {
-	fm   frontMatter
-	body string
+	fm    frontMatter
+	fmErr error
+	body  string
 }
 
 func (c *skillsCache) scan() ([]Skill, error) {
@@ -501,36 +531,45 @@ func (c *skillsCache) scan() ([]Skill, error) {
 func (c *skillsCache) skill(name, path string, f cachedSkillFile) Skill {
 	p := c.parsed[f.hash]
 	if p == nil {
-		fm, body, _ := splitFrontMatter(f.content)
-		p = &parsedSkill{fm: fm, body: strings.TrimLeft(body, "\r\n")}
+		fm, body, err := readFrontMatter(f.content)
+		p = &parsedSkill{fm: fm, fmErr: err, body: strings.TrimLeft(body, "\r\n")}
 		c.parsed[f.hash] = p
+		if err != nil {
+			if c.problems == nil {
+				c.problems = map[string]error{}
+			}
+			c.problems[path] = err
+		} else {
+			delete(c.problems, path) // fixed before it was reported
+		}
 	}
-	s := Skill{Name: name, Path: path, Content: p.body, UserInvocable: true}
-	if v, ok := p.fm.str("description"); ok {
-		s.Description = strings.TrimSpace(v)
+	fm := p.fm
+	s := Skill{Name: name, Path: path, Content: p.body, UserInvocable: p.fmErr == nil, FrontMatterErr: p.fmErr}
+	if fm.description != nil {
+		s.Description = strings.TrimSpace(*fm.description)
 	}
 	if s.Description == "" {
 		s.Description = humanizeSkillName(name)
 	}
-	if v, ok := p.fm.str("whenToUse", "when_to_use", "when-to-use"); ok {
-		s.WhenToUse = strings.TrimSpace(v)
+	if fm.whenToUse != nil {
+		s.WhenToUse = strings.TrimSpace(*fm.whenToUse)
 	}
 	if s.WhenToUse == "" {
 		s.WhenToUse = "User asks about " + strings.ToLower(humanizeSkillName(name))
 	}
-	if v, ok := p.fm.list("keywords"); ok {
-		s.Keywords = slices.Clone(v)
+	if fm.keywords != nil {
+		s.Keywords = slices.Clone(*fm.keywords)
 	} else {
 		s.Keywords = []string{name}
 	}
-	if v, ok := p.fm.list("arguments"); ok {
-		s.Arguments = slices.Clone(v)
+	if fm.arguments != nil {
+		s.Arguments = slices.Clone(*fm.arguments)
 	}
-	if v, ok := p.fm.str("argument-hint", "argument_hint", "argumentHint"); ok {
-		s.ArgumentHint = strings.TrimSpace(v)
+	if fm.argumentHint != nil {
+		s.ArgumentHint = strings.TrimSpace(*fm.argumentHint)
 	}
-	if v, ok := p.fm.boolean("user-invocable", "user_invocable", "userInvocable"); ok {
-		s.UserInvocable = v
+	if fm.userInvocable != nil {
+		s.UserInvocable = *fm.userInvocable
 	}
 	return s
 }

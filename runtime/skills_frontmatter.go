@@ -1,410 +1,280 @@
 package runtime
 
 import (
+	"fmt"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 )
 
-// frontMatter is a parsed front-matter block: the `---` delimited lines at the top of a
-// skill file. It understands the YAML subset skill files use, without a YAML library:
+// A skill file's front matter is the YAML block between a first line `---` and the next
+// line `---` or `...`. It is read with a YAML library (YAML 1.2, with the 1.1 booleans
+// yes/no/on/off where a boolean is expected), so the whole of YAML works — quoting,
+// comments, flow and block lists, folded and literal block scalars, anchors and merge
+// keys — and anything that is not YAML is an error that names the file's line:
 //
-//	key: plain value           # a comment
-//	key: "double quoted \" \n"  (escapes \" \\ \n \t \r \/ \uXXXX)
-//	key: 'single quoted '' ok'
-//	key: [a, "b, c", 'd']      (an inline list)
-//	key:                       (a block list)
-//	  - a
-//	  - "b"
-//	key: >                     (a folded or | literal block scalar)
-//	  more text
-//	key: true                  (booleans: true/false, yes/no, on/off)
+//	description: "Find things: fast"   (a plain value cannot hold ": "; quote it)
+//	keywords: [search, "b, c"]         (a list; a string is split on commas)
+//	user-invocable: false              (true/false, yes/no, on/off)
 //
-// A plain value may continue on more-indented lines (folded with spaces). Lines that fit
-// none of these are ignored, as the reference's parser ignores them.
+// Keys other than the ones Skill reads are ignored whatever their value, so front matter
+// written for other tools (allowed-tools, metadata, …) does no harm.
+
+// maxFrontMatterBytes bounds the block handed to the YAML parser. Real front matter is a
+// few hundred bytes; the bound keeps a pathological file (YAML's duplicate-key check is
+// quadratic in the number of keys: 2,000 keys take ~15 ms) to tens of milliseconds, once
+// per file version (the loader caches what it parsed by content hash).
+// Nesting inside it is bounded by the parser (10,000 levels) and alias expansion by its
+// aliasing limit; the values Skill reads are at most a list of scalars.
+const maxFrontMatterBytes = 16 << 10
+
+// frontMatter is what a skill's front matter says. A nil field was not given.
 type frontMatter struct {
-	values map[string]fmValue
+	description, whenToUse, argumentHint *string
+	keywords, arguments                  *[]string
+	userInvocable                        *bool
 }
 
-type fmValue struct {
-	scalar string // the value; for an inline list, the text as written
-	list   []string
-	isList bool
+// frontMatterYAML is the mapping the YAML is decoded into: the keys Skill reads, each
+// spelling the reference or other skill tools use, kept as nodes so that an error can
+// name its line. Decoding into a struct also rejects a key given twice.
+type frontMatterYAML struct {
+	Description yaml.Node `yaml:"description"`
+
+	WhenToUse      yaml.Node `yaml:"whenToUse"`
+	WhenToUseSnake yaml.Node `yaml:"when_to_use"`
+	WhenToUseKebab yaml.Node `yaml:"when-to-use"`
+
+	Keywords  yaml.Node `yaml:"keywords"`
+	Arguments yaml.Node `yaml:"arguments"`
+
+	ArgumentHint      yaml.Node `yaml:"argument-hint"`
+	ArgumentHintSnake yaml.Node `yaml:"argument_hint"`
+	ArgumentHintCamel yaml.Node `yaml:"argumentHint"`
+
+	UserInvocable      yaml.Node `yaml:"user-invocable"`
+	UserInvocableSnake yaml.Node `yaml:"user_invocable"`
+	UserInvocableCamel yaml.Node `yaml:"userInvocable"`
 }
 
-// splitFrontMatter returns the front matter of content and the body after it. A file
-// without a block (no `---` first line, or no closing `---` or `...` line) has none and
-// its whole content is the body.
-func splitFrontMatter(content string) (fm frontMatter, body string, ok bool) {
-	fm = frontMatter{values: map[string]fmValue{}}
+// splitFrontMatter returns the YAML of content's front-matter block and the body after
+// it. The YAML starts with an empty line standing for the opening `---`, so that the
+// parser's line numbers are the file's. A file without a block (no `---` first line, or
+// no closing `---` or `...` line) has none and its whole content is the body.
+func splitFrontMatter(content string) (yamlText, body string, found bool) {
 	text := strings.TrimPrefix(content, "\ufeff")
-	first, rest, found := strings.Cut(text, "\n")
-	if !found || strings.TrimSpace(first) != "---" {
-		return fm, content, false
+	first, rest, ok := strings.Cut(text, "\n")
+	if !ok || strings.TrimSpace(first) != "---" {
+		return "", content, false
 	}
-	var lines []string
+	block := rest
 	for {
-		line, more, found := strings.Cut(rest, "\n")
-		trimmed := strings.TrimSpace(line)
-		if trimmed == "---" || trimmed == "..." {
-			fm.parse(lines)
-			if !found {
+		line, more, ok := strings.Cut(rest, "\n")
+		if t := strings.TrimSpace(line); t == "---" || t == "..." {
+			if !ok {
 				more = ""
 			}
-			return fm, more, true
+			return "\n" + block[:len(block)-len(rest)], more, true
 		}
-		if !found {
-			return frontMatter{values: map[string]fmValue{}}, content, false
+		if !ok {
+			return "", content, false
 		}
-		lines = append(lines, strings.TrimSuffix(line, "\r"))
 		rest = more
 	}
 }
 
-func (fm *frontMatter) parse(lines []string) {
-	for i := 0; i < len(lines); i++ {
-		line := lines[i]
-		if isBlankOrComment(line) || indentOf(line) > 0 {
-			continue // a stray indented line: nothing to attach it to
+// parseFrontMatter reads the YAML of a front-matter block. Any error (the YAML does not
+// parse, is not a mapping, or gives a key Skill reads a value of the wrong kind) says
+// which line; the front matter is then not used at all.
+func parseFrontMatter(yamlText string) (frontMatter, error) {
+	if len(yamlText) > maxFrontMatterBytes {
+		return frontMatter{}, fmt.Errorf("front matter: longer than %d bytes", maxFrontMatterBytes)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(yamlText), &doc); err != nil {
+		return frontMatter{}, fmt.Errorf("front matter: %w", err)
+	}
+	if len(doc.Content) == 0 {
+		return frontMatter{}, nil // empty, or only comments
+	}
+	root := resolveAlias(doc.Content[0])
+	if isNull(root) {
+		return frontMatter{}, nil // a lone "~" or "null"
+	}
+	if root.Kind != yaml.MappingNode {
+		return frontMatter{}, fmt.Errorf("front matter: line %d: must be a mapping of keys to values, not %s", root.Line, kindName(root))
+	}
+	var raw frontMatterYAML
+	if err := root.Decode(&raw); err != nil {
+		return frontMatter{}, fmt.Errorf("front matter: %w", err)
+	}
+	var fm frontMatter
+	r := fieldReader{}
+	fm.description = r.text("description", &raw.Description)
+	fm.whenToUse = r.text("whenToUse", &raw.WhenToUse, &raw.WhenToUseSnake, &raw.WhenToUseKebab)
+	fm.keywords = r.list("keywords", &raw.Keywords)
+	fm.arguments = r.list("arguments", &raw.Arguments)
+	fm.argumentHint = r.text("argument-hint", &raw.ArgumentHint, &raw.ArgumentHintSnake, &raw.ArgumentHintCamel)
+	fm.userInvocable = r.boolean("user-invocable", &raw.UserInvocable, &raw.UserInvocableSnake, &raw.UserInvocableCamel)
+	if r.err != nil {
+		return frontMatter{}, fmt.Errorf("front matter: %w", r.err)
+	}
+	return fm, nil
+}
+
+// fieldReader turns the decoded nodes into values, keeping the first error.
+type fieldReader struct{ err error }
+
+// first returns the first of nodes that was given (a key's spellings, in order of
+// preference), resolved if it is an alias.
+func first(nodes ...*yaml.Node) *yaml.Node {
+	for _, n := range nodes {
+		if n.Kind != 0 {
+			return resolveAlias(n)
 		}
-		key, raw, found := strings.Cut(line, ":")
-		if !found {
-			continue
-		}
-		key = strings.TrimSpace(unquote(strings.TrimSpace(key)))
-		if key == "" {
-			continue
-		}
-		raw = strings.TrimSpace(stripComment(raw))
-		// The lines that belong to this key: following lines that are blank, comments,
-		// more indented, or list items ("- a" may sit at the key's own indentation).
-		j := i + 1
-		for j < len(lines) && (isBlankOrComment(lines[j]) || indentOf(lines[j]) > 0 || isListItem(lines[j])) {
-			j++
-		}
-		nested := lines[i+1 : j]
-		i = j - 1
-		switch {
-		case raw == "":
-			if items, ok := blockList(nested); ok {
-				fm.values[key] = fmValue{list: items, isList: true}
-			} else {
-				fm.values[key] = fmValue{scalar: foldPlain("", nested)}
-			}
-		case strings.HasPrefix(raw, "["):
-			fm.values[key] = fmValue{scalar: raw, list: inlineList(raw), isList: true}
-		case raw[0] == '|' || raw[0] == '>':
-			fm.values[key] = fmValue{scalar: blockScalar(raw, nested)}
-		case raw[0] == '"' || raw[0] == '\'':
-			fm.values[key] = fmValue{scalar: unquote(raw)}
-		default:
-			fm.values[key] = fmValue{scalar: foldPlain(raw, nested)}
-		}
+	}
+	return nil
+}
+
+func (r *fieldReader) fail(n *yaml.Node, key, format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf("line %d: %s: %s", n.Line, key, fmt.Sprintf(format, args...))
 	}
 }
 
-// str returns the first of keys that is present, as a string: an inline list as written
-// (so `argument-hint: [name]` keeps its brackets), a block list joined with ", ".
-func (fm frontMatter) str(keys ...string) (string, bool) {
-	for _, k := range keys {
-		if v, ok := fm.values[k]; ok {
-			if v.isList && v.scalar == "" {
-				return strings.Join(v.list, ", "), true
-			}
-			return v.scalar, true
-		}
+// text reads a string. A list is accepted as the text it stands for, so that an
+// unquoted `argument-hint: [name]` (a YAML list) reads "[name]" as in the reference; a
+// block list is joined with ", ". null reads as "".
+func (r *fieldReader) text(key string, nodes ...*yaml.Node) *string {
+	n := first(nodes...)
+	if n == nil {
+		return nil
 	}
-	return "", false
-}
-
-// list returns the first of keys that is present as a list. A scalar is split on commas
-// (optionally wrapped in brackets), like the reference's parseKeywords.
-func (fm frontMatter) list(keys ...string) ([]string, bool) {
-	for _, k := range keys {
-		v, ok := fm.values[k]
+	var s string
+	switch {
+	case isNull(n):
+	case n.Kind == yaml.ScalarNode:
+		s = n.Value
+	case n.Kind == yaml.SequenceNode:
+		items, ok := r.scalars(key, n)
 		if !ok {
-			continue
+			return nil
 		}
-		if v.isList {
-			return v.list, true
+		s = strings.Join(items, ", ")
+		if n.Style&yaml.FlowStyle != 0 {
+			s = "[" + s + "]"
 		}
-		return inlineList(v.scalar), true
+	default:
+		r.fail(n, key, "must be text, not %s", kindName(n))
+		return nil
 	}
-	return nil, false
+	return &s
 }
 
-// boolean returns the first of keys that is present and reads as a boolean.
-func (fm frontMatter) boolean(keys ...string) (value, ok bool) {
-	for _, k := range keys {
-		v, present := fm.values[k]
-		if !present || v.isList {
-			continue
-		}
-		switch strings.ToLower(v.scalar) {
-		case "true", "yes", "on":
-			return true, true
-		case "false", "no", "off":
-			return false, true
-		}
+// list reads a list of strings: a YAML list of scalars, or a string split on commas
+// (within optional brackets, like the reference's parseKeywords). Empty items are
+// dropped; null is the empty list.
+func (r *fieldReader) list(key string, nodes ...*yaml.Node) *[]string {
+	n := first(nodes...)
+	if n == nil {
+		return nil
 	}
-	return false, false
-}
-
-func indentOf(line string) int {
-	return len(line) - len(strings.TrimLeft(line, " \t"))
-}
-
-func isBlankOrComment(line string) bool {
-	t := strings.TrimSpace(line)
-	return t == "" || t[0] == '#'
-}
-
-func isListItem(line string) bool {
-	t := strings.TrimLeft(line, " \t")
-	return t == "-" || strings.HasPrefix(t, "- ") || strings.HasPrefix(t, "-\t")
-}
-
-// blockList reads "- item" lines; ok is false when the nested lines are not a list.
-func blockList(nested []string) ([]string, bool) {
 	var items []string
-	for _, line := range nested {
-		if isBlankOrComment(line) {
-			continue
+	switch {
+	case isNull(n):
+	case n.Kind == yaml.ScalarNode:
+		v := strings.TrimSpace(n.Value)
+		v = strings.TrimSuffix(strings.TrimPrefix(v, "["), "]")
+		for _, item := range strings.Split(v, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				items = append(items, item)
+			}
 		}
-		if !isListItem(line) {
+	case n.Kind == yaml.SequenceNode:
+		all, ok := r.scalars(key, n)
+		if !ok {
+			return nil
+		}
+		for _, item := range all {
+			if item = strings.TrimSpace(item); item != "" {
+				items = append(items, item)
+			}
+		}
+	default:
+		r.fail(n, key, "must be a list, not %s", kindName(n))
+		return nil
+	}
+	return &items
+}
+
+// scalars returns the values of a list whose items are all scalars (null items are
+// skipped).
+func (r *fieldReader) scalars(key string, n *yaml.Node) ([]string, bool) {
+	items := make([]string, 0, len(n.Content))
+	for _, item := range n.Content {
+		item = resolveAlias(item)
+		switch {
+		case isNull(item):
+		case item.Kind == yaml.ScalarNode:
+			items = append(items, item.Value)
+		default:
+			r.fail(item, key, "list items must be text, not %s", kindName(item))
 			return nil, false
 		}
-		item := strings.TrimSpace(strings.TrimPrefix(strings.TrimLeft(line, " \t"), "-"))
-		if item = scalar(item); item != "" {
-			items = append(items, item)
-		}
 	}
-	return items, len(items) > 0
+	return items, true
 }
 
-// inlineList splits "[a, 'b, c', d]" (brackets optional) on commas outside quotes and
-// drops empty items.
-func inlineList(raw string) []string {
-	raw = strings.TrimSpace(raw)
-	if strings.HasPrefix(raw, "[") {
-		raw = strings.TrimSuffix(strings.TrimPrefix(raw, "["), "]")
+// boolean reads true/false (YAML 1.2) or yes/no, on/off, y/n (YAML 1.1, which the
+// library accepts where a boolean is expected).
+func (r *fieldReader) boolean(key string, nodes ...*yaml.Node) *bool {
+	n := first(nodes...)
+	if n == nil {
+		return nil
 	}
-	var items []string
-	var quote byte
-	start := 0
-	add := func(s string) {
-		if s = scalar(strings.TrimSpace(s)); s != "" {
-			items = append(items, s)
+	var b bool
+	if n.Kind != yaml.ScalarNode || isNull(n) || n.Decode(&b) != nil {
+		what := kindName(n)
+		if n.Kind == yaml.ScalarNode && !isNull(n) {
+			what = fmt.Sprintf("%q", n.Value)
 		}
+		r.fail(n, key, "must be true or false, not %s", what)
+		return nil
 	}
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		switch {
-		case quote != 0:
-			if c == '\\' && quote == '"' {
-				i++
-			} else if c == quote {
-				quote = 0
-			}
-		case c == '"' || c == '\'':
-			quote = c
-		case c == ',':
-			add(raw[start:i])
-			start = i + 1
-		}
-	}
-	add(raw[start:])
-	return items
+	return &b
 }
 
-// scalar reads one value: quoted (unquoted), or plain (comment stripped).
-func scalar(s string) string {
-	s = strings.TrimSpace(s)
-	if s != "" && (s[0] == '"' || s[0] == '\'') {
-		return unquote(s)
+// resolveAlias returns the node an alias (*name) stands for.
+func resolveAlias(n *yaml.Node) *yaml.Node {
+	// The parser rejects an alias to an undefined anchor, and an anchor cannot refer to
+	// itself, so this ends; the bound is only a guard.
+	for i := 0; n.Kind == yaml.AliasNode && n.Alias != nil && i < 100; i++ {
+		n = n.Alias
 	}
-	return strings.TrimSpace(stripComment(s))
+	return n
 }
 
-// stripComment removes a " #" comment from a plain (unquoted) value.
-func stripComment(s string) string {
-	t := strings.TrimSpace(s)
-	if t != "" && (t[0] == '"' || t[0] == '\'') {
-		// Keep what follows a quoted value out of it, but leave the value to unquote.
-		return t
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return "a scalar"
 	}
-	if strings.HasPrefix(t, "#") {
-		return ""
-	}
-	for i := 1; i < len(s); i++ {
-		if s[i] == '#' && (s[i-1] == ' ' || s[i-1] == '\t') {
-			return s[:i]
-		}
-	}
-	return s
+	return "nothing"
 }
 
-// unquote decodes a double- or single-quoted YAML scalar; anything else (including an
-// unterminated quote) is returned as is.
-func unquote(s string) string {
-	if len(s) < 2 {
-		return s
+// readFrontMatter splits content and reads its front matter. The body is the text after
+// the block, also when the front matter has an error.
+func readFrontMatter(content string) (fm frontMatter, body string, err error) {
+	yamlText, body, found := splitFrontMatter(content)
+	if !found {
+		return frontMatter{}, body, nil
 	}
-	switch s[0] {
-	case '\'':
-		end := closingSingle(s)
-		if end < 0 {
-			return s
-		}
-		return strings.ReplaceAll(s[1:end], "''", "'")
-	case '"':
-		var b strings.Builder
-		for i := 1; i < len(s); i++ {
-			c := s[i]
-			switch {
-			case c == '"':
-				return b.String()
-			case c == '\\' && i+1 < len(s):
-				i++
-				switch s[i] {
-				case 'n':
-					b.WriteByte('\n')
-				case 't':
-					b.WriteByte('\t')
-				case 'r':
-					b.WriteByte('\r')
-				case '0':
-					b.WriteByte(0)
-				case 'u':
-					if r, ok := hexRune(s, i+1, 4); ok {
-						b.WriteRune(r)
-						i += 4
-					} else {
-						b.WriteString(`\u`)
-					}
-				default: // \" \\ \/ and anything unknown: the character itself
-					b.WriteByte(s[i])
-				}
-			default:
-				b.WriteByte(c)
-			}
-		}
-		return s // unterminated
-	}
-	return s
-}
-
-func closingSingle(s string) int {
-	for i := 1; i < len(s); i++ {
-		if s[i] != '\'' {
-			continue
-		}
-		if i+1 < len(s) && s[i+1] == '\'' {
-			i++
-			continue
-		}
-		return i
-	}
-	return -1
-}
-
-func hexRune(s string, at, n int) (rune, bool) {
-	if at+n > len(s) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range s[at : at+n] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | (c - '0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | (c - 'a' + 10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | (c - 'A' + 10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
-}
-
-// foldPlain joins a plain scalar with its more-indented continuation lines.
-func foldPlain(first string, nested []string) string {
-	parts := []string{}
-	if first != "" {
-		parts = append(parts, first)
-	}
-	for _, line := range nested {
-		if isBlankOrComment(line) {
-			continue
-		}
-		parts = append(parts, strings.TrimSpace(stripComment(line)))
-	}
-	return strings.Join(parts, " ")
-}
-
-// blockScalar reads a `|` (literal) or `>` (folded) block with its chomping indicator
-// ("-" strips the final newline, "+" keeps trailing blank lines, default keeps one).
-func blockScalar(header string, nested []string) string {
-	literal := header[0] == '|'
-	chomp := byte(0)
-	if strings.Contains(header, "-") {
-		chomp = '-'
-	} else if strings.Contains(header, "+") {
-		chomp = '+'
-	}
-	indent := -1
-	var lines []string
-	for _, line := range nested {
-		if strings.TrimSpace(line) == "" {
-			lines = append(lines, "")
-			continue
-		}
-		if indent < 0 {
-			indent = indentOf(line)
-		}
-		if n := indentOf(line); n < indent {
-			indent = n
-		}
-		lines = append(lines, line)
-	}
-	for i, line := range lines {
-		if line != "" && indent > 0 {
-			lines[i] = line[indent:]
-		}
-	}
-	trailing := 0
-	for len(lines) > 0 && lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-		trailing++
-	}
-	var text string
-	if literal {
-		text = strings.Join(lines, "\n")
-	} else {
-		var b strings.Builder
-		for i, line := range lines {
-			if line == "" {
-				b.WriteByte('\n') // an empty line is a line break
-				continue
-			}
-			if i > 0 && lines[i-1] != "" {
-				if strings.HasPrefix(line, " ") || strings.HasPrefix(lines[i-1], " ") {
-					b.WriteByte('\n') // more-indented lines keep their line breaks
-				} else {
-					b.WriteByte(' ')
-				}
-			}
-			b.WriteString(line)
-		}
-		text = b.String()
-	}
-	switch {
-	case len(lines) == 0:
-		return ""
-	case chomp == '-':
-		return text
-	case chomp == '+':
-		return text + "\n" + strings.Repeat("\n", trailing)
-	default:
-		return text + "\n"
-	}
+	fm, err = parseFrontMatter(yamlText)
+	return fm, body, err
 }

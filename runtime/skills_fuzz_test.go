@@ -7,8 +7,9 @@ import (
 	"unicode/utf8"
 )
 
-// FuzzSkillFrontMatter: any file content parses without panicking, the body is always
-// the tail of the content (nothing invented), and a file without a block is all body.
+// FuzzSkillFrontMatter: any file content reads without panicking, the body is always
+// the tail of the content (nothing invented), a file without a block is all body, and a
+// front matter with an error gives no values.
 func FuzzSkillFrontMatter(f *testing.F) {
 	for _, s := range []string{
 		"---\nkeywords: [a, \"b, c\", 'd', ]\narguments: [x,y]\n---\nbody\n",
@@ -18,21 +19,28 @@ func FuzzSkillFrontMatter(f *testing.F) {
 		"\ufeff---\r\ndescription: windows\r\n---\r\nbody\r\n",
 		"---\n---\nbody", "---\ndescription: never closed\n", "# Title\n", "---", "---\n...",
 		"---\nk: \"\\u12\"\nk2: '\n---\n", "---\nk: |+\n\n\n---\n", "---\n- orphan\n  - nested\n: novalue\n---\n",
+		"---\nbase: &b [a, b]\nkeywords: *b\nuser-invocable: *b\n---\n",
+		"---\n<<: {description: merged}\ndescription: own\n---\n",
+		"---\ndescription: a\ndescription: b\n---\n",
+		"---\nuser-invocable: maybe\nkeywords: {a: 1}\n---\n",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, content string) {
-		fm, body, ok := splitFrontMatter(content)
+		fm, body, err := readFrontMatter(content)
 		if !strings.HasSuffix(content, body) {
 			t.Fatalf("body %q is not the tail of the content", body)
 		}
-		if !ok && body != content {
+		if _, _, found := splitFrontMatter(content); !found && body != content {
 			t.Fatalf("no front matter, yet the body %q is not the whole content", body)
 		}
-		for k := range fm.values {
-			fm.str(k)
-			fm.list(k)
-			fm.boolean(k)
+		if err != nil {
+			if fm != (frontMatter{}) {
+				t.Fatalf("an error (%v) and values %+v", err, fm)
+			}
+			if !strings.HasPrefix(err.Error(), "front matter: ") {
+				t.Fatalf("error %q does not say it is about the front matter", err)
+			}
 		}
 	})
 }

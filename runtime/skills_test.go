@@ -2,10 +2,9 @@ package runtime_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
+	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,11 +14,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/entityd/entityd/internal/pgtest"
+	"github.com/entityd/entityd/internal/testserver"
+	"github.com/entityd/entityd/internal/testwait"
 	"github.com/entityd/entityd/runtime"
-	"github.com/entityd/entityd/server"
 )
 
 const skillFixtures = "testdata/skills"
@@ -225,8 +226,12 @@ func TestSkillFrontMatter(t *testing.T) {
 			require.Equal(t, "it's # fine", s.WhenToUse)
 			require.Equal(t, "<query>", s.ArgumentHint)
 		}},
-		{"comments and colons", "---\n# a comment line\ndescription: Find things: fast # comment\n---\n", func(t *testing.T, s runtime.Skill) {
+		// The hand-written parser this replaced also read an unquoted "Find things: fast";
+		// in YAML a plain value cannot contain ": ", so it must be quoted (see the errors
+		// test below for what the unquoted one gives).
+		{"comments and colons", "---\n# a comment line\ndescription: \"Find things: fast\" # comment\n---\n", func(t *testing.T, s runtime.Skill) {
 			require.Equal(t, "Find things: fast", s.Description)
+			require.NoError(t, s.FrontMatterErr)
 		}},
 		{"booleans false", "---\nuser-invocable: false\n---\n", func(t *testing.T, s runtime.Skill) {
 			require.False(t, s.UserInvocable)
@@ -237,8 +242,8 @@ func TestSkillFrontMatter(t *testing.T) {
 		{"booleans True", "---\nuserInvocable: True\n---\n", func(t *testing.T, s runtime.Skill) {
 			require.True(t, s.UserInvocable)
 		}},
-		{"not a boolean keeps the default", "---\nuser-invocable: maybe\n---\n", func(t *testing.T, s runtime.Skill) {
-			require.True(t, s.UserInvocable)
+		{"booleans YAML 1.1 words", "---\nuser-invocable: off\n---\n", func(t *testing.T, s runtime.Skill) {
+			require.False(t, s.UserInvocable)
 		}},
 		{"folded block", "---\ndescription: >\n  one\n  two\n\n  three\nwhen_to_use: |\n  line one\n  line two\n---\n", func(t *testing.T, s runtime.Skill) {
 			require.Equal(t, "one two\nthree", s.Description)
@@ -268,6 +273,31 @@ func TestSkillFrontMatter(t *testing.T) {
 			require.Equal(t, "d", s.Description)
 			require.Equal(t, "body\n", s.Content)
 		}},
+		{"flow list as text", "---\nargument-hint: [pr, priority]\ndescription:\n  - one\n  - two\n---\n", func(t *testing.T, s runtime.Skill) {
+			require.Equal(t, "[pr, priority]", s.ArgumentHint, "an unquoted [hint] is a YAML list, read back as written")
+			require.Equal(t, "one, two", s.Description)
+		}},
+		{"anchors, aliases and merge keys", "---\nshared: &words [alpha, beta]\nkeywords: *words\n" +
+			"defaults: &d {description: merged, whenToUse: merged too}\n<<: *d\ndescription: own\n---\n", func(t *testing.T, s runtime.Skill) {
+			require.Equal(t, []string{"alpha", "beta"}, s.Keywords)
+			require.Equal(t, "own", s.Description, "a key of the mapping itself wins over a merged one")
+			require.Equal(t, "merged too", s.WhenToUse)
+		}},
+		{"other tools' keys are ignored whatever their value", "---\nname: x\nallowed-tools: [Read, Grep]\n" +
+			"metadata:\n  owner: {team: a, tags: [x, [y]]}\ndescription: kept\n---\n", func(t *testing.T, s runtime.Skill) {
+			require.NoError(t, s.FrontMatterErr)
+			require.Equal(t, "kept", s.Description)
+		}},
+		{"null values give the defaults", "---\ndescription:\nkeywords: ~\nwhenToUse: null\n---\n", func(t *testing.T, s runtime.Skill) {
+			require.Equal(t, "Case", s.Description)
+			require.Empty(t, s.Keywords, "keywords given as null: an empty list, like the reference's `keywords:` without items")
+			require.Equal(t, "User asks about case", s.WhenToUse)
+		}},
+		{"comments only", "---\n# nothing here\n---\nbody\n", func(t *testing.T, s runtime.Skill) {
+			require.NoError(t, s.FrontMatterErr)
+			require.Equal(t, "body\n", s.Content)
+			require.True(t, s.UserInvocable)
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -277,6 +307,57 @@ func TestSkillFrontMatter(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, skills, 1)
 			c.check(t, skills[0])
+		})
+	}
+}
+
+// Front matter that is not YAML, or gives a key a value of the wrong kind, is not used:
+// the error names the file's line, the skill keeps its body and the defaults, and it is
+// not published as a command (its front matter may have said user-invocable: false).
+func TestSkillFrontMatterErrors(t *testing.T) {
+	cases := []struct{ name, file, err string }{
+		{"unquoted colon", "---\n# a comment line\ndescription: Find things: fast\n---\nbody\n",
+			"front matter: yaml: line 3: mapping values are not allowed in this context"},
+		{"not a boolean", "---\ndescription: d\nuser-invocable: maybe\n---\nbody\n",
+			`front matter: line 3: user-invocable: must be true or false, not "maybe"`},
+		{"a quoted word is still a word", "---\nuserInvocable: \"sometimes\"\n---\nbody\n",
+			`front matter: line 2: user-invocable: must be true or false, not "sometimes"`},
+		{"a mapping for a list", "---\nkeywords:\n  a: 1\n---\nbody\n",
+			"front matter: line 3: keywords: must be a list, not a mapping"},
+		{"a nested list item", "---\n\narguments: [a, [b]]\n---\nbody\n",
+			"front matter: line 3: arguments: list items must be text, not a list"},
+		{"a mapping for text", "---\nwhen_to_use: {a: b}\n---\nbody\n",
+			"front matter: line 2: whenToUse: must be text, not a mapping"},
+		{"a key given twice", "---\ndescription: a\nkeywords: []\ndescription: b\n---\nbody\n",
+			"front matter: yaml: unmarshal errors:\n  line 4: mapping key \"description\" already defined at line 2"},
+		{"not a mapping", "---\njust some text\n---\nbody\n",
+			"front matter: line 2: must be a mapping of keys to values, not a scalar"},
+		{"a list", "---\n- a\n---\nbody\n",
+			"front matter: line 2: must be a mapping of keys to values, not a list"},
+		// The library numbers a parser error (as opposed to a scanner error) by the line
+		// before the construct it was parsing: the list is on line 3.
+		{"unclosed flow list", "\ufeff---\r\ndescription: d\r\nkeywords: [a, b\r\n---\r\nbody\n",
+			"front matter: yaml: line 2: did not find expected ',' or ']'"},
+		{"tab indentation", "---\nkeywords:\n\t- a\n---\nbody\n",
+			"front matter: yaml: line 3: found character that cannot start any token"},
+		{"too long", "---\ndescription: " + strings.Repeat("x", 16<<10) + "\n---\nbody\n",
+			"front matter: longer than 16384 bytes"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeSkillFile(t, filepath.Join(dir, "case.md"), c.file)
+			l := runtime.NewSkillsLoader(dir)
+			skills, err := l.Skills()
+			require.NoError(t, err, "one odd skill never fails the scan")
+			require.Len(t, skills, 1)
+			s := skills[0]
+			require.EqualError(t, s.FrontMatterErr, c.err)
+			require.Equal(t, runtime.Skill{Name: "case", Description: "Case", WhenToUse: "User asks about case",
+				Content: "body\n", Path: s.Path, Keywords: []string{"case"}, FrontMatterErr: s.FrontMatterErr}, s)
+			regs, err := l.SlashCommands()
+			require.NoError(t, err)
+			require.Empty(t, regs)
 		})
 	}
 }
@@ -345,30 +426,18 @@ type skEvent struct {
 type skServer struct {
 	t    *testing.T
 	base string
+	// logs are the server's warnings and errors (also written to the test's log).
+	logs *observer.ObservedLogs
 }
 
 func startSkillServer(t *testing.T, defs ...runtime.EntityDefinition) *skServer {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan net.Addr, 1)
-	srv := server.New(server.Config{DatabaseURL: pgtest.URL(t), Addr: "127.0.0.1:0",
-		Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), ShutdownTimeout: 10 * time.Second,
-		Ready: func(a net.Addr) { ready <- a }}, defs...)
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	select {
-	case a := <-ready:
-		return &skServer{t: t, base: "http://" + a.String()}
-	case err := <-done:
-		t.Fatalf("server: %v", err)
-	case <-time.After(2 * time.Minute):
-		t.Fatal("server did not start")
-	}
-	return nil
+	observed, logs := observer.New(zap.WarnLevel)
+	logger := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel), zaptest.WrapOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		return zapcore.NewTee(c, observed)
+	})))
+	srv := testserver.Start(t, testserver.Options{Definitions: defs, Logger: logger})
+	return &skServer{t: t, base: srv.URL, logs: logs}
 }
 
 func (h *skServer) do(method, path, body string) (int, []byte, http.Header) {
@@ -437,19 +506,19 @@ func skOfType(evs []skEvent, typ string) []skEvent {
 // WriteText) and returns the stream.
 func (h *skServer) waitTexts(url string, n int) []skEvent {
 	h.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		evs := h.events(url)
-		if got := len(skOfType(evs, "text_delta")); got >= n {
-			require.Equal(h.t, n, got)
-			return evs
-		}
-		if time.Now().After(deadline) {
+	var evs []skEvent
+	defer func() { // also when the wait fails the test
+		if h.t.Failed() {
 			_, status, _ := h.do(http.MethodGet, "/_electric/entities"+url+"/wake", "")
-			h.t.Fatalf("%s: %d reply texts, want %d; wake status %s", url, len(skOfType(evs, "text_delta")), n, status)
+			h.t.Logf("%s: %d reply texts, want %d; wake status %s", url, len(skOfType(evs, "text_delta")), n, status)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	}()
+	testwait.Until(h.t, fmt.Sprintf("%d reply texts from %s", n, url), func() bool {
+		evs = h.events(url)
+		return len(skOfType(evs, "text_delta")) >= n
+	}, 30*time.Second)
+	require.Equal(h.t, n, len(skOfType(evs, "text_delta")))
+	return evs
 }
 
 func skStr(t *testing.T, raw json.RawMessage) string {
@@ -494,6 +563,8 @@ func skilledType(typ string, l *runtime.SkillsLoader) runtime.EntityDefinition {
 
 func TestSkillsLoaderEndToEnd(t *testing.T) {
 	dir := copySkillDir(t, filepath.Join(skillFixtures, "pinned"))
+	broken := filepath.Join(dir, "broken.md")
+	writeSkillFile(t, broken, "---\ndescription: Use when: never\n---\n")
 	loader := runtime.NewSkillsLoader(dir)
 	refs := runtime.NewSkillsLoader(filepath.Join(skillFixtures, "refs")).Owner("test:skills")
 	h := startSkillServer(t, skilledType("skilled", loader), skilledType("skilled-refs", refs))
@@ -546,6 +617,14 @@ func TestSkillsLoaderEndToEnd(t *testing.T) {
 		require.Contains(t, []string{"inbox", "run", "text", "text_delta"}, e.Type, "only the messages and the replies: %+v", e)
 	}
 	require.Len(t, h.read(url+"/slash-commands"), collection, "nothing new in the slash-commands collection")
+
+	// The skill with broken front matter is no command (above) and was logged once over
+	// the wakes so far.
+	problems := h.logs.FilterMessageSnippet("skill front matter not used").AllUntimed()
+	require.Len(t, problems, 1)
+	require.Equal(t, broken, problems[0].ContextMap()["path"])
+	require.Equal(t, "front matter: yaml: line 2: mapping values are not allowed in this context",
+		problems[0].ContextMap()["error"])
 
 	// No skills any more: ReplaceOwned(owner, []) removes the commands it owned.
 	require.NoError(t, os.RemoveAll(dir))

@@ -3,11 +3,11 @@ package runtime
 import (
 	"encoding/json"
 
-	"github.com/entityd/entityd/wake"
+	"github.com/entityd/entityd/wire"
 )
 
 // State is a read-only view of the entity's materialized state.
-type State struct{ s *wake.State }
+type State struct{ s *wire.State }
 
 // Get returns the row key of collection eventType (e.g. "inbox", "text", "slash_command",
 // "context_inserted", or a custom event type).

@@ -15,6 +15,7 @@ import (
 	"github.com/entityd/entityd/internal/ratelog"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // CronTickType is the State Protocol type of a cron stream's events.
@@ -148,7 +149,7 @@ func (s *Service) tick(ctx context.Context, path string) error {
 		var v rawjson.Object
 		v.String("expression", spec.Expression).String("timezone", spec.Timezone).
 			String("firedAt", now.Format("2006-01-02T15:04:05.000Z")).Int("tickNumber", n)
-		ev := streamdb.Event{Type: CronTickType, Key: key, Value: v.Bytes(), Operation: streamdb.OpInsert, Timestamp: now}.Marshal()
+		ev := wire.Event{Type: CronTickType, Key: key, Value: v.Bytes(), Operation: wire.OpInsert, Timestamp: now}.Marshal()
 		hash := sha256.Sum256([]byte(path + "\x00" + key))
 		_, err = tx.Append(ctx, &streamdb.AppendRequest{Path: path, Messages: [][]byte{ev},
 			Dedupe: &streamdb.Dedupe{Key: key, Hash: hash[:]}})

@@ -13,6 +13,7 @@ import (
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // An entity's schedules are manifest entries on its stream, keyed "schedule:<id>", as
@@ -74,7 +75,7 @@ func (s *Service) UpsertCron(ctx context.Context, e *entity.Entity, req CronRequ
 		if _, err := tx.Exec(ctx, sqlUpsertCronSchedule, e.URL, req.ID, path, req.CreatedBy); err != nil {
 			return err
 		}
-		return appendManifest(ctx, tx, e.URL, key, streamdb.OpUpsert, v.Bytes(), txid)
+		return appendManifest(ctx, tx, e.URL, key, wire.OpUpsert, v.Bytes(), txid)
 	})
 	return txid, err
 }
@@ -107,7 +108,7 @@ func (s *Service) UpsertFutureSend(ctx context.Context, owner *entity.Entity, re
 			Owner: owner.URL, ManifestKey: key, Manifest: entry, CreatedBy: req.CreatedBy}); err != nil {
 			return err
 		}
-		return appendManifest(ctx, tx, owner.URL, key, streamdb.OpUpsert, entry, txid)
+		return appendManifest(ctx, tx, owner.URL, key, wire.OpUpsert, entry, txid)
 	})
 	if err != nil {
 		return "", err
@@ -128,7 +129,7 @@ func (s *Service) Delete(ctx context.Context, e *entity.Entity, id string) (stri
 		if _, err := tx.Exec(ctx, sqlDeleteCronSchedule, e.URL, id); err != nil {
 			return err
 		}
-		return appendManifest(ctx, tx, e.URL, key, streamdb.OpDelete, nil, txid)
+		return appendManifest(ctx, tx, e.URL, key, wire.OpDelete, nil, txid)
 	})
 	return txid, err
 }
@@ -157,7 +158,7 @@ func (s *Service) Exists(ctx context.Context, url, id string) (bool, error) {
 // appendManifest appends a manifest event to the entity's stream in tx; a closed stream
 // is ErrNotRunning.
 func appendManifest(ctx context.Context, tx *streamdb.Tx, url, key, op string, value []byte, txid string) error {
-	ev := streamdb.Event{Type: inbox.ManifestEventType, Key: key, Value: value, Operation: op, Txid: txid,
+	ev := wire.Event{Type: inbox.ManifestEventType, Key: key, Value: value, Operation: op, Txid: txid,
 		Timestamp: time.Now().UTC()}.Marshal()
 	_, err := tx.Append(ctx, &streamdb.AppendRequest{Path: entitypath.Main(url), Messages: [][]byte{ev}})
 	var closed *streamdb.ClosedError

@@ -15,6 +15,8 @@ import (
 	"github.com/entityd/entityd/console"
 	"github.com/entityd/entityd/dssub"
 	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/external"
+	"github.com/entityd/entityd/hosted"
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/authn"
 	"github.com/entityd/entityd/internal/httpx"
@@ -24,8 +26,6 @@ import (
 	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/mcpserve"
 	"github.com/entityd/entityd/membership"
-	"github.com/entityd/entityd/remote"
-	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/schedule"
 	"github.com/entityd/entityd/shapes"
 	"github.com/entityd/entityd/streamdb"
@@ -38,7 +38,7 @@ type Assembly struct {
 	Store     *streamdb.Store
 	Registry  *entity.Registry
 	Sender    *inbox.Sender
-	Runtime   *runtime.Runtime
+	Handlers  *hosted.Runner
 	Wake      *wake.Dispatcher
 	Subs      *dssub.Service
 	API       *api.Server
@@ -47,6 +47,10 @@ type Assembly struct {
 	Members   *membership.Service
 	MCP       *mcpserve.Service
 	Wakes     *wakereg.Service
+
+	grants   *authz.Store
+	checker  *authz.Checker
+	dispatch *external.Dispatch // where entities' wakes go when their handlers run outside
 }
 
 // Assemble builds every part of the server over a migrated pool, in dependency order,
@@ -70,19 +74,24 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	if err := services.Start(ctx, lifecycle.Funcs{OnStop: func(context.Context) { a.Store.Close() }}); err != nil {
 		return nil, err
 	}
-	a.Registry = entity.New(a.Store, schemas.NewCache(), s.log)
-	a.Registry.SetCommandLimits(commandLimits(s.cfg.SlashCommands))
 	quotas := s.cfg.API.Quotas
 	if quotas == (quota.Limits{}) {
 		quotas = quota.Defaults()
 	}
-	a.Registry.SetTagLimit(quotas.TagsPerEntity)
-	a.Sender = inbox.NewSender(a.Registry, a.Store, s.cfg.Limits)
-	a.Runtime = runtime.New(a.Registry, a.Store, a.Sender, s.log)
-	if err := a.Runtime.Define(s.defs...); err != nil {
-		return nil, err
+	defined := map[string]bool{}
+	for _, d := range s.defs {
+		defined[d.Type] = true
 	}
-	a.Registry.SetHandled(a.Runtime.Handles)
+	// The registry's hooks act in its transactions through parts built after it (see
+	// hooks.go); every part gets its collaborators in its constructor.
+	a.Registry = entity.New(a.Store, schemas.NewCache(), s.log, entity.Options{
+		CommandLimits: commandLimits(s.cfg.SlashCommands),
+		TagLimit:      quotas.TagsPerEntity,
+		Handled:       func(t string) bool { return defined[t] },
+		OnEnd:         a.onEntityEnd,
+		OnSpawn:       a.onSpawn,
+	})
+	a.grants, a.checker = authz.New(a.Store.DB(), a.Registry, s.cfg.Admins)
 	jwt := s.cfg.API.Auth != nil && s.cfg.API.Auth.Mode() == authn.ModeJWT
 	subOpts := s.cfg.Subscriptions
 	subOpts.MaxPerPrincipal = quotas.Subscriptions
@@ -92,64 +101,47 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 		// no network detail in a subscription's visible status
 		subOpts.Outbound.NoLoopback, subOpts.OpaqueErrors = true, true
 	}
-	subOpts.Enrich = remote.Enricher(a.Registry) // webhook wakes of entity streams carry Electric's context
-	subOpts.WakeEnded = remote.WakeEnded         // and the entity is running until its wake ends
+	subOpts.Enrich = external.Enricher(a.Registry) // webhook wakes of entity streams carry Electric's context
+	subOpts.WakeEnded = external.WakeEnded         // and the entity is running until its wake ends
 	attempts := s.cfg.Wake.MaxAttempts
 	if attempts <= 0 {
 		attempts = wake.DefaultMaxAttempts
 	}
-	subOpts.GiveUp = remote.GiveUpRule(attempts) // the poison-message rule of in-process handlers
+	subOpts.GiveUp = external.GiveUpRule(attempts) // the poison-message rule of in-process handlers
 	a.Subs = dssub.New(a.Store, subOpts)
-	dispatch := &remote.Dispatch{Registry: a.Registry, Subs: a.Subs, Store: a.Store, Log: s.log}
-	a.Sender.SetBeforeSend(dispatch.BeforeSend) // link on send too, as the reference does
-	a.Registry.SetEndHook(func(ctx context.Context, tx *streamdb.Tx, url, status string) error {
-		if err := wake.NotifyEnd(ctx, tx, url, status); err != nil {
-			return err
-		}
-		// a killed or stopped entity neither subscribes to nor is the source of a wake
-		if err := wakereg.RemoveEntityTx(ctx, tx, url); err != nil {
-			return err
-		}
-		return dispatch.OnEnd(ctx, tx, url, status)
+	a.dispatch = &external.Dispatch{Registry: a.Registry, Subs: a.Subs, Store: a.Store, Log: s.log}
+	a.Sender = inbox.NewSender(a.Registry, a.Store, s.cfg.Limits, inbox.Hooks{
+		BeforeSend: a.dispatch.BeforeSend, // link on send too, as the reference does
+		OnUnpause:  func(url, typ string) { a.Wake.Poke(url, typ) },
 	})
-	grants, checker := authz.New(a.Store.DB(), a.Registry, s.cfg.Admins)
-	a.Registry.SetSpawnHook(func(ctx context.Context, tx *streamdb.Tx, e *entity.Entity, t *entity.Type) (func(), error) {
-		// the parent's copy_to_children grants and the spawn's own, in the spawn's transaction
-		if err := grants.OnSpawn(ctx, tx, e.URL, deref(e.Parent), deref(e.CreatedBy)); err != nil {
-			return nil, err
-		}
-		return dispatch.OnSpawn(ctx, tx, e, t)
-	})
-	if err := a.Runtime.Register(ctx); err != nil {
+	if a.Handlers, err = hosted.New(a.Registry, a.Store, a.Sender, s.log, func() { a.Wake.PokeTimers() }, s.defs); err != nil {
+		return nil, err
+	}
+	if err := a.Handlers.Register(ctx); err != nil {
 		return nil, fmt.Errorf("register entity types: %w", err)
 	}
 	if err := a.Registry.ReconcileAll(ctx); err != nil {
 		return nil, fmt.Errorf("reconcile static slash commands: %w", err)
 	}
-	a.Wake = wake.New(a.Store, a.Runtime, a.Runtime.Types(), s.cfg.Wake)
-	a.Runtime.SetTimerPoke(a.Wake.PokeTimers)
-	a.Sender.OnUnpause(a.Wake.Poke)
+	a.Wake = wake.New(a.Store, a.Handlers, a.Handlers.Types(), s.cfg.Wake)
+	a.Wakes = wakereg.New(a.Store, sourceEntity(a.Registry), wakereg.Options{Logger: s.log})
+	a.Schedules = schedule.New(a.Store, a.Registry, a.Sender, s.log.Named("schedule"))
+	a.Members = membership.New(a.Store, a.Registry, a.checker, s.log.Named("membership"))
 	apiCfg := s.cfg.API
 	apiCfg.Quotas = quotas
 	apiCfg.Outbound.NoLoopback = apiCfg.Outbound.NoLoopback || jwt
 	apiCfg.ClaimTokens = a.Subs.CheckWriteToken // write tokens claimed through wake callbacks
-	apiCfg.Grants, apiCfg.Checker = grants, checker
-	a.API = api.New(apiCfg, s.log, a.Store, a.Registry, a.Sender)
-	a.API.SetDispatcher(a.Wake)
-	a.Wakes = wakereg.New(a.Store, sourceEntity(a.Registry), wakereg.Options{Logger: s.log})
-	a.API.SetWakes(a.Wakes)
-	a.Schedules = schedule.New(a.Store, a.Registry, a.Sender, s.log.Named("schedule"))
-	a.API.SetSchedules(a.Schedules)
-	a.Members = membership.New(a.Store, a.Registry, checker, s.log.Named("membership"))
-	a.API.SetMembership(a.Members)
+	apiCfg.Grants, apiCfg.Checker = a.grants, a.checker
+	a.API = api.New(apiCfg, s.log, api.Deps{Streams: a.Store, Registry: a.Registry, Sender: a.Sender,
+		Dispatcher: a.Wake, Wakes: a.Wakes, Schedules: a.Schedules, Members: a.Members, Home: console.Prefix + "/"})
 	a.API.MountRoutes(strings.TrimSuffix(dssub.ControlPrefix, "/"), a.Subs.Routes)
 	a.API.MountRoutes(strings.TrimSuffix(dssub.AliasControlPrefix, "/"), a.Subs.Routes)
-	a.API.MountRoutes(strings.TrimSuffix(remote.CallbackPrefix, "/"), (&remote.Callbacks{Subs: a.Subs,
+	a.API.MountRoutes(strings.TrimSuffix(external.CallbackPrefix, "/"), (&external.Callbacks{Subs: a.Subs,
 		Effects: func(ctx context.Context, raw json.RawMessage) (dssub.Effects, error) {
-			return a.Runtime.DecodeRemoteEffects(ctx, raw)
+			return a.Handlers.Decode(ctx, raw)
 		}}).Routes)
-	a.API.MountRoutes(remote.RunnersPrefix, (&remote.Runners{Store: a.Store, Subs: a.Subs, Registry: a.Registry,
-		Privileged: checker.Privileged, MaxPerOwner: quotas.Runners,
+	a.API.MountRoutes(external.RunnersPrefix, (&external.Runners{Store: a.Store, Subs: a.Subs, Registry: a.Registry,
+		Privileged: a.checker.Privileged, MaxPerOwner: quotas.Runners,
 		Origin: func(r *http.Request) string {
 			if subOpts.PublicURL != "" {
 				return subOpts.PublicURL
@@ -158,18 +150,17 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 		}}).Routes)
 	// a live shape request waits as long as a live stream read (ENTITYD_LONG_POLL_TIMEOUT)
 	a.Shapes = shapes.New(a.Store.DB(), shapes.Options{Live: a.API.Live(), Logger: s.log, LongPoll: s.cfg.API.LongPollTimeout,
-		Scope: shapeScope(checker, a.Registry), SnapshotRows: s.cfg.ShapeSnapshotRows})
+		Scope: shapeScope(a.checker, a.Registry), SnapshotRows: s.cfg.ShapeSnapshotRows})
 	a.API.MountRoutes(shapes.Prefix, a.Shapes.Routes)
 	mcpOpts := s.cfg.MCP
 	mcpOpts.MaxBodyBytes, mcpOpts.Logger = s.cfg.API.MaxBodyBytes, s.log
-	a.MCP = mcpserve.New(mcpserve.Deps{Entities: a.Registry, Streams: a.Store, Sender: a.Sender, Checker: checker}, mcpOpts)
+	a.MCP = mcpserve.New(mcpserve.Deps{Entities: a.Registry, Streams: a.Store, Sender: a.Sender, Checker: a.checker}, mcpOpts)
 	a.API.MountRoutes(mcpserve.Prefix, a.MCP.Routes)
 	web, err := console.New()
 	if err != nil {
 		return nil, fmt.Errorf("console: the binary carries no console bundle: %w", err)
 	}
 	a.API.MountRoutes(console.Prefix, web.Routes)
-	a.API.SetHome(console.Prefix + "/")
 
 	untrackPool, untrackParked := metrics.TrackPool(pool), metrics.TrackParked(a.API.ParkedSubscribers)
 	untrackInFlight := metrics.TrackBytesInFlight(func() int { return int(a.API.BytesInFlight()) })

@@ -12,7 +12,7 @@ import (
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // ownersWithQueries are the packages that keep .sql files; the server links all of them.
-var ownersWithQueries = []string{"dssub", "entity", "inbox", "remote", "shapes", "slashcmd", "streamdb", "wake"}
+var ownersWithQueries = []string{"dssub", "entity", "inbox", "external", "shapes", "slashcmd/slashdb", "streamdb", "wake"}
 
 // TestEveryQueryPreparesAgainstTheMigratedSchema is what a query compiler would give us:
 // each query the program will send (fragments and values filled in) is parsed and

@@ -208,7 +208,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := services.Start(ctx, web); err != nil {
 		return err
 	}
-	s.log.Info("entityd listening", zap.String("addr", ln.Addr().String()), zap.Strings("entity_types", a.Runtime.Types()),
+	s.log.Info("entityd listening", zap.String("addr", ln.Addr().String()), zap.Strings("entity_types", a.Handlers.Types()),
 		zap.String("console", consoleURL(ln.Addr(), tlsConfig != nil)))
 	if s.cfg.Ready != nil {
 		s.cfg.Ready(ln.Addr())

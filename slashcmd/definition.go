@@ -1,3 +1,7 @@
+// Package slashcmd owns slash-command definitions: their validation, the per-owner layers
+// of dynamic commands, and the effective rows materialized into an entity's stream (the
+// names' grammar is the composer's: package wire/composer; the tables are package
+// slashcmd/slashdb's). It imports nothing from the database side.
 package slashcmd
 
 import (

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/entityd/entityd/wire/composer"
 )
 
 // The reference's grammars, as regular expressions: the hand-written matchers must agree
@@ -19,11 +21,11 @@ func FuzzGrammarMatchesTheReferencePatterns(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := ValidName(s), referenceName.MatchString(s); got != want {
-			t.Fatalf("ValidName(%q) = %v, the reference pattern says %v", s, got, want)
+		if got, want := composer.ValidCommandName(s), referenceName.MatchString(s); got != want {
+			t.Fatalf("composer.ValidCommandName(%q) = %v, the reference pattern says %v", s, got, want)
 		}
-		if got, want := ValidArgumentName(s), referenceArgumentName.MatchString(s); got != want {
-			t.Fatalf("ValidArgumentName(%q) = %v, the reference pattern says %v", s, got, want)
+		if got, want := composer.ValidArgumentName(s), referenceArgumentName.MatchString(s); got != want {
+			t.Fatalf("composer.ValidArgumentName(%q) = %v, the reference pattern says %v", s, got, want)
 		}
 	})
 }

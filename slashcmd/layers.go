@@ -29,9 +29,9 @@ type Entry struct {
 	Static *Definition
 	Layers []Layer
 	Row    *Row
-	// stored is each owner's layer as loaded (position and encoding), so that a change
-	// writes only the layers that differ (see persistLayers).
-	stored map[string]storedLayer
+	// Stored is each owner's layer as loaded (position and encoding), so that a change
+	// writes only the layers that differ (slashdb fills it when it loads layers).
+	Stored map[string]StoredLayer
 }
 
 // InvalidError carries the {path,message} details of a refused definition.
@@ -75,7 +75,7 @@ func storedState(e *Entry) string {
 	}
 	var static json.RawMessage
 	if e.Static != nil {
-		static, _ = staticJSON(*e.Static) // keeps "arguments":[] apart from none
+		static, _ = StaticJSON(*e.Static) // keeps "arguments":[] apart from none
 	}
 	b, _ := json.Marshal(struct {
 		Static json.RawMessage
@@ -109,7 +109,7 @@ func (s *Set) Get(name string) (Row, bool) {
 	if e == nil {
 		return Row{}, false
 	}
-	r := e.effective(s.now, s.orig[name])
+	r := e.Effective(s.now, s.orig[name])
 	if r == nil {
 		return Row{}, false
 	}
@@ -189,8 +189,8 @@ func (e *Entry) topPosition() int64 {
 	for _, l := range e.Layers {
 		top = max(top, l.Position)
 	}
-	for _, l := range e.stored {
-		top = max(top, l.position)
+	for _, l := range e.Stored {
+		top = max(top, l.Position)
 	}
 	return top
 }
@@ -302,7 +302,7 @@ func (s *Set) Changes() []Change {
 	for _, name := range s.names() {
 		e := s.entries[name]
 		before := s.orig[name]
-		after := e.effective(s.now, before)
+		after := e.Effective(s.now, before)
 		switch {
 		case before == nil && after == nil:
 			if s.storedChanged(e) {
@@ -321,13 +321,13 @@ func (s *Set) Changes() []Change {
 	return out
 }
 
-// effective is the row the entry shows: its top layer, else its static definition
+// Effective is the row the entry shows: its top layer, else its static definition
 // (keeping the materialized updated_at when nothing changed), else none.
-func (e *Entry) effective(now time.Time, before *Row) *Row {
+func (e *Entry) Effective(now time.Time, before *Row) *Row {
 	if n := len(e.Layers); n > 0 {
 		top := e.Layers[n-1]
 		owner := top.Owner
-		layers := publicLayers(e.Layers)
+		layers := PublicLayers(e.Layers)
 		return &Row{Key: e.Name, Name: e.Name, Description: top.Description, Arguments: top.Arguments,
 			Source: SourceDynamic, Owner: &owner, Version: top.Version, UpdatedAt: top.UpdatedAt, DynamicLayers: layers}
 	}
@@ -342,7 +342,8 @@ func (e *Entry) effective(now time.Time, before *Row) *Row {
 }
 
 // publicLayers copies layers as rows show them (without their storage position).
-func publicLayers(ls []Layer) []Layer {
+// PublicLayers are the layers as clients see them (without their stored positions).
+func PublicLayers(ls []Layer) []Layer {
 	out := append([]Layer(nil), ls...)
 	for i := range out {
 		out[i].Position = 0
@@ -390,4 +391,22 @@ func trimIndex(d validation.Details) validation.Details {
 		out[i] = validation.Detail{Path: p, Message: x.Message}
 	}
 	return out
+}
+
+// StoredLayer is a layer as loaded: where it sits in the stack and its encoding.
+type StoredLayer struct {
+	Position int64
+	Encoded  string
+}
+
+// StaticJSON renders a static definition for the static_def column. Unlike
+// json.Marshal(Definition), whose omitempty drops an empty arguments list, it keeps
+// "arguments":[] apart from an absent list, so the definition loads back showing the
+// same row it was written with.
+func StaticJSON(d Definition) ([]byte, error) {
+	return json.Marshal(struct {
+		Name        string     `json:"name"`
+		Description *string    `json:"description,omitempty"`
+		Arguments   []Argument `json:"arguments"`
+	}{d.Name, d.Description, d.Arguments})
 }

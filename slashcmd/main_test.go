@@ -1,9 +1,9 @@
-package slashcmd_test
+package slashcmd
 
 import (
 	"testing"
 
-	"github.com/entityd/entityd/internal/pgtest"
+	"github.com/entityd/entityd/internal/leakcheck"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { leakcheck.Main(m) }

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/entityd/entityd/internal/rawjson"
-	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // EventType is the State Protocol event type of the slashCommands collection.
@@ -55,10 +55,10 @@ func StaticRow(d Definition, at time.Time) Row {
 // written (nil pointers and slices as null) because StreamDB merges updates shallowly.
 func (r Row) Event(op string, txid string, at time.Time) []byte {
 	value, _ := json.Marshal(r)
-	return streamdb.Event{Type: EventType, Key: r.Key, Value: value, Operation: op, Txid: txid, Timestamp: at}.Marshal()
+	return wire.Event{Type: EventType, Key: r.Key, Value: value, Operation: op, Txid: txid, Timestamp: at}.Marshal()
 }
 
 // DeleteEvent removes the row for name from the collection (deletes carry no value).
 func DeleteEvent(name string, txid string, at time.Time) []byte {
-	return streamdb.Event{Type: EventType, Key: name, Operation: streamdb.OpDelete, Txid: txid, Timestamp: at}.Marshal()
+	return wire.Event{Type: EventType, Key: name, Operation: wire.OpDelete, Txid: txid, Timestamp: at}.Marshal()
 }

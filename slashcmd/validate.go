@@ -9,6 +9,7 @@ import (
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/internal/validation"
+	"github.com/entityd/entityd/wire/composer"
 )
 
 // Entity-type registration validates slash_commands in two layers, like the reference:
@@ -180,7 +181,7 @@ func ValidateDefinitions(raw json.RawMessage, base string, limits Limits) valida
 			continue
 		}
 		cmd := parsedCmd{path: path, vals: vals}
-		if name, ok := stringValue(vals["name"]); !ok || !ValidName(name) {
+		if name, ok := stringValue(vals["name"]); !ok || !composer.ValidCommandName(name) {
 			d.Add(validation.Join(path, "name"), "must be a lowercase kebab-case command name")
 		} else if seen[name] {
 			d.Add(validation.Join(path, "name"), "must be unique")
@@ -205,7 +206,7 @@ func ValidateDefinitions(raw json.RawMessage, base string, limits Limits) valida
 						continue
 					}
 					cmd.args = append(cmd.args, parsedArg{path: argPath, vals: av})
-					if name, ok := stringValue(av["name"]); !ok || !ValidArgumentName(name) {
+					if name, ok := stringValue(av["name"]); !ok || !composer.ValidArgumentName(name) {
 						d.Add(validation.Join(argPath, "name"), "must be a valid argument name")
 					} else if argSeen[name] {
 						d.Add(validation.Join(argPath, "name"), "must be unique")

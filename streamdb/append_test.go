@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 func TestAppendOffsets(t *testing.T) {
@@ -573,7 +575,7 @@ func TestGroupCommitMixedBatch(t *testing.T) {
 		_, err := s.Append(ctx, &AppendRequest{Path: "/blocker", Messages: msgs("b")})
 		blocked <- err
 	}()
-	require.Eventually(t, func() bool { return len(s.lanes[0].ch) == 0 && lockWaiters(t, s) == 1 }, 10*time.Second, 5*time.Millisecond)
+	testwait.Until(t, "the lane to take the append and wait for the lock", func() bool { return len(s.lanes[0].ch) == 0 && lockWaiters(t, s) == 1 }, 10*time.Second)
 
 	errFrozen := errors.New("frozen")
 	adm := &Admission{SQL: `SELECT path, code FROM flags WHERE path = ANY($1) AND $2::text[] IS NOT NULL AND $3::bigint[] IS NOT NULL`,
@@ -601,7 +603,7 @@ func TestGroupCommitMixedBatch(t *testing.T) {
 			res, err := s.Append(ctx, r)
 			outcomes[i] <- outcome{res, err}
 		}()
-		require.Eventually(t, func() bool { return len(s.lanes[0].ch) == i+1 }, 10*time.Second, time.Millisecond)
+		testwait.Until(t, "the appends to queue on the lane", func() bool { return len(s.lanes[0].ch) == i+1 }, 10*time.Second)
 	}
 	require.NoError(t, blocker.Rollback(ctx))
 	require.NoError(t, recv(t, blocked))

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/entityd/entityd/internal/pgtest"
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 type waitOutcome struct {
@@ -33,7 +34,7 @@ func waitAsync(ctx context.Context, s *Store, m *Meta, from Offset) <-chan waitO
 // the test exercise the wake-up path rather than the initial check).
 func parked(t *testing.T, s *Store, n int) {
 	t.Helper()
-	require.Eventually(t, func() bool { return s.Watched() == n }, 10*time.Second, time.Millisecond)
+	testwait.Until(t, "the readers to park", func() bool { return s.Watched() == n }, 10*time.Second)
 }
 
 func TestWaitReturnsAtOnceWhenDataExists(t *testing.T) {
@@ -181,6 +182,8 @@ func TestWaitNoLostWakeups(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	from := Start
 	for from.Seq < rounds {
+		// Paces the reader: a random jitter so that it sometimes parks before the append
+		// and sometimes after, which is the race under test.
 		time.Sleep(time.Duration(rng.IntN(1500)) * time.Microsecond)
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		res, err := s.Wait(wctx, m, from)

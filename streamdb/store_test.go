@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/entityd/entityd/internal/pgtest"
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 func TestCreateNew(t *testing.T) {
@@ -324,7 +325,7 @@ func TestWithTxCommitsTogether(t *testing.T) {
 		r, err := s.Wait(ctx, m, m.Tail)
 		woke <- waited{r, err}
 	}()
-	require.Eventually(t, func() bool { return s.Watched() == 1 }, 10*time.Second, time.Millisecond)
+	testwait.Until(t, "the reader to park", func() bool { return s.Watched() == 1 }, 10*time.Second)
 
 	err = s.WithTx(ctx, func(ctx context.Context, tx *Tx) error {
 		res, err := tx.Append(ctx, &AppendRequest{Path: "/tx", Messages: msgs("b", "c")})
@@ -371,7 +372,7 @@ func TestWithTxRollsBack(t *testing.T) {
 		_, err := s.Wait(waitCtx, m, m.Tail)
 		woke <- err
 	}()
-	require.Eventually(t, func() bool { return s.Watched() == 1 }, 10*time.Second, time.Millisecond)
+	testwait.Until(t, "the reader to park", func() bool { return s.Watched() == 1 }, 10*time.Second)
 
 	boom := errors.New("caller changed its mind")
 	err = s.WithTx(ctx, func(ctx context.Context, tx *Tx) error {
@@ -552,7 +553,14 @@ func TestCloseFinishesQueuedAppends(t *testing.T) {
 	}
 	closed := make(chan struct{})
 	go func() { s.Close(); close(closed) }()
-	time.Sleep(100 * time.Millisecond) // let Close get as far as it goes before the lock is released
+	// Release the lock only once Close has closed the lanes and the lane's transaction
+	// waits for the lock in Postgres: the queued appends then finish after Close began.
+	testwait.Until(t, "Close to close the lanes", func() bool {
+		s.closing.RLock()
+		defer s.closing.RUnlock()
+		return s.closed
+	})
+	testwait.Until(t, "the lane's transaction to wait for the row lock", func() bool { return lockWaiters(t, s) == 1 })
 	require.NoError(t, blocker.Rollback(ctx))
 	recv(t, closed)
 

@@ -3,11 +3,14 @@ package streamdb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 // Statements queued with ExecLater run in order, before the next statement the caller
@@ -79,8 +82,7 @@ func TestTxEndsCleanlyOnFailure(t *testing.T) {
 		t.Helper()
 		// The store's own background work borrows connections for moments; a connection
 		// the transaction kept would stay checked out.
-		require.Eventually(t, func() bool { return pool.Stat().AcquiredConns() == 0 }, 5*time.Second, time.Millisecond,
-			"%s: a connection is still checked out", what)
+		testwait.Until(t, fmt.Sprintf("%s: every connection back in the pool", what), func() bool { return pool.Stat().AcquiredConns() == 0 }, 5*time.Second)
 		require.Equal(t, 0, openTxs(), "%s: a transaction was left open", what)
 		require.NoError(t, s.WithTx(ctx, func(ctx context.Context, tx *Tx) error {
 			_, err := tx.Exec(ctx, `INSERT INTO ends VALUES ((SELECT coalesce(max(id), 0) + 1 FROM ends))`)

@@ -10,6 +10,7 @@ import (
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 var (
@@ -52,7 +53,7 @@ var fenceAdmission = &streamdb.Admission{
 type progress struct {
 	scanned  int64
 	consumed []int64
-	held     []heldOp
+	held     []wire.HeldOp
 	// stop finishes a SIGTERM: the entity becomes stopped and its streams close.
 	stop bool
 }
@@ -65,13 +66,13 @@ func (p progress) statements(url string) []streamdb.Statement {
 	out := []streamdb.Statement{{SQL: sqlAdvanceScan,
 		Args: []any{url, p.scanned, consumed}}}
 	for _, op := range p.held {
-		if op.del {
+		if op.Del {
 			out = append(out, streamdb.Statement{SQL: sqlDeleteHeld,
-				Args: []any{url, op.key}})
+				Args: []any{url, op.Key}})
 			continue
 		}
 		out = append(out, streamdb.Statement{SQL: sqlInsertHeld,
-			Args: []any{url, op.key, op.seq, []byte(op.value)}})
+			Args: []any{url, op.Key, op.Seq, []byte(op.Value)}})
 	}
 	return out
 }
@@ -152,7 +153,7 @@ type failure struct {
 }
 
 func (d *Dispatcher) recordFailure(ctx context.Context, f fence, fl failure) error {
-	events := FailureEvents(RunFailure{Wake: fl.it.wake, Key: fl.it.key, Seq: fl.it.seq, Offset: fl.it.offset.String(),
+	events := wire.FailureEvents(wire.RunFailure{Wake: fl.it.wake, Key: fl.it.key, Seq: fl.it.seq, Offset: fl.it.offset.String(),
 		Err: fl.err, Attempt: fl.attempt, MaxAttempts: fl.max, RetryAt: fl.retryAt, GiveUp: fl.giveUp})
 	err := d.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
 		if err := checkFence(ctx, tx, f); err != nil {
@@ -162,11 +163,11 @@ func (d *Dispatcher) recordFailure(ctx context.Context, f fence, fl failure) err
 			return err
 		}
 		if !fl.giveUp {
-			_, err := tx.Exec(ctx, sqlSetRetry, f.url, fl.attempt, fl.retryAt, storableError(fl.err))
+			_, err := tx.Exec(ctx, sqlSetRetry, f.url, fl.attempt, fl.retryAt, wire.StorableError(fl.err))
 			return err
 		}
 		if _, err := tx.Exec(ctx, sqlInsertFailure,
-			f.url, fl.it.seq, fl.it.wake.Kind(), fl.it.key, fl.attempt, storableError(fl.err)); err != nil {
+			f.url, fl.it.seq, fl.it.wake.Kind(), fl.it.key, fl.attempt, wire.StorableError(fl.err)); err != nil {
 			return err
 		}
 		return execAll(ctx, tx, fl.progress.statements(f.url))
@@ -226,7 +227,7 @@ func FinishStop(ctx context.Context, tx *streamdb.Tx, url string) error {
 	now := time.Now()
 	var v rawjson.Object
 	v.String("status", string(entity.StatusStopped)).Time("timestamp", now)
-	ev := streamdb.Event{Type: "entity_stopped", Key: "entity-stopped", Value: v.Bytes(), Operation: streamdb.OpInsert, Timestamp: now}.Marshal()
+	ev := wire.Event{Type: "entity_stopped", Key: "entity-stopped", Value: v.Bytes(), Operation: wire.OpInsert, Timestamp: now}.Marshal()
 	if _, err := tx.Append(ctx, &streamdb.AppendRequest{Path: entitypath.Main(url), Messages: [][]byte{ev}, Close: true}); err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/testwait"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // scriptedRunner runs handlers of type "t": each run is recorded (at the time of clock,
@@ -42,11 +43,11 @@ func (r *scriptedRunner) Handles(entityType string) bool { return entityType == 
 func (r *scriptedRunner) Run(_ context.Context, job *Job) (Effects, error) {
 	key := ""
 	switch w := job.Wake.(type) {
-	case InboxWake:
+	case wire.InboxWake:
 		key = w.Key
-	case ScheduleWake:
+	case wire.ScheduleWake:
 		key = w.ID
-	case SignalWake:
+	case wire.SignalWake:
 		key = w.Signal
 	}
 	r.mu.Lock()
@@ -93,12 +94,14 @@ type deliveryFixture struct {
 
 func startDelivery(t *testing.T, runner *scriptedRunner, opts Options) *deliveryFixture {
 	t.Helper()
-	return startDeliveryOn(t, newFixture(t), runner, opts)
+	return startDeliveryOn(t, nil, runner, opts)
 }
 
-// startDeliveryOn starts a dispatcher on f (whose store's clock it keeps time with).
-func startDeliveryOn(t *testing.T, f *fixture, runner *scriptedRunner, opts Options) *deliveryFixture {
+// startDeliveryOn starts a dispatcher whose store keeps time with clk (nil: the wall
+// clock).
+func startDeliveryOn(t *testing.T, clk clock.Clock, runner *scriptedRunner, opts Options) *deliveryFixture {
 	t.Helper()
+	f := newFixtureOn(t, clk, entity.Options{Handled: func(typ string) bool { return typ == "t" }, OnEnd: NotifyEnd})
 	opts.Heartbeat = 100 * time.Millisecond
 	opts.SweepInterval = 100 * time.Millisecond
 	if opts.BaseBackoff == 0 {
@@ -108,15 +111,13 @@ func startDeliveryOn(t *testing.T, f *fixture, runner *scriptedRunner, opts Opti
 		opts.MaxBackoff = 200 * time.Millisecond
 	}
 	d := New(f.store, runner, []string{"t"}, opts)
-	f.registry.SetHandled(func(typ string) bool { return typ == "t" })
-	f.registry.SetEndHook(NotifyEnd)
 	require.NoError(t, d.Start(context.Background()))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		d.Stop(ctx)
 	})
-	return &deliveryFixture{fixture: f, d: d, runner: runner, sender: inbox.NewSender(f.registry, f.store, inbox.Limits{})}
+	return &deliveryFixture{fixture: f, d: d, runner: runner, sender: inbox.NewSender(f.registry, f.store, inbox.Limits{}, inbox.Hooks{})}
 }
 
 func (f *deliveryFixture) send(url, key, mode string, payload string) {
@@ -165,7 +166,7 @@ func TestDeliveryInOrderWithState(t *testing.T) {
 		seen = append(seen, len(st.Keys("text")))
 		mu.Unlock()
 		key := ""
-		if w, ok := job.Wake.(InboxWake); ok {
+		if w, ok := job.Wake.(wire.InboxWake); ok {
 			key = w.Key
 		}
 		return &testEffects{events: [][]byte{textEvent("ack " + key)}}, nil
@@ -210,7 +211,7 @@ func TestFailuresRetryWithBackoffThenGiveUp(t *testing.T) {
 	clk := clock.NewTest(time.Now())
 	r := &scriptedRunner{clock: clk}
 	r.script = func(job *Job) (Effects, error) {
-		if w, ok := job.Wake.(InboxWake); ok && w.Key == "bad" {
+		if w, ok := job.Wake.(wire.InboxWake); ok && w.Key == "bad" {
 			if job.Attempt == 2 {
 				panic("kaboom")
 			}
@@ -218,7 +219,7 @@ func TestFailuresRetryWithBackoffThenGiveUp(t *testing.T) {
 		}
 		return &testEffects{events: [][]byte{textEvent("ok")}}, nil
 	}
-	f := startDeliveryOn(t, newFixtureOn(t, clk), r, Options{MaxAttempts: 3, BaseBackoff: time.Second, MaxBackoff: time.Minute})
+	f := startDeliveryOn(t, clk, r, Options{MaxAttempts: 3, BaseBackoff: time.Second, MaxBackoff: time.Minute})
 	url := f.spawn("failing")
 	f.send(url, "bad", "queued", `1`)
 	f.send(url, "good", "queued", `2`)
@@ -300,7 +301,7 @@ func TestPausedHeldAndReleased(t *testing.T) {
 func TestTimersFireOnce(t *testing.T) {
 	clk := clock.NewTest(time.Now())
 	r := &scriptedRunner{}
-	f := startDeliveryOn(t, newFixtureOn(t, clk), r, Options{})
+	f := startDeliveryOn(t, clk, r, Options{})
 	url := f.spawn("timed")
 	due := clk.Now().Add(time.Minute)
 	require.NoError(t, f.store.WithTx(context.Background(), func(ctx context.Context, tx *streamdb.Tx) error {
@@ -347,7 +348,7 @@ func TestSignalsFollowTheStatusMachine(t *testing.T) {
 func TestRefusedWritesCountAsAttempts(t *testing.T) {
 	r := &scriptedRunner{}
 	r.script = func(job *Job) (Effects, error) {
-		if w, ok := job.Wake.(InboxWake); ok && w.Key == "bad" {
+		if w, ok := job.Wake.(wire.InboxWake); ok && w.Key == "bad" {
 			return &testEffects{extra: true, apply: func(ctx context.Context, tx *streamdb.Tx) error {
 				_, err := tx.Exec(ctx, `INSERT INTO wake_timers (id, entity_url, due_at) VALUES ($1, $2, now())`, "nul\x00id", job.EntityURL)
 				return err

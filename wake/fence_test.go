@@ -16,6 +16,7 @@ import (
 	"github.com/entityd/entityd/internal/pgtest"
 	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // fixture is a store and an entity registry on a fresh database, without a server.
@@ -27,16 +28,21 @@ type fixture struct {
 	typ      *entity.Type
 }
 
-func newFixture(t *testing.T) *fixture { return newFixtureOn(t, nil) }
+// newFixture starts a store and a registry (with opts, when given) with type "t".
+func newFixture(t *testing.T, opts ...entity.Options) *fixture { return newFixtureOn(t, nil, opts...) }
 
-// newFixtureOn is a fixture whose store, and so whose dispatchers, keep time with clk.
-func newFixtureOn(t *testing.T, clk clock.Clock) *fixture {
+// newFixtureOn is newFixture on a store, and so dispatchers, that keep time with clk.
+func newFixtureOn(t *testing.T, clk clock.Clock, opts ...entity.Options) *fixture {
 	t.Helper()
+	var o entity.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
 	pool := pgtest.Pool(t)
 	store, err := streamdb.Open(context.Background(), pool, streamdb.Options{Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(store.Close)
-	registry := entity.New(store, schemas.NewCache(), zap.NewNop())
+	registry := entity.New(store, schemas.NewCache(), zap.NewNop(), o)
 	typ, err := registry.RegisterType(context.Background(), &entity.Type{Name: "t"})
 	require.NoError(t, err)
 	return &fixture{t: t, pool: pool, store: store, registry: registry, typ: typ}
@@ -98,8 +104,8 @@ func (e *testEffects) Apply(ctx context.Context, tx *streamdb.Tx) error {
 func (e *testEffects) Committed() { e.committed++ }
 
 func textEvent(text string) []byte {
-	return streamdb.Event{Type: "text", Key: "text-" + text, Value: []byte(`{"text":"` + text + `"}`),
-		Operation: streamdb.OpInsert, Timestamp: time.Now()}.Marshal()
+	return wire.Event{Type: "text", Key: "text-" + text, Value: []byte(`{"text":"` + text + `"}`),
+		Operation: wire.OpInsert, Timestamp: time.Now()}.Marshal()
 }
 
 // TestStaleClaimWritesNothing drives every write of a delivery (acknowledgement on the
@@ -129,7 +135,7 @@ func TestStaleClaimWritesNothing(t *testing.T) {
 		"old epoch, right holder": {url: url, holder: "other", epoch: ours.epoch},
 		"right epoch, old holder": {url: url, holder: d.holder, epoch: theirs.epoch},
 	}
-	it := &item{seq: 1, wake: SpawnWake{Args: []byte(`{}`)}, key: "entity-created"}
+	it := &item{seq: 1, wake: wire.SpawnWake{Args: []byte(`{}`)}, key: "entity-created"}
 	scheduleTimer := func(id string) func(ctx context.Context, tx *streamdb.Tx) error {
 		return func(ctx context.Context, tx *streamdb.Tx) error {
 			return Schedule(ctx, tx, id, url, time.Now().Add(time.Hour), nil)
@@ -144,7 +150,7 @@ func TestStaleClaimWritesNothing(t *testing.T) {
 				apply: scheduleTimer(fmt.Sprintf("timer-%d-%s", fc.epoch, fc.holder))}, progress{scanned: 1})
 		},
 		"skip": func(fc fence) error {
-			return d.skip(ctx, fc, progress{scanned: 1, held: []heldOp{{key: "h", seq: 1, value: []byte(`{}`)}}})
+			return d.skip(ctx, fc, progress{scanned: 1, held: []wire.HeldOp{{Key: "h", Seq: 1, Value: []byte(`{}`)}}})
 		},
 		"retry record": func(fc fence) error {
 			return d.recordFailure(ctx, fc, failure{it: it, err: errors.New("x"), attempt: 1, max: 3, retryAt: time.Now()})

@@ -12,6 +12,7 @@ import (
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // Observe records that observer wants to be woken by source's changes: events of the
@@ -69,11 +70,11 @@ func notifyObservers(ctx context.Context, tx *streamdb.Tx, source string, events
 	for _, o := range obs {
 		var wakes [][]byte
 		for _, raw := range events {
-			var ev Event
+			var ev wire.StreamEvent
 			if json.Unmarshal(raw, &ev) != nil || ev.Type == "" || (o.types != nil && !o.types[ev.Type]) {
 				continue
 			}
-			observed := ObservedEvent{Type: ev.Type, Key: ev.Key, Operation: ev.Headers.Operation, Value: ev.Value}
+			observed := wire.ObservedEvent{Type: ev.Type, Key: ev.Key, Operation: ev.Headers.Operation, Value: ev.Value}
 			wakes = append(wakes, observationEvent(source, &observed, ""))
 		}
 		if err := appendWakes(ctx, tx, o.observer, source, wakes); err != nil {
@@ -116,7 +117,7 @@ func appendWakes(ctx context.Context, tx *streamdb.Tx, observer, source string, 
 	return nil
 }
 
-func observationEvent(source string, ev *ObservedEvent, lifecycle string) []byte {
+func observationEvent(source string, ev *wire.ObservedEvent, lifecycle string) []byte {
 	now := time.Now()
 	var v rawjson.Object
 	v.String("kind", "observation").String("source", source)
@@ -128,6 +129,6 @@ func observationEvent(source string, ev *ObservedEvent, lifecycle string) []byte
 		v.String("lifecycle", lifecycle)
 	}
 	v.Time("timestamp", now)
-	return streamdb.Event{Type: "wake", Key: "observation-" + uuid.NewString(), Value: v.Bytes(),
-		Operation: streamdb.OpInsert, Timestamp: now}.Marshal()
+	return wire.Event{Type: "wake", Key: "observation-" + uuid.NewString(), Value: v.Bytes(),
+		Operation: wire.OpInsert, Timestamp: now}.Marshal()
 }

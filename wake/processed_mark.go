@@ -4,9 +4,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/rawjson"
-	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // markProcessed makes a successful run of a queued (status "pending") inbox message
@@ -15,15 +14,15 @@ import (
 // own events and in their transaction. Electric's UI shows pending messages in the
 // queue under the conversation; without the mark a handled message stayed there, below
 // its own reply. Other wakes and messages already processed are left as they are.
-func markProcessed(eff Effects, w Wake) Effects {
-	msg, ok := w.(InboxWake)
+func markProcessed(eff Effects, w wire.Wake) Effects {
+	msg, ok := w.(wire.InboxWake)
 	if !ok || eff == nil || statusOf(msg.Value) != "pending" {
 		return eff
 	}
 	now := time.Now()
 	var v rawjson.Object
 	v.String("status", "processed").Time("processed_at", now)
-	mark := streamdb.Event{Type: inbox.EventType, Key: msg.Key, Value: v.Bytes(), Operation: streamdb.OpUpdate,
+	mark := wire.Event{Type: wire.InboxEventType, Key: msg.Key, Value: v.Bytes(), Operation: wire.OpUpdate,
 		Timestamp: now}.Marshal()
 	return &markedEffects{Effects: eff, mark: mark}
 }

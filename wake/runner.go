@@ -4,13 +4,14 @@ import (
 	"context"
 
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // Job is one handler run.
 type Job struct {
 	EntityURL  string
 	EntityType string
-	Wake       Wake
+	Wake       wire.Wake
 	// Seq is the position in the entity's main stream of the event that made this unit
 	// of work (from 1): the units of an entity are delivered in this order, each is
 	// committed at most once, so it names the run a handler's reply belongs to.
@@ -19,9 +20,9 @@ type Job struct {
 	Attempt int
 	// State returns the entity's materialized state (built on first use): its whole
 	// stream as read so far, earlier runs' writes included.
-	State func() (*State, error)
+	State func() (*wire.State, error)
 	// Steer delivers steer-mode messages that arrive while the handler runs.
-	Steer <-chan InboxWake
+	Steer <-chan wire.InboxWake
 }
 
 // Effects are a handler run's writes, committed together with the wake's

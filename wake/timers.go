@@ -12,6 +12,7 @@ import (
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // Schedule records timer id for an entity inside tx: at due, a schedule wake with
@@ -93,7 +94,7 @@ func (d *Dispatcher) fireDueTimers(ctx context.Context) (*time.Time, error) {
 					v.Raw("payload", d.payload)
 				}
 				v.Time("due_at", d.at).Time("fired_at", now)
-				ev := streamdb.Event{Type: "wake", Key: "timer-" + d.id, Value: v.Bytes(), Operation: streamdb.OpInsert,
+				ev := wire.Event{Type: "wake", Key: "timer-" + d.id, Value: v.Bytes(), Operation: wire.OpInsert,
 					Timestamp: now}.Marshal()
 				hash := sha256.Sum256([]byte(d.id))
 				_, err := tx.Append(ctx, &streamdb.AppendRequest{Path: entitypath.Main(d.url), Messages: [][]byte{ev},

@@ -12,16 +12,8 @@ import (
 	"github.com/entityd/entityd/internal/clock"
 	"github.com/entityd/entityd/internal/dberr"
 	"github.com/entityd/entityd/internal/ratelog"
-	"github.com/entityd/entityd/internal/textpolicy"
+	"github.com/entityd/entityd/wire"
 )
-
-// maxErrorBytes bounds an error text stored in last_error, wake_failures and error
-// events: handler errors and database messages may be long, hold NUL or invalid UTF-8
-// (a handler that quotes its input), and must never themselves be refused.
-const maxErrorBytes = 4096
-
-// storableError is err's text made storable everywhere (see textpolicy.Sanitize).
-func storableError(err error) string { return textpolicy.Sanitize(err.Error(), maxErrorBytes) }
 
 // troubleBackoff bounds the pause after a failure that is not the handler's (the
 // database went away, a read failed): 1 s doubling to 30 s. Attempts are not consumed:
@@ -90,7 +82,7 @@ func (w *worker) recoverFrom(ctx context.Context, cause error) bool {
 // GET .../wake shows it. Best effort: the failure it reports may prevent it too.
 func (w *worker) noteError(ctx context.Context, cause error) {
 	_, err := w.d.pool.Exec(context.WithoutCancel(ctx), sqlNoteError, w.url, w.fence.holder, w.fence.epoch,
-		storableError(fmt.Errorf("delivery interrupted: %w", cause)))
+		wire.StorableError(fmt.Errorf("delivery interrupted: %w", cause)))
 	if err != nil && ctx.Err() == nil {
 		w.d.warn(&w.d.logs.progress, "could not record a delivery error", zap.String("entity", w.url), zap.Error(err))
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // worker delivers the work of one claimed entity, one unit at a time, in stream order.
@@ -35,10 +36,10 @@ type worker struct {
 	retryAt  time.Time
 	consumed []int64
 	read     streamdb.Offset // everything up to here has been read and applied to state
-	state    *State
-	scanner  *scanner
+	state    *wire.State
+	scanner  *wire.Scanner
 	queue    []*item       // work read but not yet acknowledged
-	trailing []heldOp      // held changes after the last queued item
+	trailing []wire.HeldOp // held changes after the last queued item
 	trouble  time.Duration // the last pause after a machinery failure (0: none since progress)
 }
 
@@ -129,15 +130,15 @@ func (w *worker) load(ctx context.Context) error {
 	if retryAt != nil {
 		w.retryAt = *retryAt
 	}
-	held := map[string]heldMsg{}
+	held := map[string]wire.HeldMessage{}
 	rows, err := w.d.pool.Query(ctx, sqlHeldMessages, w.url)
 	if err != nil {
 		return err
 	}
 	for rows.Next() {
 		var k string
-		var h heldMsg
-		if err := rows.Scan(&k, &h.seq, &h.value); err != nil {
+		var h wire.HeldMessage
+		if err := rows.Scan(&k, &h.Seq, &h.Value); err != nil {
 			rows.Close()
 			return err
 		}
@@ -155,7 +156,7 @@ func (w *worker) load(ctx context.Context) error {
 		return err
 	}
 	w.meta = m
-	w.scanner = newScanner(held, w.consumed)
+	w.scanner = wire.NewScanner(held, w.consumed)
 	// Start reading where delivery stands; the materialized state is built only when a
 	// handler asks for it, so claiming an entity with a long history stays cheap.
 	w.state = nil
@@ -169,7 +170,7 @@ func (w *worker) load(ctx context.Context) error {
 // materialize returns the entity's state, reading the stream from the start the first
 // time. It reads up to the current tail; the events after w.read are applied again, in
 // order, when readMore reaches them, which leaves the same state.
-func (w *worker) materialize(ctx context.Context) (*State, error) {
+func (w *worker) materialize(ctx context.Context) (*wire.State, error) {
 	if w.state != nil {
 		return w.state, nil
 	}
@@ -177,7 +178,7 @@ func (w *worker) materialize(ctx context.Context) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := NewState()
+	st := wire.NewState()
 	for from := streamdb.Start; from.Seq < tail.Seq; {
 		msgs, err := w.d.streams.Read(ctx, w.meta, from, tail)
 		if err != nil {
@@ -248,7 +249,7 @@ func (w *worker) readMore(ctx context.Context) (int, error) {
 	if len(msgs) > 0 {
 		w.read = msgs[len(msgs)-1].End
 	}
-	items, trailing := w.scanner.scan(fresh)
+	items, trailing := scan(w.scanner, fresh)
 	if len(items) > 0 {
 		items[0].held = append(w.trailing, items[0].held...)
 		w.trailing = nil
@@ -262,10 +263,10 @@ func (w *worker) readMore(ctx context.Context) (int, error) {
 func (w *worker) deliver(ctx context.Context, it *item) error {
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.d.opts.HandlerTimeout)
 	defer cancel()
-	steer := make(chan InboxWake)
+	steer := make(chan wire.InboxWake)
 	feeder := w.startSteerFeeder(runCtx, steer)
 	job := &Job{EntityURL: w.url, EntityType: w.typ, Wake: it.wake, Seq: it.seq, Attempt: w.attempts + 1, Steer: steer,
-		State: func() (*State, error) { return w.materialize(runCtx) }}
+		State: func() (*wire.State, error) { return w.materialize(runCtx) }}
 	started := time.Now()
 	eff, runErr := w.runHandler(runCtx, job)
 	metrics.HandlerDuration.WithLabelValues(w.typ).Observe(time.Since(started).Seconds())
@@ -284,10 +285,10 @@ func (w *worker) deliver(ctx context.Context, it *item) error {
 	}
 	eff = markProcessed(eff, it.wake)
 	for _, seq := range consumedNow {
-		w.scanner.consumed[seq] = true
+		w.scanner.Consume(seq)
 	}
 	consumed := pruneConsumed(append(w.consumed, consumedNow...), it.seq)
-	sig, isSignal := it.wake.(SignalWake)
+	sig, isSignal := it.wake.(wire.SignalWake)
 	// w.status was read when the entity was claimed: a SIGTERM that came later made it
 	// stopping since. finishStop stops only an entity that is stopping.
 	p := progress{scanned: it.seq, consumed: consumed, held: it.held,
@@ -357,7 +358,7 @@ func (w *worker) fail(ctx context.Context, it *item, runErr error, consumed []in
 // applySignal follows the entity's status through the signal it was just woken by, with
 // the status machine the signal itself went through (stopped: this acknowledgement
 // finished a graceful stop).
-func (w *worker) applySignal(sig SignalWake, stopped bool) {
+func (w *worker) applySignal(sig wire.SignalWake, stopped bool) {
 	if stopped {
 		w.status = entity.StatusStopped
 		return
@@ -368,7 +369,7 @@ func (w *worker) applySignal(sig SignalWake, stopped bool) {
 // skipConsumed drops queued steer messages that a running handler already received.
 func (w *worker) skipConsumed() {
 	for len(w.queue) > 0 {
-		if _, ok := w.queue[0].wake.(InboxWake); !ok || !w.scanner.consumed[w.queue[0].seq] {
+		if _, ok := w.queue[0].wake.(wire.InboxWake); !ok || !w.scanner.Consumed(w.queue[0].seq) {
 			return
 		}
 		w.queue = w.queue[1:]
@@ -426,7 +427,7 @@ type steerFeeder struct {
 	consumed []int64
 }
 
-func (w *worker) startSteerFeeder(ctx context.Context, out chan<- InboxWake) *steerFeeder {
+func (w *worker) startSteerFeeder(ctx context.Context, out chan<- wire.InboxWake) *steerFeeder {
 	ctx, cancel := context.WithCancel(ctx)
 	f := &steerFeeder{cancel: cancel, done: make(chan struct{})}
 	from := w.read
@@ -443,13 +444,13 @@ func (w *worker) startSteerFeeder(ctx context.Context, out chan<- InboxWake) *st
 			}
 			for _, m := range msgs {
 				from = m.End
-				var ev Event
+				var ev wire.StreamEvent
 				if json.Unmarshal(m.Data, &ev) != nil || ev.Type != "inbox" || ev.Headers.Operation != "insert" ||
-					modeOf(ev.Value) != "steer" || w.scanner.consumed[m.End.Seq] {
+					modeOf(ev.Value) != "steer" || w.scanner.Consumed(m.End.Seq) {
 					continue
 				}
 				select {
-				case out <- inboxWake(ev.Key, ev.Value, m.End):
+				case out <- steerWake(ev.Key, ev.Value, m.End):
 					f.consumed = append(f.consumed, m.End.Seq)
 				case <-ctx.Done():
 					return

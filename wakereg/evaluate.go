@@ -16,6 +16,7 @@ import (
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wire"
 )
 
 // regState is a registration as an evaluation loads, changes and saves it.
@@ -440,5 +441,5 @@ func (s *Service) wakeEvent(ctx context.Context, source *streamdb.Meta, d *deliv
 		}
 	}
 	key := "wake-" + strconv.FormatInt(d.reg.id, 10) + "-" + d.key
-	return streamdb.Event{Type: "wake", Key: key, Value: v.Bytes(), Operation: streamdb.OpInsert}.Marshal(), nil
+	return wire.Event{Type: "wake", Key: key, Value: v.Bytes(), Operation: wire.OpInsert}.Marshal(), nil
 }

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/wire/composer"
 )
 
 // The payloads send posts must be valid composer_input, spans in UTF-16 units included.
@@ -14,10 +14,10 @@ func TestComposerInputIsValid(t *testing.T) {
 			if len(p) < size {
 				t.Errorf("size %d: payload has %d bytes", size, len(p))
 			}
-			if d := inbox.ValidateComposerInput(p, inbox.ComposerLimits{}); d != nil {
+			if d := composer.Validate(p, composer.Limits{}); d != nil {
 				t.Fatalf("payload %s: %v", p, d)
 			}
-			c, err := inbox.ParseComposerInput(p)
+			c, err := composer.Parse(p)
 			if err != nil {
 				t.Fatal(err)
 			}

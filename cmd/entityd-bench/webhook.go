@@ -41,7 +41,7 @@ type webhookResult struct {
 //	                  as it goes; cycles per second. -handler says how a cycle is handled:
 //	                  electric  claim → write a text event with the write token → done
 //	                  effects   done with the text event as effects (one callback)
-//	                  sdk       the Go SDK (runtime.Remote) runs a handler that writes it
+//	                  sdk       the Go SDK (runtime.External) runs a handler that writes it
 func runWebhook(args []string) error {
 	fs := flag.NewFlagSet("webhook", flag.ExitOnError)
 	var c commonFlags
@@ -308,8 +308,8 @@ func (rv *receiver) cycle(callback, token, wakeID, stream string, epoch int64, s
 
 // sdkHandler is the Go SDK serving the benchmark's type: each message is answered with
 // a text event; a committed wake ends the entity's cycle.
-func sdkHandler(base, typ string, rv *receiver) (*runtime.Remote, error) {
-	return runtime.NewRemote(runtime.RemoteOptions{Server: base, Client: rv.client, Parallel: 1,
+func sdkHandler(base, typ string, rv *receiver) (*runtime.External, error) {
+	return runtime.NewExternal(runtime.ExternalOptions{Server: base, Client: rv.client, Parallel: 1,
 		OnCommitted: func(url string) {
 			if ch := rv.wakes[url]; ch != nil {
 				select {

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/entityd/entityd/internal/pgcluster"
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 // sendLoad sends messages with unique keys to entities, from one goroutine per entity,
@@ -58,22 +59,29 @@ func (l *sendLoad) run(stop <-chan struct{}) *sync.WaitGroup {
 				body := fmt.Sprintf(`{"type":"note","key":%q,"payload":{"n":%d}}`, key, n)
 				req, _ := http.NewRequest(http.MethodPost, l.base+"/_electric/entities"+e+"/send", strings.NewReader(body))
 				req.Header.Set("Content-Type", "application/json")
-				res, err := l.client.Do(req)
-				if err != nil {
-					l.record(e, key, -1, "")
+				status := l.send(e, key, req)
+				if status != http.StatusOK {
+					// Paces the client: it backs off before the next try, as one honouring
+					// Retry-After would, only faster.
 					time.Sleep(10 * time.Millisecond)
-					continue
-				}
-				_, _ = io.Copy(io.Discard, res.Body)
-				res.Body.Close()
-				l.record(e, key, res.StatusCode, res.Header.Get("Retry-After"))
-				if res.StatusCode != http.StatusOK {
-					time.Sleep(10 * time.Millisecond) // as a client honouring Retry-After would, only faster
 				}
 			}
 		}()
 	}
 	return &wg
+}
+
+// send makes one request and records its answer (-1: no answer).
+func (l *sendLoad) send(entity, key string, req *http.Request) int {
+	res, err := l.client.Do(req)
+	if err != nil {
+		l.record(entity, key, -1, "")
+		return -1
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	l.record(entity, key, res.StatusCode, res.Header.Get("Retry-After"))
+	return res.StatusCode
 }
 
 func (l *sendLoad) record(entity, key string, status int, retryAfter string) {
@@ -176,20 +184,20 @@ func TestPostgresKilledUnderLoad(t *testing.T) {
 	load := newSendLoad(p.URL, entities)
 	stop := make(chan struct{})
 	wg := load.run(stop)
-	waitFor(t, 10*time.Second, func() bool { return load.count(http.StatusOK) >= 200 }, "load running")
+	testwait.Until(t, "load running", func() bool { return load.count(http.StatusOK) >= 200 }, 10*time.Second)
 
 	pid := postmasterPID(t, dataDir)
 	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
 	killedAt := time.Now()
-	waitFor(t, 20*time.Second, func() bool { return load.count(http.StatusServiceUnavailable) >= 50 }, "503s during the outage")
-	waitFor(t, 20*time.Second, func() bool { return !processAlive(pid) }, "postmaster gone")
+	testwait.Until(t, "503s during the outage", func() bool { return load.count(http.StatusServiceUnavailable) >= 50 }, 20*time.Second)
+	testwait.Until(t, "postmaster gone", func() bool { return !processAlive(pid) }, 20*time.Second)
 
 	// Postgres comes back (an operator, systemd, or the embedded supervisor restarts it).
 	restarted, err := pgcluster.Start(ctx, opts)
 	require.NoError(t, err)
 	upAt := time.Now()
 	t.Cleanup(func() { _ = restarted.Stop(context.Background()) })
-	waitFor(t, 30*time.Second, func() bool { return load.okAfter.Load() >= int64(20*len(entities)) }, "sends succeed again")
+	testwait.Until(t, "sends succeed again", func() bool { return load.okAfter.Load() >= int64(20*len(entities)) }, 30*time.Second)
 	recovered := time.Since(upAt)
 	close(stop)
 	wg.Wait()
@@ -203,8 +211,9 @@ func TestPostgresKilledUnderLoad(t *testing.T) {
 
 	// Requests may succeed again before the outage probe (every 250 ms) has seen the
 	// database back and logged it: wait for that line rather than race it.
-	waitFor(t, 10*time.Second, func() bool { return strings.Contains(p.logText(), "database available again") },
-		"the end of the outage is logged")
+	testwait.Until(t, "the end of the outage to be logged", func() bool {
+		return strings.Contains(p.logText(), "database available again")
+	}, 10*time.Second)
 	logText := p.logText()
 	require.Equal(t, 1, strings.Count(logText, "database unavailable: answering 503"), "one line per outage")
 	require.NotContains(t, logText, `"stacktrace"`)
@@ -217,17 +226,6 @@ func TestPostgresKilledUnderLoad(t *testing.T) {
 func requireOK(t *testing.T, method, url, body string, want int) {
 	t.Helper()
 	require.Equal(t, want, doStatus(t, method, url, body), "%s %s", method, url)
-}
-
-func waitFor(t *testing.T, timeout time.Duration, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func postmasterPID(t *testing.T, dataDir string) int {

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/entityd/entityd/internal/pgcluster"
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 // postmasterLive reports whether pid runs and is not a zombie waiting to be reaped.
@@ -46,11 +47,8 @@ func stopPostmasterAtCleanup(t *testing.T, pgDir string) {
 		}
 		t.Logf("stopping PostgreSQL %d left running in %s", pid, pgDir)
 		_ = syscall.Kill(pid, syscall.SIGQUIT)
-		deadline := time.Now().Add(15 * time.Second)
-		for postmasterLive(pid) && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+		defer func() { _ = syscall.Kill(pid, syscall.SIGKILL) }() // also when the wait fails the test
+		testwait.Until(t, "a left-over postmaster to quit on SIGQUIT", func() bool { return !postmasterLive(pid) }, 15*time.Second)
 	})
 }
 
@@ -118,6 +116,6 @@ func TestEmbeddedPostgresBelongsToOneServer(t *testing.T) {
 	defer stopCancel()
 	require.NoError(t, third.stop(stopCtx), third.logText())
 	require.NoFileExists(t, filepath.Join(pgDir, "postmaster.pid"))
-	waitFor(t, 5*time.Second, func() bool { return !postmasterLive(ours) }, "the postmaster to exit")
+	testwait.Until(t, "the postmaster to exit", func() bool { return !postmasterLive(ours) }, 5*time.Second)
 	require.Contains(t, third.logText(), "stopped PostgreSQL")
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/entityd/entityd/internal/pgtest"
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 // emptyDatabase returns a database with nothing in it (pgtest's are migrated).
@@ -92,7 +93,7 @@ func TestSIGTERMEndsLiveReadsAndExitsCleanly(t *testing.T) {
 		got <- resp.StatusCode
 	}()
 	// The long-poll is parked once the server's gauge says so.
-	require.Eventually(t, func() bool {
+	testwait.Until(t, "the long-poll parks", func() bool {
 		resp, err := http.Get(p.URL + "/_electric/metrics")
 		if err != nil {
 			return false
@@ -100,7 +101,7 @@ func TestSIGTERMEndsLiveReadsAndExitsCleanly(t *testing.T) {
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
 		return strings.Contains(string(body), "\nentityd_long_polls_waiting 1\n")
-	}, 10*time.Second, 10*time.Millisecond, "the long-poll parks")
+	}, 10*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, p.stop(ctx), "SIGTERM exits with status 0 well before the 60s long-poll timeout")

@@ -29,6 +29,7 @@ import (
 	"github.com/entityd/entityd/server"
 	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/wake"
+	"github.com/entityd/entityd/wire/composer"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -115,7 +116,7 @@ func run(args []string) int {
 		ShapeSnapshotRows: cfg.ShapeSnapshotRows,
 		MCP:               mcpserve.Options{MaxSessionsPerPrincipal: cfg.MCPMaxSessions, SessionTimeout: cfg.MCPSessionTimeout},
 		SlashCommands:     slashcmd.Limits{MaxOwnerBytes: cfg.SlashMaxOwnerBytes, MaxOwners: cfg.SlashMaxOwners},
-		Limits:            inbox.Limits{Composer: inbox.ComposerLimits{MaxSourceUnits: cfg.ComposerMaxSource, MaxNodes: cfg.ComposerMaxNodes}},
+		Limits:            inbox.Limits{Composer: composer.Limits{MaxSourceUnits: cfg.ComposerMaxSource, MaxNodes: cfg.ComposerMaxNodes}},
 		Wake: wake.Options{Lease: cfg.WakeLease, MaxAttempts: cfg.WakeMaxAttempts, BaseBackoff: cfg.WakeBackoff,
 			HandlerTimeout: cfg.HandlerTimeout},
 		ShutdownTimeout: cfg.ShutdownTimeout,

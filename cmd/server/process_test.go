@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 var (
@@ -72,24 +74,25 @@ func startProcess(t *testing.T, dbURL string, port int, extra ...string) *proces
 	p := &process{t: t, cmd: cmd, URL: fmt.Sprintf("http://127.0.0.1:%d", port), done: make(chan struct{}), log: logPath}
 	go func() { _ = cmd.Wait(); logFile.Close(); close(p.done) }()
 	t.Cleanup(func() { p.kill() })
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	defer func() { // also when the wait below fails the test
+		if t.Failed() {
+			t.Logf("entityd log:\n%s", p.logText())
+		}
+	}()
+	testwait.Until(t, "entityd to answer its health check", func() bool {
 		select {
 		case <-p.done:
-			t.Fatalf("entityd exited during start; log:\n%s", p.logText())
+			t.Fatal("entityd exited during start")
 		default:
 		}
 		resp, err := http.Get(p.URL + "/_electric/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
+		if err != nil {
+			return false
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("entityd did not become healthy; log:\n%s", p.logText())
-	return nil
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 30*time.Second)
+	return p
 }
 
 func (p *process) kill() {

@@ -1,5 +1,5 @@
 // Package assistant is the demo entity type that `make run` serves in the server, and
-// that cmd/entityd-remote serves from another process with the same code.
+// that cmd/entityd-external serves from another process with the same code.
 package assistant
 
 import (
@@ -8,8 +8,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/runtime"
+	"github.com/entityd/entityd/wire/composer"
 )
 
 func strp(s string) *string { return &s }
@@ -75,7 +75,7 @@ func describeLoaded(l *runtime.LoadedSkill) string {
 }
 
 // describe explains how the assistant interpreted a composer_input.
-func describe(ci *inbox.ComposerInput) string {
+func describe(ci *composer.Input) string {
 	var b strings.Builder
 	cmds := ci.SlashCommandNodes()
 	if len(cmds) == 0 {

@@ -4,8 +4,9 @@
 //	go run ./examples/notes                              (the embedded cluster in ./.entityd)
 //	DATABASE_URL=postgres://... go run ./examples/notes
 //
-// It listens on :4437 like `make run`: stop that first. It takes over the `notebook`
-// type of the README walkthrough (its definition replaces the registered one).
+// It listens on 127.0.0.1:4437 like `make run`: stop that first. It takes over the
+// `notebook` type of the docs/API.md walkthrough (its definition replaces the registered
+// one).
 package main
 
 import (
@@ -38,7 +39,9 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	cfg := server.Config{Addr: ":4437", DatabaseURL: os.Getenv("DATABASE_URL")}
+	// Loopback only: with no API.Auth the server is in dev mode, where anyone who reaches
+	// the port may act as any principal (bin/entityd refuses dev mode elsewhere).
+	cfg := server.Config{Addr: "127.0.0.1:4437", DatabaseURL: os.Getenv("DATABASE_URL")}
 	if err := server.New(cfg, notebook).Run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

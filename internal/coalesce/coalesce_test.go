@@ -5,9 +5,10 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 // Each caller gets the answer to its own request, however the requests were grouped;
@@ -115,15 +116,11 @@ func TestCoalescerDropsAbandonedRequests(t *testing.T) {
 	kept := make(chan error, 1)
 	go func() { _, err := c.Do(context.Background(), 3); kept <- err }()
 	// 3 is queued behind the held statement (eventually: the goroutine may be late)
-	for {
+	testwait.Until(t, "3 to queue behind the held statement", func() bool {
 		c.mu.Lock()
-		n := len(c.queue)
-		c.mu.Unlock()
-		if n == 2 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer c.mu.Unlock()
+		return len(c.queue) == 2
+	})
 	close(release)
 	if err := <-done; err != nil {
 		t.Fatal(err)

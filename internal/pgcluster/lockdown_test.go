@@ -23,6 +23,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 // The options of the embedded server database.
@@ -34,19 +36,6 @@ func lockedOpts(dataDir string) Options {
 func observed(t *testing.T) (*zap.Logger, *observer.ObservedLogs) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	return zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), core)), logs
-}
-
-// waitUntil polls cond every 20 ms until it holds or the deadline passes.
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	began := time.Now()
-	for !cond() {
-		if time.Since(began) > timeout {
-			t.Fatalf("timed out after %v waiting for: %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return time.Since(began)
 }
 
 func postmasterOf(t *testing.T, dataDir string) int {
@@ -70,29 +59,23 @@ func killPostmasterAtCleanup(t *testing.T, dataDir string) {
 			return // a stale postmaster.pid whose pid now names another process
 		}
 		_ = syscall.Kill(pid, syscall.SIGQUIT)
-		deadline := time.Now().Add(15 * time.Second)
-		for processAlive(pid) && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		if processAlive(pid) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
+		defer func() { // also when the wait below fails the test
+			if processAlive(pid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}()
+		testwait.Until(t, "a left-over postmaster to quit on SIGQUIT", func() bool { return !processAlive(pid) }, 15*time.Second)
 	})
 }
 
 // requireNoSupervisor fails if a supervisor goroutine is still running.
 func requireNoSupervisor(t *testing.T) {
 	t.Helper()
-	var stacks string
-	for range 100 { // a goroutine that returned may still be on its way out
+	// A goroutine that returned may still be on its way out.
+	testwait.Until(t, "the supervisor goroutine to return after Stop", func() bool {
 		buf := make([]byte, 1<<20)
-		stacks = string(buf[:runtime.Stack(buf, true)])
-		if !strings.Contains(stacks, "pgcluster.(*Cluster).supervise") {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("supervisor goroutine left running after Stop:\n%s", stacks)
+		return !strings.Contains(string(buf[:runtime.Stack(buf, true)]), "pgcluster.(*Cluster).supervise")
+	}, time.Second)
 }
 
 // tcpListeners returns the TCP sockets in LISTEN state that process pid holds open.
@@ -388,12 +371,12 @@ func TestSupervisorRestartsKilledPostmaster(t *testing.T) {
 	if err := syscall.Kill(oldPID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	noticed := waitUntil(t, 5*time.Second, "the supervisor logs the crash", func() bool {
+	noticed := testwait.Until(t, "the supervisor logs the crash", func() bool {
 		return logs.FilterMessage("embedded PostgreSQL exited unexpectedly; restarting").Len() > 0
-	})
-	back := waitUntil(t, 20*time.Second, "the supervisor restarts PostgreSQL", func() bool {
+	}, 5*time.Second)
+	back := testwait.Until(t, "the supervisor restarts PostgreSQL", func() bool {
 		return logs.FilterMessage("embedded PostgreSQL restarted").Len() > 0
-	})
+	}, 20*time.Second)
 	newPID := postmasterOf(t, dataDir)
 	if newPID == oldPID || !processAlive(newPID) {
 		t.Fatalf("postmaster pid %d after restart (killed %d)", newPID, oldPID)
@@ -411,11 +394,11 @@ func TestSupervisorRestartsKilledPostmaster(t *testing.T) {
 
 	// The pool made before the kill works again by itself, and every commit survived.
 	var n int
-	waitUntil(t, 20*time.Second, "the old pool works again", func() bool {
+	testwait.Until(t, "the old pool works again", func() bool {
 		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		return pool.QueryRow(qctx, "SELECT count(*) FROM kept").Scan(&n) == nil
-	})
+	}, 20*time.Second)
 	if n != 50 {
 		t.Fatalf("%d rows after the crash, want 50", n)
 	}
@@ -452,9 +435,9 @@ func TestStopDuringOutage(t *testing.T) {
 	if err := syscall.Kill(postmasterOf(t, dataDir), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 15*time.Second, "two failed restart attempts", func() bool {
+	testwait.Until(t, "two failed restart attempts", func() bool {
 		return logs.FilterMessage("embedded PostgreSQL did not restart; retrying").Len() >= 2
-	})
+	}, 15*time.Second)
 	stop(t, c)
 	requireNoSupervisor(t)
 	if n := logs.FilterMessage("embedded PostgreSQL exited unexpectedly; restarting").Len(); n != 1 {
@@ -473,7 +456,8 @@ func TestOrphanIsTakenOver(t *testing.T) {
 		}
 		pid, _, _ := readPostmasterPID(c.DataDir())
 		fmt.Println("postmaster", pid)
-		time.Sleep(time.Minute) // until SIGKILLed
+		// Until SIGKILLed; or, should the test die first, until its end of stdin closes.
+		_, _ = io.Copy(io.Discard, os.Stdin)
 		os.Exit(3)
 	}
 	dataDir := filepath.Join(newDir(t), "data")
@@ -485,10 +469,14 @@ func TestOrphanIsTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe() // held open: the helper lives until it is killed
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = stdin.Close() })
 	orphan := 0
 	sc := bufio.NewScanner(out)
 	for orphan == 0 && sc.Scan() {
@@ -590,9 +578,9 @@ func TestStopOnExitFollowsRestart(t *testing.T) {
 	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 20*time.Second, "the supervisor restarts PostgreSQL", func() bool {
+	testwait.Until(t, "the supervisor restarts PostgreSQL", func() bool {
 		return logs.FilterMessage("embedded PostgreSQL restarted").Len() > 0
-	})
+	}, 20*time.Second)
 	c.mu.Lock()
 	pid, armed := c.pid, c.disarm != nil
 	c.mu.Unlock()

@@ -17,6 +17,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap/zaptest"
+
+	"github.com/entityd/entityd/internal/testwait"
 )
 
 // newDir returns a fresh directory the server can use (owned by postgres when we are root).
@@ -361,15 +363,8 @@ func TestStopOnExit(t *testing.T) {
 	if port == 0 {
 		t.Fatalf("helper did not start a cluster: %s", out)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.Until(t, "the watchdog to stop the server and remove its directory after the process exited", func() bool {
 		_, statErr := os.Stat(dir)
-		if errors.Is(statErr, os.ErrNotExist) && !accepting(port) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the process exited: dir stat %v, server accepting %v", statErr, accepting(port))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return errors.Is(statErr, os.ErrNotExist) && !accepting(port)
+	}, 30*time.Second)
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/entityd/entityd/internal/leakcheck"
 	"github.com/entityd/entityd/internal/pgcluster"
 	"github.com/entityd/entityd/migrations"
 )
@@ -149,18 +150,17 @@ func Pool(t testing.TB) *pgxpool.Pool {
 	return pool
 }
 
-// Main runs the tests and then stops the cluster started lazily by this test binary (if
-// any). Call it from TestMain: func TestMain(m *testing.M) { pgtest.Main(m) }.
+// Main runs the tests, stops the cluster started lazily by this test binary (if any),
+// and fails the run if the tests left goroutines behind (internal/leakcheck). Call it
+// from TestMain: func TestMain(m *testing.M) { pgtest.Main(m) }.
 func Main(m *testing.M) {
 	mainCalled.Store(true)
-	code := m.Run()
-	if err := shutdown(); err != nil {
-		fmt.Fprintln(os.Stderr, "pgtest:", err)
-		if code == 0 {
-			code = 1
+	leakcheck.Main(m, func() error {
+		if err := shutdown(); err != nil {
+			return fmt.Errorf("pgtest: %w", err)
 		}
-	}
-	os.Exit(code)
+		return nil
+	})
 }
 
 func get() (*harness, error) {

@@ -5,45 +5,68 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/entityd/entityd/internal/testwait"
 )
 
-func countCompiles(t *testing.T) *atomic.Int64 {
+// compiles counts the cache's compilations and holds each one in flight, having said it
+// started, until the test releases them: so a test knows a compilation is under way
+// while other callers arrive.
+type compiles struct {
+	n       atomic.Int64
+	started chan struct{}
+	release chan struct{}
+}
+
+func holdCompiles(t *testing.T) *compiles {
 	t.Helper()
-	var n atomic.Int64
+	c := &compiles{started: make(chan struct{}, 100), release: make(chan struct{})}
 	orig := compileForCache
 	compileForCache = func(s json.RawMessage) (*Schema, error) {
-		n.Add(1)
-		time.Sleep(20 * time.Millisecond) // keep the first compilation in flight
+		c.n.Add(1)
+		c.started <- struct{}{}
+		<-c.release
 		return orig(s)
 	}
 	t.Cleanup(func() { compileForCache = orig })
-	return &n
+	return c
+}
+
+// getConcurrently starts the first Get of schema, waits until its compilation is in
+// flight, then has workers-1 more callers ask for it, releases the compilation and
+// returns what each got.
+func getConcurrently(t *testing.T, c *Cache, held *compiles, schema json.RawMessage, workers int) ([]*Schema, []error) {
+	t.Helper()
+	results := make([]*Schema, workers)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	get := func(i int) {
+		defer wg.Done()
+		results[i], errs[i] = c.Get(schema)
+	}
+	wg.Add(1)
+	go get(0)
+	testwait.Recv(t, held.started, "the first compilation to start")
+	for i := 1; i < workers; i++ {
+		wg.Add(1)
+		go get(i)
+	}
+	close(held.release)
+	wg.Wait()
+	return results, errs
 }
 
 func TestCacheCompilesOnceUnderConcurrency(t *testing.T) {
-	n := countCompiles(t)
+	held := holdCompiles(t)
 	c := NewCache()
 	schema := json.RawMessage(`{"type":"object","required":["a"]}`)
-	const workers = 64
-	results := make([]*Schema, workers)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := 0; i < workers; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			<-start
-			s, err := c.Get(schema)
-			if err != nil {
-				t.Errorf("Get: %v", err)
-			}
-			results[i] = s
-		}(i)
+	results, errs := getConcurrently(t, c, held, schema, 64)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Get %d: %v", i, err)
+		}
 	}
-	close(start)
-	wg.Wait()
-	if got := n.Load(); got != 1 {
+	if got := held.n.Load(); got != 1 {
 		t.Fatalf("compiled %d times, want 1", got)
 	}
 	for i, s := range results {
@@ -61,7 +84,7 @@ func TestCacheCompilesOnceUnderConcurrency(t *testing.T) {
 	if _, err := c.Get(json.RawMessage(`{"type":"string"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if got := n.Load(); got != 2 {
+	if got := held.n.Load(); got != 2 {
 		t.Fatalf("compiled %d times, want 2", got)
 	}
 	if c.Len() != 2 {
@@ -73,19 +96,10 @@ func TestCacheCompilesOnceUnderConcurrency(t *testing.T) {
 }
 
 func TestCacheSharesErrorsWithWaitersButDoesNotKeepThem(t *testing.T) {
-	n := countCompiles(t)
+	held := holdCompiles(t)
 	c := NewCache()
 	bad := json.RawMessage(`{"$ref":"#/nowhere"}`)
-	var wg sync.WaitGroup
-	errs := make([]error, 8)
-	for i := range errs {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			_, errs[i] = c.Get(bad)
-		}(i)
-	}
-	wg.Wait()
+	_, errs := getConcurrently(t, c, held, bad, 8)
 	for i, err := range errs {
 		if err == nil {
 			t.Fatalf("Get %d: no error", i)
@@ -94,11 +108,11 @@ func TestCacheSharesErrorsWithWaitersButDoesNotKeepThem(t *testing.T) {
 	if c.Len() != 0 {
 		t.Fatalf("Len = %d, want 0", c.Len())
 	}
-	before := n.Load()
+	before := held.n.Load()
 	if _, err := c.Get(bad); err == nil {
 		t.Fatal("no error")
 	}
-	if n.Load() != before+1 {
+	if held.n.Load() != before+1 {
 		t.Fatal("a failed compilation was cached")
 	}
 }

@@ -2,9 +2,11 @@ package schemas
 
 import (
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // FuzzSchemaValidate compiles arbitrary schemas and validates arbitrary instances:
@@ -49,6 +51,28 @@ func FuzzSchemaValidate(f *testing.F) {
 		}
 		if el := time.Since(start); el > 10*time.Second {
 			t.Fatalf("took %v", el)
+		}
+	})
+}
+
+// FuzzJSRegexp: any pattern translates without panicking, a pattern without any
+// special character is left as it is.
+func FuzzJSRegexp(f *testing.F) {
+	for _, s := range []string{`^\u00e9$`, `\uD83D\uDE00`, `\u{1F600}`, `[\s\S]`, `[^]`, `a[]`, `\cJ`, `\0`, `(?<n>a)`,
+		`(?i)a`, `\pL`, `\p{Lu}`, `[[:alpha:]]`, `a\-b`, `[a\-b]`, `\`, `\u{110000}`, `\x4`, `.`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		out, err := translateJSRegexp(src)
+		if err != nil {
+			return
+		}
+		// Patterns come from JSON, so they are UTF-8.
+		if utf8.ValidString(src) && !strings.ContainsAny(src, `\[](){}.^$*+?|`) && out != src {
+			t.Fatalf("plain %q became %q", src, out)
+		}
+		if re, err := regexp.Compile(out); err == nil {
+			re.MatchString(src) // compiles and runs
 		}
 	})
 }

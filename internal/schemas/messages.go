@@ -194,6 +194,9 @@ func (v *validator) validate(n *node, x any, path *segment) bool {
 		for _, s := range n.oneOf {
 			if v.validate(s, x, path) {
 				passing++
+				if passing == 2 {
+					break // Ajv stops at the second passing branch: later ones report nothing
+				}
 			}
 		}
 		if passing == 1 {
@@ -279,8 +282,10 @@ func (v *validator) numberKeywords(n *node, f float64, path *segment) bool {
 		}
 	}
 	if n.multipleOf > 0 {
+		// Ajv's test is q !== parseInt(q), and parseInt reads String(q): from 1e21 on
+		// that is exponent notation ("1e+21" reads 1), so such quotients never pass.
 		q := f / n.multipleOf
-		if q != math.Trunc(q) || math.IsInf(q, 0) {
+		if q != math.Trunc(q) || math.IsInf(q, 0) || math.Abs(q) >= 1e21 {
 			v.add(path, "must be multiple of "+jsNumber(n.multipleOf))
 			valid = false
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/server"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wake"
 )
 
 // Options adjust the server; zero values take the production defaults, except
@@ -36,6 +37,8 @@ type Options struct {
 	Subs      dssub.Options
 	DBURL     string // an existing database (e.g. to share one between two servers)
 	QuietLogs bool
+	// Logger, when set, is the server's logger (a test that asserts on log lines).
+	Logger *zap.Logger
 	// Admins are principals that pass every permission check.
 	Admins []string
 	// Definitions are Go entity types the server hosts (their handlers run in it), as
@@ -45,6 +48,9 @@ type Options struct {
 	ShapeSnapshotRows int
 	// MCP bounds MCP sessions (server.Config).
 	MCP mcpserve.Options
+	// Wake tunes the in-server wake delivery (server.Config); zero values take the
+	// production defaults.
+	Wake wake.Options
 }
 
 // Server is a running test server.
@@ -57,7 +63,9 @@ type Server struct {
 	Sender   *inbox.Sender
 	API      *api.Server
 	MCP      *mcpserve.Service
-	HTTP     *httptest.Server
+	// Subs is the Durable Streams subscription service (webhook and pull-wake).
+	Subs *dssub.Service
+	HTTP *httptest.Server
 
 	stop func()
 }
@@ -70,12 +78,15 @@ func Start(t testing.TB, opts Options) *Server {
 	if dbURL == "" {
 		dbURL = pgtest.URL(t)
 	}
-	pool, err := pgxpool.New(ctx, dbURL)
+	pool, err := openPool(ctx, dbURL)
 	if err != nil {
 		t.Fatalf("testserver: connect: %v", err)
 	}
 	log := zap.NewNop()
-	if !opts.QuietLogs {
+	switch {
+	case opts.Logger != nil:
+		log = opts.Logger
+	case !opts.QuietLogs:
 		log = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	}
 	cfg := opts.API
@@ -85,7 +96,7 @@ func Start(t testing.TB, opts Options) *Server {
 	var services lifecycle.Group
 	srv := server.New(server.Config{DatabaseURL: dbURL, API: cfg, Limits: opts.Limits, Store: opts.Streams,
 		Subscriptions: opts.Subs, Logger: log, Admins: opts.Admins, ShapeSnapshotRows: opts.ShapeSnapshotRows,
-		MCP: opts.MCP}, opts.Definitions...)
+		MCP: opts.MCP, Wake: opts.Wake}, opts.Definitions...)
 	a, err := srv.Assemble(ctx, pool, &services)
 	if err != nil {
 		services.Stop(ctx)
@@ -96,7 +107,7 @@ func Start(t testing.TB, opts Options) *Server {
 	var stop sync.Once
 	store, registry, sender, apiServer := a.Store, a.Registry, a.Sender, a.API
 	srvOut := &Server{URL: hs.URL, DBURL: dbURL, Pool: pool, Streams: store, Registry: registry, Sender: sender,
-		API: apiServer, MCP: a.MCP, HTTP: hs}
+		API: apiServer, MCP: a.MCP, Subs: a.Subs, HTTP: hs}
 	srvOut.stop = func() {
 		stop.Do(func() {
 			a.API.Shutdown()
@@ -115,3 +126,15 @@ func Start(t testing.TB, opts Options) *Server {
 // Stop stops the server before the test ends (a process that goes away); the test's
 // cleanup does it otherwise.
 func (s *Server) Stop() { s.stop() }
+
+// openPool opens the pool as server.Run does (its size and generic plans), so that tests
+// that load the server see the connection limits production has.
+func openPool(ctx context.Context, dbURL string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = 32 // server.Config.DBMaxConns's default
+	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	return pgxpool.NewWithConfig(ctx, cfg)
+}
