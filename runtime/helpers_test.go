@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/entityd/entityd/internal/clock"
 	"github.com/entityd/entityd/internal/pgtest"
 	"github.com/entityd/entityd/internal/testbin"
 	"github.com/entityd/entityd/internal/testserver"
@@ -71,7 +72,21 @@ func startServer(t *testing.T, wo wake.Options, quiet bool, defs ...runtime.Enti
 // startServerOn is startServer on an existing database (another replica of it).
 func startServerOn(t *testing.T, dbURL string, wo wake.Options, quiet bool, defs ...runtime.EntityDefinition) *env {
 	t.Helper()
-	srv := testserver.Start(t, testserver.Options{DBURL: dbURL, Wake: fastWake(wo), QuietLogs: quiet, Definitions: defs})
+	return startEnv(t, testserver.Options{DBURL: dbURL, Wake: fastWake(wo), QuietLogs: quiet, Definitions: defs})
+}
+
+// startServerOnClock is startServer on a server that keeps time with clk: leases, retry
+// delays and timers pass when the test advances it.
+func startServerOnClock(t *testing.T, clk clock.Clock, wo wake.Options, quiet bool, defs ...runtime.EntityDefinition) *env {
+	t.Helper()
+	return startEnv(t, testserver.Options{DBURL: pgtest.URL(t), Wake: fastWake(wo), QuietLogs: quiet, Definitions: defs,
+		Streams: streamdb.Options{Clock: clk}})
+}
+
+func startEnv(t *testing.T, opts testserver.Options) *env {
+	t.Helper()
+	srv := testserver.Start(t, opts)
+	dbURL := opts.DBURL
 	e := &env{t: t, base: srv.URL, dbURL: dbURL}
 	e.stop = func() time.Duration {
 		start := time.Now()
