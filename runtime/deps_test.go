@@ -13,6 +13,9 @@ var sdkMayLink = map[string]bool{
 	"runtime": true, "wire": true, "wire/composer": true, "slashcmd": true,
 	"internal/entitypath": true, "internal/rawjson": true, "internal/validation": true,
 	"internal/schemas": true, "internal/textpolicy": true,
+	// the periodic loop (an external handler's wake heartbeat) and its clock: standard
+	// library only
+	"internal/lifecycle": true, "internal/clock": true,
 	"examples/assistant": true, "cmd/entityd-external": true,
 }
 
