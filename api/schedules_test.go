@@ -16,7 +16,6 @@ import (
 	"github.com/entityd/entityd/internal/quota"
 	"github.com/entityd/entityd/internal/testserver"
 	"github.com/entityd/entityd/internal/testwait"
-	"github.com/entityd/entityd/streamdb"
 )
 
 func fireAtIn(d time.Duration) string { return time.Now().Add(d).UTC().Format(time.RFC3339Nano) }
@@ -42,8 +41,7 @@ func manifests(h *harness, url, key string) []event {
 // it replaces the pending send; deleting it cancels it and deletes the entry. The server
 // keeps time with a test clock, which the test moves past each fireAt.
 func TestFutureSendSchedule(t *testing.T) {
-	clk := clock.NewTest(time.Now())
-	h := setup(t, testserver.Options{QuietLogs: true, Streams: streamdb.Options{Clock: clk}})
+	h, clk := setupOnClock(t, testserverQuiet())
 	h.registerType(`{"name":"chat","description":"d"}`)
 	h.mustSpawn("chat", "a", `{}`)
 	const base = entitiesPath + "/chat/a/schedules/"

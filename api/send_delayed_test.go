@@ -13,15 +13,22 @@ import (
 	"github.com/entityd/entityd/internal/clock"
 	"github.com/entityd/entityd/internal/testserver"
 	"github.com/entityd/entityd/internal/testwait"
-	"github.com/entityd/entityd/streamdb"
 )
 
-// setupOnClock starts a server that keeps time with a test clock: delayed sends come due
-// when the test advances it.
-func setupOnClock(t *testing.T) (*harness, *clock.Test) {
+// setupOnClock is setup for a server that keeps time with a test clock: delayed sends
+// and schedules come due when the test advances it.
+func setupOnClock(t *testing.T, opts ...testserver.Options) (*harness, *clock.Test) {
 	t.Helper()
+	t.Parallel()
+	// after the parallel test's pause: the clock starts at the wall time, as the
+	// database's stamps do
 	clk := clock.NewTest(time.Now())
-	return setup(t, testserver.Options{Streams: streamdb.Options{Clock: clk}}), clk
+	var o testserver.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	o.Streams.Clock = clk
+	return &harness{t: t, srv: testserver.Start(t, o)}, clk
 }
 
 // waitInbox waits until url's stream holds n inbox events.
