@@ -67,11 +67,9 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	if s.cfg.CommitLanes > 0 {
 		storeOpts.Lanes = s.cfg.CommitLanes
 	}
-	if a.Store, err = streamdb.Open(ctx, pool, storeOpts); err != nil {
-		return nil, err
-	}
-	// Open started the store's loops; the group closes it last.
-	if err := services.Start(ctx, lifecycle.Funcs{OnStop: func(context.Context) { a.Store.Close() }}); err != nil {
+	a.Store = streamdb.New(pool, storeOpts)
+	// the store runs first (the registration of types below appends) and stops last
+	if err := services.Start(ctx, a.Store); err != nil {
 		return nil, err
 	}
 	quotas := s.cfg.API.Quotas

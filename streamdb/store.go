@@ -73,6 +73,7 @@ type Store struct {
 	idents   identities
 	failLog  ratelog.Limiter // commit failures: one line per interval during an outage
 
+	runCtx  context.Context // the background work's; Close cancels it
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
 	closeMu sync.Once
@@ -80,13 +81,14 @@ type Store struct {
 	closed  bool
 }
 
-// Open starts a Store on pool: its commit lanes, the LISTEN loop that hears other
-// processes' commits, and the expiry sweeper. Close stops them.
-func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
+// New returns a Store on pool. It starts nothing: Start runs its commit lanes, the LISTEN
+// loop that hears other processes' commits, the peer check and the expiry sweeper; Close
+// (or Stop) ends them. Appends wait in their lane until Start.
+func New(pool *pgxpool.Pool, opts Options) *Store {
 	opts.setDefaults()
 	var id [6]byte
 	_, _ = rand.Read(id[:])
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	runCtx, cancel := context.WithCancel(context.Background())
 	s := &Store{
 		pool:     pool,
 		opts:     opts,
@@ -94,11 +96,20 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error)
 		clock:    opts.Clock,
 		procID:   hex.EncodeToString(id[:]),
 		notifier: newNotifier(),
+		runCtx:   runCtx,
 		stop:     cancel,
 	}
 	for i := 0; i < opts.Lanes; i++ {
-		l := &lane{store: s, ch: make(chan *pending, opts.MaxBatch*4)}
-		s.lanes = append(s.lanes, l)
+		s.lanes = append(s.lanes, &lane{store: s, ch: make(chan *pending, opts.MaxBatch*4)})
+	}
+	return s
+}
+
+// Start starts the store's background work; a lifecycle.Service, so the server's group
+// starts it first and stops it last.
+func (s *Store) Start(context.Context) error {
+	runCtx := s.runCtx
+	for _, l := range s.lanes {
 		s.wg.Add(1)
 		// Not cancelled by Close: a lane drains its queue after Close, so appends already
 		// queued are committed rather than failed (appendTx bounds each transaction).
@@ -107,10 +118,19 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error)
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.listen(runCtx) }()
 	(&lifecycle.Every{Interval: peerPoll, Clock: s.clock, Run: s.checkPeers}).Go(runCtx, &s.wg)
-	if opts.SweepInterval > 0 {
-		(&lifecycle.Every{Interval: opts.SweepInterval, Clock: s.clock, Run: s.sweepRound}).Go(runCtx, &s.wg)
+	if s.opts.SweepInterval > 0 {
+		(&lifecycle.Every{Interval: s.opts.SweepInterval, Clock: s.clock, Run: s.sweepRound}).Go(runCtx, &s.wg)
 	}
-	return s, nil
+	return nil
+}
+
+// Stop is Close, for the lifecycle group.
+func (s *Store) Stop(context.Context) { s.Close() }
+
+// Open is New then Start, for tools and tests that run a store on its own.
+func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
+	s := New(pool, opts)
+	return s, s.Start(ctx)
 }
 
 // Close stops the background work. Appends in flight are finished first.
