@@ -7,7 +7,6 @@ package api
 import (
 	"context"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -144,7 +143,7 @@ type Server struct {
 	home        string // where a browser opening "/" is sent (Deps.Home)
 	// bg tracks the goroutines requests start (SSE hubs, the outage probe): they end
 	// with live, and Wait waits for them.
-	bg     sync.WaitGroup
+	bg     background
 	hubs   *sseHubs
 	outage *outage
 	budget *budget // bytes in flight
@@ -216,7 +215,7 @@ func New(cfg Config, log *zap.Logger, d Deps) *Server {
 	if s.grants == nil || s.checker == nil {
 		s.grants, s.checker = authz.New(streams.DB(), registry, nil)
 	}
-	s.outage = newOutage(s.log, live, streams.DB().Ping, s.bg.Go)
+	s.outage = newOutage(s.log, live, streams.DB().Ping, func(f func()) { s.bg.Go(f) })
 	s.quotas = quotas{s: s, limits: cfg.Quotas}
 	return s
 }

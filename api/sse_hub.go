@@ -60,8 +60,11 @@ func (h *sseHubs) join(m *streamdb.Meta, binary bool, sub *sseSub, from streamdb
 	hub := h.hubs[m.ID]
 	if hub == nil {
 		hub = &streamHub{hubs: h, meta: m, binary: binary, tail: from, subs: map[*sseSub]struct{}{}}
+		if !h.s.bg.Go(hub.run) { // the server is shutting down
+			_ = sub.conn.Close()
+			return true, from, false
+		}
 		h.hubs[m.ID] = hub
-		h.s.bg.Go(hub.run)
 	}
 	hub.mu.Lock()
 	defer hub.mu.Unlock()

@@ -1,0 +1,33 @@
+package api
+
+import "sync"
+
+// background tracks the goroutines requests start (SSE hubs, the outage probe) so that
+// Wait can wait for them. A plain WaitGroup is not enough: an SSE subscriber parks in
+// its hub after net/http has let go of its hijacked connection, so neither the HTTP
+// server's shutdown nor Shutdown's cancellation orders that start before Wait. Go
+// refuses once Wait has begun, and the caller treats the refusal as shutting down.
+type background struct {
+	mu      sync.Mutex
+	closing bool
+	wg      sync.WaitGroup
+}
+
+// Go runs f as a tracked goroutine, or reports false when Wait has begun.
+func (b *background) Go(f func()) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closing {
+		return false
+	}
+	b.wg.Go(f)
+	return true
+}
+
+// Wait refuses new goroutines and waits for the running ones.
+func (b *background) Wait() {
+	b.mu.Lock()
+	b.closing = true
+	b.mu.Unlock()
+	b.wg.Wait()
+}
