@@ -13,6 +13,7 @@ import (
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/httpx"
+	"github.com/entityd/entityd/internal/jsonbody"
 	"github.com/entityd/entityd/internal/validation"
 )
 
@@ -32,11 +33,11 @@ func (s *Server) spawn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	args := b.object("args")
-	tags := b.stringMap("tags", maxTagKeyLength, maxTagValueLength)
-	parent, _ := b.str("parent")
-	initialType, _ := b.str("initialMessageType")
-	if err := b.fail(); err != nil {
+	args := b.Object("args")
+	tags := b.StringMap("tags", maxTagKeyLength, maxTagValueLength)
+	parent, _ := b.Str("parent")
+	initialType, _ := b.Str("initialMessageType")
+	if err := b.Fail(); err != nil {
 		return err
 	}
 	t, err := s.registry.Type(r.Context(), typ)
@@ -59,7 +60,7 @@ func (s *Server) spawn(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
-	grants, err := spawnGrants(b.raw("grants"))
+	grants, err := spawnGrants(b.Raw("grants"))
 	if err != nil {
 		return err
 	}
@@ -79,10 +80,10 @@ func (s *Server) spawn(w http.ResponseWriter, r *http.Request) error {
 	if err := s.registry.CheckArgs(t, args); err != nil {
 		return spawnError(err, url)
 	}
-	if b.has("initialMessage") {
+	if b.Has("initialMessage") {
 		// The initial message is validated like any send, and before anything exists, so
 		// a refused message leaves no half-created entity behind.
-		msg := &inbox.SendRequest{Payload: b.raw("initialMessage"), Type: initialType, Sender: p.URL()}
+		msg := &inbox.SendRequest{Payload: b.Raw("initialMessage"), Type: initialType, Sender: p.URL()}
 		probe := &entity.Entity{URL: url, Type: typ, InboxSchemas: t.InboxSchemas}
 		if err := s.sender.Validate(probe, t, msg); err != nil {
 			return sendError(err)
@@ -238,16 +239,16 @@ func (s *Server) signal(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sig, hasSig := b.str("signal")
-	reason, hasReason := b.text("reason")
-	if err := b.fail(); err != nil {
+	sig, hasSig := b.Str("signal")
+	reason, hasReason := b.Text("reason")
+	if err := b.Fail(); err != nil {
 		return err
 	}
 	if !hasSig || !entity.ValidSignal(sig) {
-		return schemaMismatch(validation.Details{{Path: "/signal",
+		return jsonbody.SchemaMismatch(validation.Details{{Path: "/signal",
 			Message: "must be one of " + strings.Join([]string{"SIGINT", "SIGHUP", "SIGTERM", "SIGKILL", "SIGSTOP", "SIGCONT", "SIGUSR"}, ", ")}})
 	}
-	req := entity.SignalRequest{Signal: sig, Payload: b.raw("payload")}
+	req := entity.SignalRequest{Signal: sig, Payload: b.Raw("payload")}
 	if hasReason {
 		req.Reason = &reason
 	}

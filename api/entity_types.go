@@ -9,6 +9,7 @@ import (
 
 	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/jsonbody"
 	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/internal/validation"
@@ -27,11 +28,11 @@ func (s *Server) registerType(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if wantsDiscovery(b) {
-		b.only(typeFields...)
-		name, hasName := b.str("name")
-		endpoint, _ := b.str("serve_endpoint")
-		b.maxLen("serve_endpoint", endpoint, maxURLLength)
-		if err := b.fail(); err != nil {
+		b.Only(typeFields...)
+		name, hasName := b.Str("name")
+		endpoint, _ := b.Str("serve_endpoint")
+		b.MaxLen("serve_endpoint", endpoint, maxURLLength)
+		if err := b.Fail(); err != nil {
 			return err
 		}
 		if !hasName {
@@ -47,33 +48,33 @@ func (s *Server) registerType(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	b.only(typeFields...)
-	name, hasName := b.str("name")
-	description, hasDescription := b.text("description")
+	b.Only(typeFields...)
+	name, hasName := b.Str("name")
+	description, hasDescription := b.Text("description")
 	t := &entity.Type{
 		Name:                          name,
 		Description:                   description,
-		CreationSchema:                b.object("creation_schema"),
+		CreationSchema:                b.Object("creation_schema"),
 		InboxSchemas:                  schemaMap(b, "inbox_schemas"),
 		StateSchemas:                  schemaMap(b, "state_schemas"),
-		DefaultDispatchPolicy:         b.object("default_dispatch_policy"),
-		ExternallyWritableCollections: b.object("externally_writable_collections"),
+		DefaultDispatchPolicy:         b.Object("default_dispatch_policy"),
+		ExternallyWritableCollections: b.Object("externally_writable_collections"),
 	}
-	if v, ok := b.str("serve_endpoint"); ok {
-		b.maxLen("serve_endpoint", v, maxURLLength)
+	if v, ok := b.Str("serve_endpoint"); ok {
+		b.MaxLen("serve_endpoint", v, maxURLLength)
 		t.ServeEndpoint = &v
 	}
 	var typeGrants []authz.GrantRequest
-	if raw := b.raw("permission_grants"); raw != nil && kind(raw) != 'a' {
-		b.details.Add("/permission_grants", "must be array")
+	if raw := b.Raw("permission_grants"); raw != nil && jsonbody.Kind(raw) != 'a' {
+		b.Details.Add("/permission_grants", "must be array")
 	} else if raw != nil && json.Unmarshal(raw, &typeGrants) != nil {
-		b.details.Add("/permission_grants", "must be an array of grants")
+		b.Details.Add("/permission_grants", "must be an array of grants")
 	}
-	if raw := b.raw("slash_commands"); raw != nil && kind(raw) != 'n' {
-		b.details = append(b.details, slashcmd.CheckShape(raw, "/slash_commands")...)
+	if raw := b.Raw("slash_commands"); raw != nil && jsonbody.Kind(raw) != 'n' {
+		b.Details = append(b.Details, slashcmd.CheckShape(raw, "/slash_commands")...)
 		t.SlashCommands = raw
 	}
-	if err := b.fail(); err != nil {
+	if err := b.Fail(); err != nil {
 		return err
 	}
 	if !hasName {
@@ -134,21 +135,21 @@ func (s *Server) registerType(w http.ResponseWriter, r *http.Request) error {
 }
 
 // schemaMap reads a member that maps names to JSON Schemas.
-func schemaMap(b *body, name string) json.RawMessage {
-	v := b.object(name)
+func schemaMap(b *jsonbody.Body, name string) json.RawMessage {
+	v := b.Object(name)
 	if v == nil {
 		return nil
 	}
 	// The names are message or event types, identifiers; the schemas are content.
 	if d := textpolicy.CheckKeys(v, validation.Pointer(name)); len(d) > 0 {
-		b.details = append(b.details, d...)
+		b.Details = append(b.Details, d...)
 		return nil
 	}
 	var m map[string]json.RawMessage
 	_ = json.Unmarshal(v, &m)
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if kind(m[k]) != 'o' {
-			b.details.Add(validation.Pointer(name, k), "must be object")
+		if jsonbody.Kind(m[k]) != 'o' {
+			b.Details.Add(validation.Pointer(name, k), "must be object")
 		}
 	}
 	return v
@@ -307,9 +308,9 @@ func (s *Server) amendSchemas(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	b.only("inbox_schemas", "state_schemas")
+	b.Only("inbox_schemas", "state_schemas")
 	inboxRaw, stateRaw := schemaMap(b, "inbox_schemas"), schemaMap(b, "state_schemas")
-	if err := b.fail(); err != nil {
+	if err := b.Fail(); err != nil {
 		return err
 	}
 	probe := &entity.Type{Name: param(r, "name"), InboxSchemas: inboxRaw, StateSchemas: stateRaw}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/internal/httpx"
+	"github.com/entityd/entityd/internal/jsonbody"
 	"github.com/entityd/entityd/internal/validation"
 )
 
@@ -124,13 +125,13 @@ func (s *Server) decodeGrant(w http.ResponseWriter, r *http.Request) (authz.Gran
 	if err := httpx.RequireJSON(r, data); err != nil {
 		return g, err
 	}
-	if _, err := parseBody(data); err != nil {
+	if _, err := jsonbody.Parse(data); err != nil {
 		return g, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&g); err != nil {
-		return g, schemaMismatch(validationDetails("/", "must be a grant: {subject_kind, subject_value, permission, propagation?, copy_to_children?, expires_at?}"))
+		return g, jsonbody.SchemaMismatch(validationDetails("/", "must be a grant: {subject_kind, subject_value, permission, propagation?, copy_to_children?, expires_at?}"))
 	}
 	return g, nil
 }
@@ -144,7 +145,7 @@ func spawnGrants(raw json.RawMessage) ([]authz.GrantRequest, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&gs); err != nil {
-		return nil, schemaMismatch(validationDetails("/grants", "must be an array of grants"))
+		return nil, jsonbody.SchemaMismatch(validationDetails("/grants", "must be an array of grants"))
 	}
 	if err := authz.CheckEntityGrants(gs); err != nil {
 		return nil, grantError(err)

@@ -23,18 +23,18 @@ func (s *Server) patchInbox(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var p inbox.Patch
-	p.Payload = b.raw("payload")
-	if v, ok := b.str("position"); ok {
-		b.maxLen("position", v, maxPositionLength)
+	p.Payload = b.Raw("payload")
+	if v, ok := b.Str("position"); ok {
+		b.MaxLen("position", v, maxPositionLength)
 		p.Position = &v
 	}
-	if v, ok := b.enum("mode", wire.ModeImmediate, wire.ModeQueued, wire.ModePaused, wire.ModeSteer); ok {
+	if v, ok := b.Enum("mode", wire.ModeImmediate, wire.ModeQueued, wire.ModePaused, wire.ModeSteer); ok {
 		p.Mode = &v
 	}
-	if v, ok := b.enum("status", inbox.StatusPending, inbox.StatusProcessed, inbox.StatusCancelled); ok {
+	if v, ok := b.Enum("status", inbox.StatusPending, inbox.StatusProcessed, inbox.StatusCancelled); ok {
 		p.Status = &v
 	}
-	if err := b.fail(); err != nil {
+	if err := b.Fail(); err != nil {
 		return err
 	}
 	if p.Empty() {

@@ -23,13 +23,13 @@ func (s *Server) ensureCronStream(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	b.only("expression", "timezone")
-	expr, ok := b.text("expression")
-	if !ok && !b.has("expression") {
-		b.details.Add("/expression", "must have required property 'expression'")
+	b.Only("expression", "timezone")
+	expr, ok := b.Text("expression")
+	if !ok && !b.Has("expression") {
+		b.Details.Add("/expression", "must have required property 'expression'")
 	}
-	tz, _ := b.str("timezone")
-	if err := b.fail(); err != nil {
+	tz, _ := b.Str("timezone")
+	if err := b.Fail(); err != nil {
 		return err
 	}
 	spec, err := schedule.Resolve(expr, tz)
@@ -56,12 +56,12 @@ func (s *Server) ensureEntitiesStream(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	b.only("tags")
-	tags := b.stringMap("tags", maxTagKeyLength, maxTagValueLength)
+	b.Only("tags")
+	tags := b.StringMap("tags", maxTagKeyLength, maxTagValueLength)
 	if len(tags) > maxObservedTags {
-		b.details.Add("/tags", "must have at most 32 properties")
+		b.Details.Add("/tags", "must have at most 32 properties")
 	}
-	if err := b.fail(); err != nil {
+	if err := b.Fail(); err != nil {
 		return err
 	}
 	p := caller(r)

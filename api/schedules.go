@@ -9,6 +9,7 @@ import (
 	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/internal/jsonbody"
 	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/schedule"
 )
@@ -30,12 +31,12 @@ func (s *Server) putSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	typ, _ := b.enum("scheduleType", "cron", "future_send")
-	if !b.has("scheduleType") {
-		b.details.Add("/scheduleType", "must have required property 'scheduleType'")
+	typ, _ := b.Enum("scheduleType", "cron", "future_send")
+	if !b.Has("scheduleType") {
+		b.Details.Add("/scheduleType", "must have required property 'scheduleType'")
 	}
-	if !b.has("payload") {
-		b.details.Add("/payload", "must have required property 'payload'")
+	if !b.Has("payload") {
+		b.Details.Add("/payload", "must have required property 'payload'")
 	}
 	switch typ {
 	case "cron":
@@ -43,19 +44,19 @@ func (s *Server) putSchedule(w http.ResponseWriter, r *http.Request) error {
 	case "future_send":
 		return s.putFutureSend(w, r, e, id, b)
 	}
-	return b.fail()
+	return b.Fail()
 }
 
-func (s *Server) putCronSchedule(w http.ResponseWriter, r *http.Request, e *entity.Entity, id string, b *body) error {
-	b.only("scheduleType", "expression", "timezone", "payload", "debounceMs", "timeoutMs")
-	expr, ok := b.text("expression")
-	if !ok && !b.has("expression") {
-		b.details.Add("/expression", "must have required property 'expression'")
+func (s *Server) putCronSchedule(w http.ResponseWriter, r *http.Request, e *entity.Entity, id string, b *jsonbody.Body) error {
+	b.Only("scheduleType", "expression", "timezone", "payload", "debounceMs", "timeoutMs")
+	expr, ok := b.Text("expression")
+	if !ok && !b.Has("expression") {
+		b.Details.Add("/expression", "must have required property 'expression'")
 	}
-	tz, _ := b.str("timezone")
+	tz, _ := b.Str("timezone")
 	debounce := waitMs(b, "debounceMs")
 	timeout := waitMs(b, "timeoutMs")
-	if err := b.fail(); err != nil {
+	if err := b.Fail(); err != nil {
 		return err
 	}
 	spec, err := schedule.Resolve(expr, tz)
@@ -65,7 +66,7 @@ func (s *Server) putCronSchedule(w http.ResponseWriter, r *http.Request, e *enti
 	if err := s.quotas.schedule(r.Context(), caller(r), e.URL, id); err != nil {
 		return err
 	}
-	txid, err := s.schedules.UpsertCron(r.Context(), e, schedule.CronRequest{ID: id, Spec: spec, Payload: b.raw("payload"),
+	txid, err := s.schedules.UpsertCron(r.Context(), e, schedule.CronRequest{ID: id, Spec: spec, Payload: b.Raw("payload"),
 		DebounceMs: debounce, TimeoutMs: timeout, CreatedBy: caller(r).String()})
 	if err != nil {
 		return scheduleError(err)
@@ -73,17 +74,17 @@ func (s *Server) putCronSchedule(w http.ResponseWriter, r *http.Request, e *enti
 	return writeTxid(w, txid)
 }
 
-func (s *Server) putFutureSend(w http.ResponseWriter, r *http.Request, e *entity.Entity, id string, b *body) error {
-	b.only("scheduleType", "payload", "targetUrl", "fireAt", "messageType", "from")
-	fireAtText, ok := b.str("fireAt")
-	if !ok && !b.has("fireAt") {
-		b.details.Add("/fireAt", "must have required property 'fireAt'")
+func (s *Server) putFutureSend(w http.ResponseWriter, r *http.Request, e *entity.Entity, id string, b *jsonbody.Body) error {
+	b.Only("scheduleType", "payload", "targetUrl", "fireAt", "messageType", "from")
+	fireAtText, ok := b.Str("fireAt")
+	if !ok && !b.Has("fireAt") {
+		b.Details.Add("/fireAt", "must have required property 'fireAt'")
 	}
-	targetURL, _ := b.str("targetUrl")
-	b.maxLen("targetUrl", targetURL, maxURLLength)
-	msgType, _ := b.str("messageType")
-	from, _ := b.str("from")
-	if err := b.fail(); err != nil {
+	targetURL, _ := b.Str("targetUrl")
+	b.MaxLen("targetUrl", targetURL, maxURLLength)
+	msgType, _ := b.Str("messageType")
+	from, _ := b.Str("from")
+	if err := b.Fail(); err != nil {
 		return err
 	}
 	sender := caller(r).URL()
@@ -116,7 +117,7 @@ func (s *Server) putFutureSend(w http.ResponseWriter, r *http.Request, e *entity
 	if err := s.quotas.schedule(r.Context(), caller(r), e.URL, id); err != nil {
 		return err
 	}
-	req := &inbox.SendRequest{Payload: b.raw("payload"), Type: msgType, Sender: sender}
+	req := &inbox.SendRequest{Payload: b.Raw("payload"), Type: msgType, Sender: sender}
 	txid, err := s.schedules.UpsertFutureSend(r.Context(), e, schedule.FutureSendRequest{ID: id, Target: target, Send: req,
 		FireAt: fireAt, MessageType: msgType, CreatedBy: caller(r).String()})
 	if err != nil {
@@ -158,13 +159,13 @@ func (s *Server) scheduleTarget(r *http.Request) (*entity.Entity, string, error)
 }
 
 // waitMs reads an optional non-negative integer number of milliseconds.
-func waitMs(b *body, name string) *int64 {
-	f, ok := b.number(name)
+func waitMs(b *jsonbody.Body, name string) *int64 {
+	f, ok := b.Number(name)
 	if !ok {
 		return nil
 	}
 	if f < 0 || f > maxScheduleWaitMs || f != float64(int64(f)) {
-		b.details.Add("/"+name, fmt.Sprintf("must be an integer from 0 to %d", int64(maxScheduleWaitMs)))
+		b.Details.Add("/"+name, fmt.Sprintf("must be an integer from 0 to %d", int64(maxScheduleWaitMs)))
 		return nil
 	}
 	n := int64(f)

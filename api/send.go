@@ -10,6 +10,7 @@ import (
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/httpx"
+	"github.com/entityd/entityd/internal/jsonbody"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/wire"
 )
@@ -32,24 +33,24 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	req := &inbox.SendRequest{Payload: b.raw("payload")}
-	req.Type, _ = b.str("type")
-	req.Key, _ = b.str("key")
-	req.Mode, _ = b.enum("mode", wire.ModeImmediate, wire.ModeQueued, wire.ModePaused, wire.ModeSteer)
-	req.Position, _ = b.str("position")
-	b.maxLen("position", req.Position, maxPositionLength)
-	afterMs, hasAfter := b.number("afterMs")
+	req := &inbox.SendRequest{Payload: b.Raw("payload")}
+	req.Type, _ = b.Str("type")
+	req.Key, _ = b.Str("key")
+	req.Mode, _ = b.Enum("mode", wire.ModeImmediate, wire.ModeQueued, wire.ModePaused, wire.ModeSteer)
+	req.Position, _ = b.Str("position")
+	b.MaxLen("position", req.Position, maxPositionLength)
+	afterMs, hasAfter := b.Number("afterMs")
 	if hasAfter && afterMs < 0 {
-		b.details.Add("/afterMs", "must be >= 0")
+		b.Details.Add("/afterMs", "must be >= 0")
 	}
-	req.From, _ = b.str("from")
-	req.FromPrincipal, _ = b.str("from_principal")
-	req.FromAgent, _ = b.str("from_agent")
-	if err := b.fail(); err != nil {
+	req.From, _ = b.Str("from")
+	req.FromPrincipal, _ = b.Str("from_principal")
+	req.FromAgent, _ = b.Str("from_agent")
+	if err := b.Fail(); err != nil {
 		return err
 	}
-	if b.has("key") && (req.Key == "" || len(req.Key) > maxSendKeyLength) {
-		return schemaMismatch(validationDetails("/key", "must be a non-empty string of at most 256 characters"))
+	if b.Has("key") && (req.Key == "" || len(req.Key) > maxSendKeyLength) {
+		return jsonbody.SchemaMismatch(validationDetails("/key", "must be a non-empty string of at most 256 characters"))
 	}
 	req.Sender = caller(r).URL()
 	if req.From != "" && req.From != req.Sender {
@@ -89,7 +90,7 @@ func writeSent(w http.ResponseWriter, res *inbox.SendResult) error {
 // in Electric Agents: there is no txid until it fires).
 func (s *Server) sendLater(w http.ResponseWriter, r *http.Request, e *entity.Entity, req *inbox.SendRequest, afterMs float64) error {
 	if afterMs > float64(inbox.MaxDelay/time.Millisecond) {
-		return schemaMismatch(validationDetails("/afterMs",
+		return jsonbody.SchemaMismatch(validationDetails("/afterMs",
 			fmt.Sprintf("must be at most %d (%s)", inbox.MaxDelay/time.Millisecond, "365 days")))
 	}
 	delay := time.Duration(afterMs * float64(time.Millisecond))

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/entityd/entityd/internal/jsonbody"
 	"go.uber.org/zap"
 )
 
@@ -27,17 +28,14 @@ const (
 // wantsDiscovery reports a registration that only points at a serve endpoint: a name
 // and serve_endpoint, neither description nor creation_schema. The type's definition is
 // then the manifest the endpoint answers a PUT with.
-func wantsDiscovery(b *body) bool {
-	_, hasEndpoint := b.fields["serve_endpoint"]
-	_, hasDescription := b.fields["description"]
-	_, hasCreation := b.fields["creation_schema"]
-	return hasEndpoint && !hasDescription && !hasCreation
+func wantsDiscovery(b *jsonbody.Body) bool {
+	return b.Present("serve_endpoint") && !b.Present("description") && !b.Present("creation_schema")
 }
 
 // discoverManifest PUTs the serve endpoint (no body) and returns its manifest, which must
 // name the type being registered. Only URLs the outbound rules allow are called
 // (http to this machine, https to public hosts, unless private addresses are allowed).
-func (s *Server) discoverManifest(ctx context.Context, name, endpoint string) (*body, error) {
+func (s *Server) discoverManifest(ctx context.Context, name, endpoint string) (*jsonbody.Body, error) {
 	if why := s.cfg.Outbound.CheckURL(endpoint, serveEndpointURLField); why != "" {
 		return nil, badRequest(why)
 	}
@@ -73,18 +71,18 @@ func (s *Server) discoverManifest(ctx context.Context, name, endpoint string) (*
 	if len(data) > maxManifestBytes {
 		return nil, unreachable("manifest larger than 1 MiB")
 	}
-	manifest, err := parseBody(data)
+	manifest, err := jsonbody.Parse(data)
 	if err != nil {
 		return nil, unreachable("not a JSON manifest", zap.Error(err))
 	}
 	var got string
-	if raw, ok := manifest.fields["name"]; !ok || json.Unmarshal(raw, &got) != nil || got != name {
+	if raw := manifest.Raw("name"); raw == nil || json.Unmarshal(raw, &got) != nil || got != name {
 		return nil, newError(http.StatusBadRequest, CodeServeEndpointNameMismatch,
 			"The serve endpoint's manifest is for type "+jsonString(got)+", not "+jsonString(name))
 	}
-	if _, ok := manifest.fields["serve_endpoint"]; !ok {
+	if !manifest.Present("serve_endpoint") {
 		raw, _ := json.Marshal(endpoint)
-		manifest.fields["serve_endpoint"] = raw
+		manifest.Set("serve_endpoint", raw)
 	}
 	return manifest, nil
 }

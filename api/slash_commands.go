@@ -62,24 +62,24 @@ func (s *Server) putSlashCommand(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	b.only("name", "description", "arguments", "version")
-	if v, ok := b.str("name"); ok && v != name {
-		b.details.Add("/name", "must equal the command name in the URL")
+	b.Only("name", "description", "arguments", "version")
+	if v, ok := b.Str("name"); ok && v != name {
+		b.Details.Add("/name", "must equal the command name in the URL")
 	}
-	version, hasVersion := b.str("version")
+	version, hasVersion := b.Str("version")
 	def := map[string]json.RawMessage{"name": mustJSON(name)}
 	for _, k := range []string{"description", "arguments"} {
-		if v := b.raw(k); v != nil {
+		if v := b.Raw(k); v != nil {
 			def[k] = v
 		}
 	}
 	shape := slashcmd.CheckShape(mustJSON([]any{def}), "")
 	for _, d := range shape {
-		b.details.Add(trimFirstIndex(d.Path), d.Message)
+		b.Details.Add(trimFirstIndex(d.Path), d.Message)
 	}
 	// The text rule on the raw strings: decoding would turn a lone surrogate into U+FFFD.
-	b.details = append(b.details, textpolicy.CheckJSON(mustJSON(def), "", textpolicy.Text)...)
-	if err := b.fail(); err != nil {
+	b.Details = append(b.Details, textpolicy.CheckJSON(mustJSON(def), "", textpolicy.Text)...)
+	if err := b.Fail(); err != nil {
 		return err
 	}
 	defs, err := slashcmd.ParseDefinitions(mustJSON([]any{def}))

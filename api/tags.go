@@ -25,12 +25,12 @@ func (s *Server) setTag(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	value, ok := b.text("value")
-	if !ok && !b.has("value") {
-		b.details.Add("/value", "must be string")
+	value, ok := b.Text("value")
+	if !ok && !b.Has("value") {
+		b.Details.Add("/value", "must be string")
 	}
-	b.maxLen("value", value, maxTagValueLength)
-	if err := b.fail(); err != nil {
+	b.MaxLen("value", value, maxTagValueLength)
+	if err := b.Fail(); err != nil {
 		return err
 	}
 	res, err := s.registry.SetTag(r.Context(), e.URL, key, value)

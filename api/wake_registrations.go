@@ -9,6 +9,7 @@ import (
 
 	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/jsonbody"
 	"github.com/entityd/entityd/internal/principal"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wakereg"
@@ -31,7 +32,7 @@ func (s *Server) registerWake(w http.ResponseWriter, r *http.Request) error {
 	}
 	spec, d := wakereg.ParseSpec(raw, "", true)
 	if len(d) > 0 {
-		return schemaMismatch(d)
+		return jsonbody.SchemaMismatch(d)
 	}
 	p := caller(r)
 	if _, err := s.wakeSubscriber(r, p, spec.SubscriberURL); err != nil {
@@ -60,7 +61,7 @@ func (s *Server) unregisterWake(w http.ResponseWriter, r *http.Request) error {
 	}
 	subscriber, source, key, d := wakereg.ParseUnregister(raw)
 	if len(d) > 0 {
-		return schemaMismatch(d)
+		return jsonbody.SchemaMismatch(d)
 	}
 	if _, err := s.wakeSubscriber(r, caller(r), subscriber); err != nil {
 		return err
@@ -87,7 +88,7 @@ func (s *Server) readWakeBody(w http.ResponseWriter, r *http.Request) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
-	if _, err := parseBody(data); err != nil { // the API's answers to a body that is not a JSON object
+	if _, err := jsonbody.Parse(data); err != nil { // the API's answers to a body that is not a JSON object
 		return nil, err
 	}
 	return data, nil
@@ -135,13 +136,13 @@ func (s *Server) wakeSource(r *http.Request, p principal.Principal, url string) 
 // spawnWake reads a spawn's `wake` ({subscriberUrl, condition, ...}: the new entity is
 // the source): the subscriber must be writable by the caller. It returns what runs in
 // the spawn's transaction and what runs after the commit (nil, nil without a wake).
-func (s *Server) spawnWake(r *http.Request, b *body, url string) (func(context.Context, *streamdb.Tx, *entity.Entity) error, func(), error) {
-	if !b.has("wake") {
+func (s *Server) spawnWake(r *http.Request, b *jsonbody.Body, url string) (func(context.Context, *streamdb.Tx, *entity.Entity) error, func(), error) {
+	if !b.Has("wake") {
 		return nil, nil, nil
 	}
-	spec, d := wakereg.ParseSpec(b.raw("wake"), "/wake", false)
+	spec, d := wakereg.ParseSpec(b.Raw("wake"), "/wake", false)
 	if len(d) > 0 {
-		return nil, nil, schemaMismatch(d)
+		return nil, nil, jsonbody.SchemaMismatch(d)
 	}
 	p := caller(r)
 	if _, err := s.wakeSubscriber(r, p, spec.SubscriberURL); err != nil {
