@@ -15,17 +15,13 @@ import (
 
 	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/entity"
-	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/authn"
 	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/internal/outbound"
 	"github.com/entityd/entityd/internal/quota"
 	"github.com/entityd/entityd/internal/textpolicy"
-	"github.com/entityd/entityd/membership"
-	"github.com/entityd/entityd/schedule"
 	"github.com/entityd/entityd/streamdb"
-	"github.com/entityd/entityd/wake"
 	"github.com/entityd/entityd/wakereg"
 )
 
@@ -131,14 +127,12 @@ type Server struct {
 	log      *zap.Logger
 	streams  *streamdb.Store
 	registry *entity.Registry
-	sender   *inbox.Sender
-	outbound *outbound.Clients // serve-endpoint discovery
 
 	live     context.Context // cancelled by Shutdown
 	stopLive context.CancelFunc
 
-	dispatcher  *wake.Dispatcher
-	wakes       *wakereg.Service // Electric's cross-entity wakes
+	wakes       *wakereg.Service // Electric's cross-entity wakes (a handler's manifest)
+	entities    EntityRoutes     // Electric's entity API (Deps.Entities)
 	routeMounts []routeMount
 	home        string // where a browser opening "/" is sent (Deps.Home)
 	// bg tracks the goroutines requests start (SSE hubs, the outage probe): they end
@@ -151,10 +145,7 @@ type Server struct {
 	auth    authn.Authenticator
 	checker *authz.Checker
 	grants  *authz.Store
-	quotas  quotas
 
-	schedules *schedule.Service   // schedules and cron observations
-	members   *membership.Service // tag observations
 	// loosened, set only by a test, lets decideStream allow what it answers true for:
 	// the isolation matrix shows that it notices a loosened rule.
 	loosened atomic.Pointer[func(streamdb.AccessKind, streamOp) bool]
@@ -182,16 +173,12 @@ type routeMount struct {
 type Deps struct {
 	Streams  *streamdb.Store
 	Registry *entity.Registry
-	Sender   *inbox.Sender
-	// Dispatcher answers the wake status endpoint.
-	Dispatcher *wake.Dispatcher
-	// Wakes are Electric's cross-entity wakes (POST /_electric/wake, a spawn's wake,
-	// manifest entries).
+	// Wakes are Electric's cross-entity wakes: a handler's appends to its entity's
+	// stream register its manifest's wakes.
 	Wakes *wakereg.Service
-	// Schedules are schedules and cron observations (nil: those routes answer 503).
-	Schedules *schedule.Service
-	// Members are tag observations (nil: that route answers 503).
-	Members *membership.Service
+	// Entities registers Electric's entity API (api/entityapi) under /_electric; nil
+	// serves only the Durable Streams protocol and the server's own routes.
+	Entities EntityRoutes
 	// Home is where a browser's GET / (Accept names text/html) is redirected, the
 	// console; other clients of "/" still get the 404 that no stream lives there.
 	Home string
@@ -202,9 +189,8 @@ func New(cfg Config, log *zap.Logger, d Deps) *Server {
 	cfg.setDefaults()
 	live, stopLive := context.WithCancel(context.Background())
 	streams, registry := d.Streams, d.Registry
-	s := &Server{cfg: cfg, log: log.Named("api"), streams: streams, registry: registry, sender: d.Sender,
-		outbound: outbound.NewPolicyClients(cfg.Outbound), live: live, stopLive: stopLive,
-		dispatcher: d.Dispatcher, wakes: d.Wakes, schedules: d.Schedules, members: d.Members, home: d.Home}
+	s := &Server{cfg: cfg, log: log.Named("api"), streams: streams, registry: registry,
+		live: live, stopLive: stopLive, wakes: d.Wakes, entities: d.Entities, home: d.Home}
 	s.hubs = &sseHubs{s: s, hubs: map[int64]*streamHub{}}
 	s.budget = newBudget(cfg.MaxBytesInFlight, cfg.MaxPrincipalBytesInFlight, cfg.BytesInFlightWait)
 	s.auth = cfg.Auth
@@ -216,7 +202,6 @@ func New(cfg Config, log *zap.Logger, d Deps) *Server {
 		s.grants, s.checker = authz.New(streams.DB(), registry, nil)
 	}
 	s.outage = newOutage(s.log, live, streams.DB().Ping, func(f func()) { s.bg.Go(f) })
-	s.quotas = quotas{s: s, limits: cfg.Quotas}
 	return s
 }
 
@@ -238,49 +223,15 @@ func (s *Server) Handler() http.Handler {
 			metrics.Handler().ServeHTTP(w, r)
 			return nil
 		}))
-		r.Route("/entity-types", func(r chi.Router) {
-			r.Get("/", s.handle(s.listTypes))
-			r.Post("/", s.handle(s.registerType))
-			r.Get("/{name}", s.handle(s.getType))
-			r.Delete("/{name}", s.handle(s.deleteType))
-			r.Patch("/{name}/schemas", s.handle(s.amendSchemas))
-			r.Get("/{name}/grants", s.handle(s.listTypeGrants))
-			r.Post("/{name}/grants", s.handle(s.addTypeGrant))
-			r.Delete("/{name}/grants/{grantId}", s.handle(s.revokeTypeGrant))
-		})
-		r.Route("/entities", func(r chi.Router) {
-			r.Get("/", s.handle(s.listEntities))
-			r.Put("/{type}/{id}", s.handle(s.spawn))
-			r.Get("/{type}/{id}", s.handle(s.getEntity))
-			r.Head("/{type}/{id}", s.handle(s.headEntity))
-			r.Delete("/{type}/{id}", s.handle(s.killEntity))
-			r.Post("/{type}/{id}/send", s.handle(s.send))
-			r.Post("/{type}/{id}/signal", s.handle(s.signal))
-			r.Patch("/{type}/{id}/inbox/{messageKey}", s.handle(s.patchInbox))
-			r.Delete("/{type}/{id}/inbox/{messageKey}", s.handle(s.deleteInbox))
-			r.Post("/{type}/{id}/tags/{tagKey}", s.handle(s.setTag))
-			r.Delete("/{type}/{id}/tags/{tagKey}", s.handle(s.deleteTag))
-			r.Get("/{type}/{id}/wake", s.handle(s.wakeStatus))
-			r.Get("/{type}/{id}/slash-commands", s.handle(s.listSlashCommands))
-			r.Put("/{type}/{id}/slash-commands/{name}", s.handle(s.putSlashCommand))
-			r.Delete("/{type}/{id}/slash-commands/{name}", s.handle(s.deleteSlashCommand))
-			r.Get("/{type}/{id}/grants", s.handle(s.listEntityGrants))
-			r.Post("/{type}/{id}/grants", s.handle(s.addEntityGrant))
-			r.Delete("/{type}/{id}/grants/{grantId}", s.handle(s.revokeEntityGrant))
-			r.Put("/{type}/{id}/schedules/{scheduleId}", s.handle(s.putSchedule))
-			r.Delete("/{type}/{id}/schedules/{scheduleId}", s.handle(s.deleteSchedule))
-		})
-		r.Post("/observations/cron/ensure-stream", s.handle(s.ensureCronStream))
-		r.Post("/observations/entities/ensure-stream", s.handle(s.ensureEntitiesStream))
+		if s.entities != nil {
+			s.entities(r, Kit{s}, s.handle)
+		}
 		r.Handle("/shared-state/{id}", s.sharedStateRoutes())
 		r.Route("/stream-grants", func(r chi.Router) {
 			r.Get("/", s.handle(s.listStreamGrants))
 			r.Post("/", s.handle(s.addStreamGrant))
 			r.Delete("/{grantId}", s.handle(s.revokeStreamGrant))
 		})
-		// Electric's cross-entity wakes (wake_registrations.go)
-		r.Post("/wake", s.handle(s.registerWake))
-		r.Post("/wake/unregister", s.handle(s.unregisterWake))
 	})
 
 	for _, rm := range s.routeMounts {

@@ -21,7 +21,7 @@ func (s *Server) listStreamGrants(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, grantsJSON(gs, true))
+	writeJSON(w, http.StatusOK, GrantsJSON(gs, true))
 	return nil
 }
 
@@ -34,12 +34,12 @@ func (s *Server) addStreamGrant(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.quotas.grant(r.Context(), caller(r)); err != nil {
+	if err := s.grantQuota(r.Context(), caller(r), 1); err != nil {
 		return err
 	}
 	out, err := s.grants.AddStreamGrant(r.Context(), id.ID, caller(r), g)
 	if err != nil {
-		return grantError(err)
+		return GrantError(err)
 	}
 	writeJSON(w, http.StatusCreated, out.JSON(true))
 	return nil
@@ -51,7 +51,7 @@ func (s *Server) revokeStreamGrant(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	if err := s.grants.RevokeStreamGrant(r.Context(), id.ID, param(r, "grantId")); err != nil {
-		return grantError(err)
+		return GrantError(err)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

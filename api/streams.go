@@ -10,6 +10,7 @@ import (
 
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/entitypath"
+	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/streamdb"
 )
@@ -124,7 +125,7 @@ func (s *Server) sharedStateRoutes() http.Handler {
 // authorizeEntityWrite guards direct appends to an entity's stream: only a holder of
 // the entity's write token (Authorization: Bearer, or Electric-Claim-Token) may append.
 func (s *Server) authorizeEntityWrite(r *http.Request, entityURL string) error {
-	token := bearerToken(r)
+	token := WriteToken(r)
 	if token == "" {
 		return newError(http.StatusUnauthorized, CodeUnauthorized,
 			"Missing write token: appending to an entity stream needs Authorization: Bearer <X-Write-Token from spawn>")
@@ -136,7 +137,7 @@ func (s *Server) authorizeEntityWrite(r *http.Request, entityURL string) error {
 	if err != nil {
 		return err
 	}
-	if constantTimeEqual(token, e.WriteToken) {
+	if httpx.EqualTokens(token, e.WriteToken) {
 		return nil
 	}
 	if s.cfg.ClaimTokens != nil {

@@ -46,7 +46,7 @@ func (s *Server) createStream(w http.ResponseWriter, r *http.Request, path strin
 				return err
 			}
 		}
-		return s.quotas.stream(r.Context(), caller(r))
+		return s.streamQuota(r.Context(), caller(r))
 	}
 	ttl, hasTTL := h.Get(hStreamTTL), h.Get(hStreamTTL) != ""
 	exp, hasExp := h.Get(hStreamExpiresAt), h.Get(hStreamExpiresAt) != ""

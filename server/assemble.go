@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/entityd/entityd/api"
+	"github.com/entityd/entityd/api/entityapi"
 	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/console"
 	"github.com/entityd/entityd/dssub"
@@ -130,8 +131,10 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	apiCfg.Outbound.NoLoopback = apiCfg.Outbound.NoLoopback || jwt
 	apiCfg.ClaimTokens = a.Subs.CheckWriteToken // write tokens claimed through wake callbacks
 	apiCfg.Grants, apiCfg.Checker = a.grants, a.checker
-	a.API = api.New(apiCfg, s.log, api.Deps{Streams: a.Store, Registry: a.Registry, Sender: a.Sender,
-		Dispatcher: a.Wake, Wakes: a.Wakes, Schedules: a.Schedules, Members: a.Members, Home: console.Prefix + "/"})
+	entities := entityapi.New(entityapi.Deps{Streams: a.Store, Registry: a.Registry, Sender: a.Sender,
+		Dispatcher: a.Wake, Wakes: a.Wakes, Schedules: a.Schedules, Members: a.Members})
+	a.API = api.New(apiCfg, s.log, api.Deps{Streams: a.Store, Registry: a.Registry, Wakes: a.Wakes,
+		Entities: entities.Routes, Home: console.Prefix + "/"})
 	a.API.MountRoutes(strings.TrimSuffix(dssub.ControlPrefix, "/"), a.Subs.Routes)
 	a.API.MountRoutes(strings.TrimSuffix(dssub.AliasControlPrefix, "/"), a.Subs.Routes)
 	a.API.MountRoutes(strings.TrimSuffix(external.CallbackPrefix, "/"), (&external.Callbacks{Subs: a.Subs,

@@ -7,6 +7,7 @@ package httpx
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"maps"
 	"net/http"
@@ -124,4 +125,9 @@ func RequestOrigin(r *http.Request) string {
 		scheme = p
 	}
 	return scheme + "://" + r.Host
+}
+
+// EqualTokens compares two secrets in time that does not depend on where they differ.
+func EqualTokens(a, b string) bool {
+	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }

@@ -57,3 +57,16 @@ func Check(p principal.Principal, n, adding, limit int, what, setting string) er
 	e.RetryAfter = RetryAfter
 	return e
 }
+
+// Counted is Check with the count read only when a limit applies: count(limit+1) says
+// how many p has, reading no further than one past the limit.
+func Counted(p principal.Principal, adding, limit int, what, setting string, count func(limit int) (int, error)) error {
+	if limit <= 0 || Exempt(p) {
+		return nil
+	}
+	n, err := count(limit + 1)
+	if err != nil {
+		return err
+	}
+	return Check(p, n, adding, limit, what, setting)
+}

@@ -67,3 +67,6 @@ func escapeToken(s string) string {
 	s = strings.ReplaceAll(s, "~", "~0")
 	return strings.ReplaceAll(s, "/", "~1")
 }
+
+// One is the details of a single problem.
+func One(path, message string) Details { return Details{{Path: path, Message: message}} }

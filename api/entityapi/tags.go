@@ -1,10 +1,12 @@
-package api
+package entityapi
 
 import (
 	"errors"
 	"net/http"
 
+	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/textpolicy"
 )
 
@@ -16,12 +18,12 @@ const (
 
 // setTag is POST /_electric/entities/:type/:id/tags/:tagKey {"value": string}: set a tag;
 // answers the public entity with txid.
-func (s *Server) setTag(w http.ResponseWriter, r *http.Request) error {
+func (s *handlers) setTag(w http.ResponseWriter, r *http.Request) error {
 	e, key, err := s.tagTarget(r)
 	if err != nil {
 		return err
 	}
-	b, err := s.readJSON(w, r)
+	b, err := s.kit.ReadJSON(w, r)
 	if err != nil {
 		return err
 	}
@@ -38,7 +40,7 @@ func (s *Server) setTag(w http.ResponseWriter, r *http.Request) error {
 }
 
 // deleteTag is DELETE /_electric/entities/:type/:id/tags/:tagKey.
-func (s *Server) deleteTag(w http.ResponseWriter, r *http.Request) error {
+func (s *handlers) deleteTag(w http.ResponseWriter, r *http.Request) error {
 	e, key, err := s.tagTarget(r)
 	if err != nil {
 		return err
@@ -47,25 +49,25 @@ func (s *Server) deleteTag(w http.ResponseWriter, r *http.Request) error {
 	return s.writeTagResult(w, res, err)
 }
 
-func (s *Server) tagTarget(r *http.Request) (*entity.Entity, string, error) {
+func (s *handlers) tagTarget(r *http.Request) (*entity.Entity, string, error) {
 	e, err := s.entityAt(r)
 	if err != nil {
 		return nil, "", err
 	}
-	key := param(r, "tagKey")
+	key := api.Param(r, "tagKey")
 	if key == "" || len(key) > maxTagKeyLength || !textpolicy.Valid(key, textpolicy.Name) {
-		return nil, "", newError(http.StatusBadRequest, CodeInvalidRequest,
+		return nil, "", httpx.New(http.StatusBadRequest, api.CodeInvalidRequest,
 			"Tag keys must be 1-256 bytes of UTF-8 without control characters")
 	}
 	return e, key, nil
 }
 
-func (s *Server) writeTagResult(w http.ResponseWriter, res *entity.TagResult, err error) error {
+func (s *handlers) writeTagResult(w http.ResponseWriter, res *entity.TagResult, err error) error {
 	switch {
 	case errors.Is(err, entity.ErrNotRunning):
-		return newError(http.StatusConflict, CodeNotRunning, "Entity is not accepting writes")
+		return httpx.New(http.StatusConflict, api.CodeNotRunning, "Entity is not accepting writes")
 	case errors.Is(err, entity.ErrNotFound):
-		return newError(http.StatusNotFound, CodeNotFound, "Entity not found")
+		return httpx.New(http.StatusNotFound, api.CodeNotFound, "Entity not found")
 	case errors.Is(err, entity.ErrTooManyTags):
 		return s.tooManyTags()
 	case err != nil:

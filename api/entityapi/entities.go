@@ -1,4 +1,4 @@
-package api
+package entityapi
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
@@ -20,16 +21,16 @@ import (
 const maxInstanceIDLength = 256
 
 // spawn is PUT /_electric/entities/:type/:id.
-func (s *Server) spawn(w http.ResponseWriter, r *http.Request) error {
-	typ, id := param(r, "type"), param(r, "id")
+func (s *handlers) spawn(w http.ResponseWriter, r *http.Request) error {
+	typ, id := api.Param(r, "type"), api.Param(r, "id")
 	if typ == "principal" {
-		return newError(http.StatusBadRequest, CodeInvalidRequest, "principal entities cannot be spawned")
+		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "principal entities cannot be spawned")
 	}
 	if !validSegment(id, maxInstanceIDLength) {
-		return newError(http.StatusBadRequest, CodeInvalidRequest,
+		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest,
 			"Instance ids must be 1-256 characters of letters, digits, '-', '_', '.', ':' and '@'")
 	}
-	b, err := s.readJSON(w, r)
+	b, err := s.kit.ReadJSON(w, r)
 	if err != nil {
 		return err
 	}
@@ -42,7 +43,7 @@ func (s *Server) spawn(w http.ResponseWriter, r *http.Request) error {
 	}
 	t, err := s.registry.Type(r.Context(), typ)
 	if errors.Is(err, entity.ErrTypeNotFound) {
-		return newError(http.StatusNotFound, CodeUnknownEntityType, "Entity type not found: "+typ)
+		return httpx.New(http.StatusNotFound, CodeUnknownEntityType, "Entity type not found: "+typ)
 	}
 	if err != nil {
 		return err
@@ -51,11 +52,11 @@ func (s *Server) spawn(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.registry.Get(r.Context(), url); err == nil {
 		return duplicateURL(url)
 	}
-	p := caller(r)
+	p := api.Caller(r)
 	if parent != "" {
 		// spawning under a parent needs spawn on the parent too
 		if pe, err := s.registry.Known(r.Context(), parent); err == nil {
-			if err := s.requireEntity(r, p, pe, authz.Spawn); err != nil {
+			if err := s.kit.RequireEntity(r, p, pe, authz.Spawn); err != nil {
 				return err
 			}
 		}
@@ -64,7 +65,7 @@ func (s *Server) spawn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.quotas.grants(r.Context(), p, len(grants)); err != nil {
+	if err := s.kit.GrantQuota(r, p, len(grants)); err != nil {
 		return err
 	}
 	if n := s.registry.TagLimit(); n > 0 && len(tags) > n {
@@ -109,8 +110,8 @@ func (s *Server) spawn(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func duplicateURL(url string) *Error {
-	return newError(http.StatusConflict, CodeDuplicateURL, "An entity already exists at "+url)
+func duplicateURL(url string) *httpx.Error {
+	return httpx.New(http.StatusConflict, CodeDuplicateURL, "An entity already exists at "+url)
 }
 
 func spawnError(err error, url string) error {
@@ -119,40 +120,40 @@ func spawnError(err error, url string) error {
 	case errors.Is(err, entity.ErrDuplicate):
 		return duplicateURL(url)
 	case errors.Is(err, entity.ErrParentNotFound):
-		return newError(http.StatusNotFound, CodeNotFound, "Parent entity not found")
+		return httpx.New(http.StatusNotFound, api.CodeNotFound, "Parent entity not found")
 	case errors.As(err, &ve):
-		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, ve.Message).WithDetails(ve.Details)
+		return httpx.New(http.StatusUnprocessableEntity, api.CodeSchemaValidationFailed, ve.Message).WithDetails(ve.Details)
 	}
 	return err
 }
 
 // entityAt loads the entity named by the route, answering 404 NOT_FOUND when the type
 // exists but the entity does not, and 404 UNKNOWN_ENTITY_TYPE when neither does.
-func (s *Server) entityAt(r *http.Request) (*entity.Entity, error) {
+func (s *handlers) entityAt(r *http.Request) (*entity.Entity, error) {
 	return s.lookupEntity(r, s.registry.Get)
 }
 
 // knownEntityAt is entityAt for paths that need only what never changes after spawn (the
 // send path): it is served from memory once the entity has been seen, because the
 // entity's status is checked again inside the append's transaction.
-func (s *Server) knownEntityAt(r *http.Request) (*entity.Entity, error) {
+func (s *handlers) knownEntityAt(r *http.Request) (*entity.Entity, error) {
 	return s.lookupEntity(r, s.registry.Known)
 }
 
-func (s *Server) lookupEntity(r *http.Request, get func(context.Context, string) (*entity.Entity, error)) (*entity.Entity, error) {
-	typ, id := param(r, "type"), param(r, "id")
+func (s *handlers) lookupEntity(r *http.Request, get func(context.Context, string) (*entity.Entity, error)) (*entity.Entity, error) {
+	typ, id := api.Param(r, "type"), api.Param(r, "id")
 	url := entitypath.URL(typ, id)
 	e, err := get(r.Context(), url)
 	if errors.Is(err, entity.ErrNotFound) {
 		if _, terr := s.registry.Type(r.Context(), typ); errors.Is(terr, entity.ErrTypeNotFound) {
-			return nil, newError(http.StatusNotFound, CodeUnknownEntityType, "Entity type not found: "+typ)
+			return nil, httpx.New(http.StatusNotFound, CodeUnknownEntityType, "Entity type not found: "+typ)
 		}
-		return nil, newError(http.StatusNotFound, CodeNotFound, "Entity not found at "+url)
+		return nil, httpx.New(http.StatusNotFound, api.CodeNotFound, "Entity not found at "+url)
 	}
 	return e, err
 }
 
-func (s *Server) getEntity(w http.ResponseWriter, r *http.Request) error {
+func (s *handlers) getEntity(w http.ResponseWriter, r *http.Request) error {
 	e, err := s.entityAt(r)
 	if err != nil {
 		return err
@@ -166,9 +167,9 @@ func (s *Server) getEntity(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) headEntity(w http.ResponseWriter, r *http.Request) error {
+func (s *handlers) headEntity(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.entityAt(r); err != nil {
-		var apiErr *Error
+		var apiErr *httpx.Error
 		if errors.As(err, &apiErr) {
 			w.WriteHeader(apiErr.Status)
 			return nil
@@ -179,29 +180,29 @@ func (s *Server) headEntity(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) listEntities(w http.ResponseWriter, r *http.Request) error {
+func (s *handlers) listEntities(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	f := entity.Filter{Type: q.Get("type"), Status: q.Get("status"), Parent: q.Get("parent"), After: q.Get("after")}
 	if f.Status != "" && !entity.Status(f.Status).Valid() {
-		return newError(http.StatusBadRequest, CodeInvalidRequest,
+		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest,
 			"status must be one of running, idle, paused, stopping, stopped, killed")
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > entity.MaxListLimit {
-			return badRequest(fmt.Sprintf("limit must be an integer from 1 to %d", entity.MaxListLimit))
+			return api.BadRequest(fmt.Sprintf("limit must be an integer from 1 to %d", entity.MaxListLimit))
 		}
 		f.Limit = n
 	}
 	list, err := s.registry.List(r.Context(), f)
 	if errors.Is(err, entity.ErrCursorGone) {
-		return badRequest("after names an entity that no longer exists; list again from the start")
+		return api.BadRequest("after names an entity that no longer exists; list again from the start")
 	}
 	if err != nil {
 		return err
 	}
 	setNextPage(w, r, list, f.Limit)
-	mayRead, err := s.checker.EntityFilter(r.Context(), caller(r), authz.Read)
+	mayRead, err := s.checker.EntityFilter(r.Context(), api.Caller(r), authz.Read)
 	if err != nil {
 		return err
 	}
@@ -211,12 +212,12 @@ func (s *Server) listEntities(w http.ResponseWriter, r *http.Request) error {
 			visible = append(visible, e)
 		}
 	}
-	writeJSON(w, http.StatusOK, visible)
+	httpx.WriteJSON(w, http.StatusOK, visible)
 	return nil
 }
 
 // killEntity is DELETE /_electric/entities/:type/:id, a SIGKILL.
-func (s *Server) killEntity(w http.ResponseWriter, r *http.Request) error {
+func (s *handlers) killEntity(w http.ResponseWriter, r *http.Request) error {
 	e, err := s.entityAt(r)
 	if err != nil {
 		return err
@@ -225,17 +226,17 @@ func (s *Server) killEntity(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return signalError(err)
 	}
-	writeJSON(w, http.StatusOK, map[string]int64{"txid": res.Txid})
+	httpx.WriteJSON(w, http.StatusOK, map[string]int64{"txid": res.Txid})
 	return nil
 }
 
 // signal is POST /_electric/entities/:type/:id/signal.
-func (s *Server) signal(w http.ResponseWriter, r *http.Request) error {
+func (s *handlers) signal(w http.ResponseWriter, r *http.Request) error {
 	e, err := s.entityAt(r)
 	if err != nil {
 		return err
 	}
-	b, err := s.readJSON(w, r)
+	b, err := s.kit.ReadJSON(w, r)
 	if err != nil {
 		return err
 	}
@@ -256,7 +257,7 @@ func (s *Server) signal(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return signalError(err)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{
 		"url": res.URL, "signal": res.Signal, "previous_state": res.PreviousState, "new_state": res.NewState,
 		"created_at": res.CreatedAt.UnixMilli(), "txid": res.Txid,
 	})
@@ -267,9 +268,9 @@ func signalError(err error) error {
 	var inv *entity.InvalidSignalError
 	switch {
 	case errors.As(err, &inv):
-		return newError(http.StatusConflict, CodeInvalidSignal, "Entity is "+string(inv.Status)+" and accepts no signals")
+		return httpx.New(http.StatusConflict, CodeInvalidSignal, "Entity is "+string(inv.Status)+" and accepts no signals")
 	case errors.Is(err, entity.ErrNotFound):
-		return newError(http.StatusNotFound, CodeNotFound, "Entity not found")
+		return httpx.New(http.StatusNotFound, api.CodeNotFound, "Entity not found")
 	}
 	return err
 }

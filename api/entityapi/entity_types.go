@@ -1,4 +1,4 @@
-package api
+package entityapi
 
 import (
 	"encoding/json"
@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/jsonbody"
 	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/internal/textpolicy"
@@ -22,8 +24,8 @@ var typeFields = []string{"name", "description", "creation_schema", "inbox_schem
 
 // registerType is POST /_electric/entity-types: register or replace a type (an upsert
 // that bumps the revision).
-func (s *Server) registerType(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.readJSON(w, r)
+func (s *handlers) registerType(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.kit.ReadJSON(w, r)
 	if err != nil {
 		return err
 	}
@@ -36,7 +38,7 @@ func (s *Server) registerType(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		if !hasName {
-			return newError(http.StatusBadRequest, CodeInvalidRequest, "Missing required field: name")
+			return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "Missing required field: name")
 		}
 		if err := checkTypeName(name); err != nil {
 			return err
@@ -78,56 +80,56 @@ func (s *Server) registerType(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if !hasName {
-		return newError(http.StatusBadRequest, CodeInvalidRequest, "Missing required field: name")
+		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "Missing required field: name")
 	}
 	if err := checkTypeName(name); err != nil {
 		return err
 	}
 	if !hasDescription {
-		return newError(http.StatusBadRequest, CodeInvalidRequest, "Missing required field: description")
+		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "Missing required field: description")
 	}
 	isNew, err := s.mayRegister(r, name)
 	if err != nil {
 		return err
 	}
 	if isNew {
-		if err := s.quotas.typ(r.Context(), caller(r)); err != nil {
+		if err := s.quotas.typ(r.Context(), api.Caller(r)); err != nil {
 			return err
 		}
 	}
-	if err := s.quotas.grants(r.Context(), caller(r), len(typeGrants)); err != nil {
+	if err := s.kit.GrantQuota(r, api.Caller(r), len(typeGrants)); err != nil {
 		return err
 	}
 	if err := authz.CheckTypeGrants(typeGrants); err != nil {
-		return grantError(err)
+		return api.GrantError(err)
 	}
 	if d := checkSchemaKeywords(t); d != nil {
-		return newError(http.StatusBadRequest, CodeInvalidRequest, "Schema uses disallowed keywords").WithDetails(d)
+		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "Schema uses disallowed keywords").WithDetails(d)
 	}
 	if d := slashcmd.ValidateDefinitions(t.SlashCommands, "/slash_commands", slashcmd.DefaultLimits); d != nil {
-		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, "Validation failed").WithDetails(d)
+		return httpx.New(http.StatusUnprocessableEntity, api.CodeSchemaValidationFailed, "Validation failed").WithDetails(d)
 	}
 	targets, err := t.DispatchTargets()
 	if err != nil {
-		return newError(http.StatusBadRequest, CodeInvalidRequest, err.Error())
+		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, err.Error())
 	}
 	for _, tg := range targets {
 		if tg.RunnerID != "" {
 			continue // a runner pulls its work: nothing is called
 		}
 		if why := s.cfg.Outbound.CheckURL(tg.URL, "dispatch target url"); why != "" {
-			return newError(http.StatusBadRequest, CodeInvalidRequest, why)
+			return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, why)
 		}
 	}
 	if err := s.registry.Precompile(t); err != nil {
 		return schemaCompileError(err)
 	}
-	t.RegisteredBy = caller(r).String() // kept by the type when it exists already
+	t.RegisteredBy = api.Caller(r).String() // kept by the type when it exists already
 	out, err := s.registry.RegisterType(r.Context(), t)
 	if err != nil {
 		return err
 	}
-	if err := s.grants.TypeRegistered(r.Context(), name, caller(r), isNew, typeGrants); err != nil {
+	if err := s.grants.TypeRegistered(r.Context(), name, api.Caller(r), isNew, typeGrants); err != nil {
 		return err
 	}
 	writeType(w, http.StatusCreated, out)
@@ -182,7 +184,7 @@ func schemaCompileError(err error) error {
 	if errors.As(err, &ce) {
 		path = validation.Pointer(ce.Field, ce.Key)
 	}
-	return newError(http.StatusBadRequest, CodeInvalidRequest, "Invalid JSON Schema").
+	return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "Invalid JSON Schema").
 		WithDetails(validation.Details{{Path: path, Message: err.Error()}})
 }
 
@@ -190,15 +192,15 @@ func schemaCompileError(err error) error {
 func checkTypeName(name string) error {
 	switch {
 	case name == "":
-		return newError(http.StatusBadRequest, CodeInvalidRequest, "Missing required field: name")
+		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "Missing required field: name")
 	case name == "principal":
-		return newError(http.StatusBadRequest, CodeInvalidRequest, "The entity type name \"principal\" is reserved")
+		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "The entity type name \"principal\" is reserved")
 	case name[0] == '_':
-		return newError(http.StatusBadRequest, CodeInvalidRequest, "Entity type names must not start with \"_\"")
+		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "Entity type names must not start with \"_\"")
 	case name == "v1":
-		return newError(http.StatusBadRequest, CodeInvalidRequest, "The entity type name \"v1\" is reserved for /v1/stream")
+		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "The entity type name \"v1\" is reserved for /v1/stream")
 	case !validSegment(name, 64):
-		return newError(http.StatusBadRequest, CodeInvalidRequest,
+		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest,
 			"Entity type names must be 1-64 characters of letters, digits, '-', '_' and '.'")
 	}
 	return nil
@@ -219,12 +221,12 @@ func validSegment(s string, max int) bool {
 	return true
 }
 
-func (s *Server) listTypes(w http.ResponseWriter, r *http.Request) error {
+func (s *handlers) listTypes(w http.ResponseWriter, r *http.Request) error {
 	types, err := s.registry.Types(r.Context())
 	if err != nil {
 		return err
 	}
-	maySpawn, err := s.checker.TypeFilter(r.Context(), caller(r), authz.Spawn)
+	maySpawn, err := s.checker.TypeFilter(r.Context(), api.Caller(r), authz.Spawn)
 	if err != nil {
 		return err
 	}
@@ -260,14 +262,14 @@ func writeRawJSON(w http.ResponseWriter, status int, body []byte) {
 // typeError answers a type lookup's failure (404 for an unknown type).
 func typeError(err error, name string) error {
 	if errors.Is(err, entity.ErrTypeNotFound) {
-		return newError(http.StatusNotFound, CodeNotFound, "Entity type not found: "+name)
+		return httpx.New(http.StatusNotFound, api.CodeNotFound, "Entity type not found: "+name)
 	}
 	return err
 }
 
 // mayRegister is the register rule: a new name is open to any principal, an existing
 // type needs manage. isNew tells which.
-func (s *Server) mayRegister(r *http.Request, name string) (isNew bool, err error) {
+func (s *handlers) mayRegister(r *http.Request, name string) (isNew bool, err error) {
 	_, err = s.registry.Type(r.Context(), name)
 	if errors.Is(err, entity.ErrTypeNotFound) {
 		return true, nil
@@ -275,13 +277,13 @@ func (s *Server) mayRegister(r *http.Request, name string) (isNew bool, err erro
 	if err != nil {
 		return false, err
 	}
-	return false, s.requireType(r, caller(r), name, authz.Manage)
+	return false, s.kit.RequireType(r, api.Caller(r), name, authz.Manage)
 }
 
-func (s *Server) getType(w http.ResponseWriter, r *http.Request) error {
-	t, err := s.registry.Type(r.Context(), param(r, "name"))
+func (s *handlers) getType(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.registry.Type(r.Context(), api.Param(r, "name"))
 	if errors.Is(err, entity.ErrTypeNotFound) {
-		return newError(http.StatusNotFound, CodeNotFound, "Entity type not found: "+param(r, "name"))
+		return httpx.New(http.StatusNotFound, api.CodeNotFound, "Entity type not found: "+api.Param(r, "name"))
 	}
 	if err != nil {
 		return err
@@ -290,12 +292,12 @@ func (s *Server) getType(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) deleteType(w http.ResponseWriter, r *http.Request) error {
-	err := s.registry.DeleteType(r.Context(), param(r, "name"))
+func (s *handlers) deleteType(w http.ResponseWriter, r *http.Request) error {
+	err := s.registry.DeleteType(r.Context(), api.Param(r, "name"))
 	if err != nil {
-		return typeError(err, param(r, "name"))
+		return typeError(err, api.Param(r, "name"))
 	}
-	if err := s.grants.TypeDeleted(r.Context(), param(r, "name")); err != nil {
+	if err := s.grants.TypeDeleted(r.Context(), api.Param(r, "name")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -303,8 +305,8 @@ func (s *Server) deleteType(w http.ResponseWriter, r *http.Request) error {
 }
 
 // amendSchemas is PATCH /_electric/entity-types/:name/schemas: add message schemas.
-func (s *Server) amendSchemas(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.readJSON(w, r)
+func (s *handlers) amendSchemas(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.kit.ReadJSON(w, r)
 	if err != nil {
 		return err
 	}
@@ -313,9 +315,9 @@ func (s *Server) amendSchemas(w http.ResponseWriter, r *http.Request) error {
 	if err := b.Fail(); err != nil {
 		return err
 	}
-	probe := &entity.Type{Name: param(r, "name"), InboxSchemas: inboxRaw, StateSchemas: stateRaw}
+	probe := &entity.Type{Name: api.Param(r, "name"), InboxSchemas: inboxRaw, StateSchemas: stateRaw}
 	if d := checkSchemaKeywords(probe); d != nil {
-		return newError(http.StatusBadRequest, CodeInvalidRequest, "Schema uses disallowed keywords").WithDetails(d)
+		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "Schema uses disallowed keywords").WithDetails(d)
 	}
 	if err := s.registry.Precompile(probe); err != nil {
 		return schemaCompileError(err)
@@ -327,9 +329,9 @@ func (s *Server) amendSchemas(w http.ResponseWriter, r *http.Request) error {
 	var exists *entity.SchemaKeyExistsError
 	switch {
 	case errors.Is(err, entity.ErrTypeNotFound):
-		return newError(http.StatusNotFound, CodeNotFound, "Entity type not found: "+probe.Name)
+		return httpx.New(http.StatusNotFound, api.CodeNotFound, "Entity type not found: "+probe.Name)
 	case errors.As(err, &exists):
-		return newError(http.StatusConflict, CodeSchemaKeyExists, "Schema key already exists: "+exists.Key)
+		return httpx.New(http.StatusConflict, CodeSchemaKeyExists, "Schema key already exists: "+exists.Key)
 	case err != nil:
 		return err
 	}

@@ -1,4 +1,4 @@
-package api
+package entityapi
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/entityd/entityd/api"
+	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/jsonbody"
 	"go.uber.org/zap"
 )
@@ -35,9 +37,9 @@ func wantsDiscovery(b *jsonbody.Body) bool {
 // discoverManifest PUTs the serve endpoint (no body) and returns its manifest, which must
 // name the type being registered. Only URLs the outbound rules allow are called
 // (http to this machine, https to public hosts, unless private addresses are allowed).
-func (s *Server) discoverManifest(ctx context.Context, name, endpoint string) (*jsonbody.Body, error) {
+func (s *handlers) discoverManifest(ctx context.Context, name, endpoint string) (*jsonbody.Body, error) {
 	if why := s.cfg.Outbound.CheckURL(endpoint, serveEndpointURLField); why != "" {
-		return nil, badRequest(why)
+		return nil, api.BadRequest(why)
 	}
 	u, _ := url.Parse(endpoint)
 	// Every failure answers the same words: a refused port, an unknown host, a resolver's
@@ -46,7 +48,7 @@ func (s *Server) discoverManifest(ctx context.Context, name, endpoint string) (*
 	unreachable := func(why string, fields ...zap.Field) error {
 		s.log.Warn("serve endpoint discovery failed", append([]zap.Field{zap.String("type", name),
 			zap.String("host", u.Host), zap.String("reason", why)}, fields...)...)
-		return newError(http.StatusBadGateway, CodeServeEndpointUnreachable, "Serve endpoint unreachable")
+		return httpx.New(http.StatusBadGateway, CodeServeEndpointUnreachable, "Serve endpoint unreachable")
 	}
 	ctx, cancel := context.WithTimeout(ctx, serveEndpointTimeout)
 	defer cancel()
@@ -77,7 +79,7 @@ func (s *Server) discoverManifest(ctx context.Context, name, endpoint string) (*
 	}
 	var got string
 	if raw := manifest.Raw("name"); raw == nil || json.Unmarshal(raw, &got) != nil || got != name {
-		return nil, newError(http.StatusBadRequest, CodeServeEndpointNameMismatch,
+		return nil, httpx.New(http.StatusBadRequest, CodeServeEndpointNameMismatch,
 			"The serve endpoint's manifest is for type "+jsonString(got)+", not "+jsonString(name))
 	}
 	if !manifest.Present("serve_endpoint") {

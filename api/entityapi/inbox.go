@@ -1,11 +1,13 @@
-package api
+package entityapi
 
 import (
 	"errors"
 	"net/http"
 
+	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/wire"
 )
@@ -13,12 +15,12 @@ import (
 // patchInbox is PATCH /_electric/entities/:type/:id/inbox/:messageKey: edit a message
 // (payload, position, mode, status) with an inbox update event. Releasing a paused
 // message (mode) or cancelling it (status) is how a held message is let go.
-func (s *Server) patchInbox(w http.ResponseWriter, r *http.Request) error {
+func (s *handlers) patchInbox(w http.ResponseWriter, r *http.Request) error {
 	e, err := s.entityAt(r)
 	if err != nil {
 		return err
 	}
-	b, err := s.readJSON(w, r)
+	b, err := s.kit.ReadJSON(w, r)
 	if err != nil {
 		return err
 	}
@@ -38,10 +40,10 @@ func (s *Server) patchInbox(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if p.Empty() {
-		return newError(http.StatusBadRequest, CodeInvalidRequest,
+		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest,
 			"Empty patch: give at least one of payload, position, mode, status")
 	}
-	txid, err := s.sender.PatchMessage(r.Context(), e, param(r, "messageKey"), &p)
+	txid, err := s.sender.PatchMessage(r.Context(), e, api.Param(r, "messageKey"), &p)
 	if err != nil {
 		return inboxEditError(err)
 	}
@@ -50,12 +52,12 @@ func (s *Server) patchInbox(w http.ResponseWriter, r *http.Request) error {
 
 // deleteInbox is DELETE /_electric/entities/:type/:id/inbox/:messageKey: an inbox delete
 // event (a held message is withdrawn).
-func (s *Server) deleteInbox(w http.ResponseWriter, r *http.Request) error {
+func (s *handlers) deleteInbox(w http.ResponseWriter, r *http.Request) error {
 	e, err := s.entityAt(r)
 	if err != nil {
 		return err
 	}
-	txid, err := s.sender.DeleteMessage(r.Context(), e, param(r, "messageKey"))
+	txid, err := s.sender.DeleteMessage(r.Context(), e, api.Param(r, "messageKey"))
 	if err != nil {
 		return inboxEditError(err)
 	}
@@ -65,9 +67,9 @@ func (s *Server) deleteInbox(w http.ResponseWriter, r *http.Request) error {
 func inboxEditError(err error) error {
 	switch {
 	case errors.Is(err, inbox.ErrMessageNotFound):
-		return newError(http.StatusNotFound, CodeNotFound, "Inbox message not found")
+		return httpx.New(http.StatusNotFound, api.CodeNotFound, "Inbox message not found")
 	case errors.Is(err, entity.ErrNotRunning):
-		return newError(http.StatusConflict, CodeNotRunning, "Entity is not accepting writes")
+		return httpx.New(http.StatusConflict, api.CodeNotRunning, "Entity is not accepting writes")
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package api
+package entityapi
 
 import (
 	"net/http"

@@ -1,15 +1,16 @@
-package api
+package entityapi
 
 import (
 	"net/http"
 
+	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/wake"
 )
 
 // wakeStatus is GET /_electric/entities/:type/:id/wake: where delivery to the entity's
 // handler stands — how far its stream has been handled, retries, and the messages that
 // were given up on.
-func (s *Server) wakeStatus(w http.ResponseWriter, r *http.Request) error {
+func (s *handlers) wakeStatus(w http.ResponseWriter, r *http.Request) error {
 	e, err := s.entityAt(r)
 	if err != nil {
 		return err
@@ -18,6 +19,6 @@ func (s *Server) wakeStatus(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, st)
+	httpx.WriteJSON(w, http.StatusOK, st)
 	return nil
 }

@@ -1,4 +1,4 @@
-package api
+package entityapi
 
 import (
 	"encoding/json"
@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/internal/entitypath"
+	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/internal/validation"
 	"github.com/entityd/entityd/slashcmd"
@@ -16,14 +18,14 @@ import (
 // listSlashCommands is GET /_electric/entities/:type/:id/slash-commands: the effective
 // commands sorted by name. The ETag is the collection stream's tail, so revalidation
 // costs one indexed lookup.
-func (s *Server) listSlashCommands(w http.ResponseWriter, r *http.Request) error {
-	url := entitypath.URL(param(r, "type"), param(r, "id"))
+func (s *handlers) listSlashCommands(w http.ResponseWriter, r *http.Request) error {
+	url := entitypath.URL(api.Param(r, "type"), api.Param(r, "id"))
 	m, err := s.streams.Lookup(r.Context(), entitypath.Collection(url))
 	if err != nil {
 		if _, err := s.entityAt(r); err != nil {
 			return err
 		}
-		return streamError(w, err)
+		return api.StreamError(w, err)
 	}
 	tag := `"` + m.Tail.String() + `"`
 	w.Header().Set("ETag", tag)
@@ -39,7 +41,7 @@ func (s *Server) listSlashCommands(w http.ResponseWriter, r *http.Request) error
 	if rows == nil {
 		rows = []slashcmd.Row{}
 	}
-	writeJSON(w, http.StatusOK, rows)
+	httpx.WriteJSON(w, http.StatusOK, rows)
 	return nil
 }
 
@@ -52,13 +54,13 @@ type commandChange struct {
 
 // putSlashCommand is PUT /_electric/entities/:type/:id/slash-commands/:name?owner=…:
 // register a dynamic command (the owner's layer goes on top) for handlers not written in Go.
-func (s *Server) putSlashCommand(w http.ResponseWriter, r *http.Request) error {
+func (s *handlers) putSlashCommand(w http.ResponseWriter, r *http.Request) error {
 	e, err := s.entityAt(r)
 	if err != nil {
 		return err
 	}
-	name := param(r, "name")
-	b, err := s.readJSON(w, r)
+	name := api.Param(r, "name")
+	b, err := s.kit.ReadJSON(w, r)
 	if err != nil {
 		return err
 	}
@@ -84,7 +86,7 @@ func (s *Server) putSlashCommand(w http.ResponseWriter, r *http.Request) error {
 	}
 	defs, err := slashcmd.ParseDefinitions(mustJSON([]any{def}))
 	if err != nil {
-		return badRequest("Invalid slash command definition")
+		return api.BadRequest("Invalid slash command definition")
 	}
 	reg := slashcmd.Registration{Definition: defs[0], Owner: r.URL.Query().Get("owner")}
 	if hasVersion {
@@ -94,19 +96,19 @@ func (s *Server) putSlashCommand(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return s.commandError(err)
 	}
-	writeJSON(w, http.StatusOK, changeOf(res, name))
+	httpx.WriteJSON(w, http.StatusOK, changeOf(res, name))
 	return nil
 }
 
 // deleteSlashCommand is DELETE /_electric/entities/:type/:id/slash-commands/:name?owner=…:
 // remove the owner's layer (without owner: the top layer's owner), revealing the next
 // layer, then the static command, or removing the row.
-func (s *Server) deleteSlashCommand(w http.ResponseWriter, r *http.Request) error {
+func (s *handlers) deleteSlashCommand(w http.ResponseWriter, r *http.Request) error {
 	e, err := s.entityAt(r)
 	if err != nil {
 		return err
 	}
-	name := param(r, "name")
+	name := api.Param(r, "name")
 	owner := r.URL.Query().Get("owner")
 	res, err := s.registry.Commands().Apply(r.Context(), e.URL, func(set *slashcmd.Set) error {
 		set.Unregister(name, owner)
@@ -115,7 +117,7 @@ func (s *Server) deleteSlashCommand(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return s.commandError(err)
 	}
-	writeJSON(w, http.StatusOK, changeOf(res, name))
+	httpx.WriteJSON(w, http.StatusOK, changeOf(res, name))
 	return nil
 }
 
@@ -130,23 +132,23 @@ func changeOf(res *slashdb.Result, name string) commandChange {
 	return out
 }
 
-func (s *Server) commandError(err error) error {
+func (s *handlers) commandError(err error) error {
 	limits := s.registry.Commands().Limits()
 	var invalid *slashcmd.InvalidError
 	switch {
 	case errors.As(err, &invalid):
-		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, "Validation failed").WithDetails(invalid.Details)
+		return httpx.New(http.StatusUnprocessableEntity, api.CodeSchemaValidationFailed, "Validation failed").WithDetails(invalid.Details)
 	case errors.Is(err, slashcmd.ErrTooManyOwners):
-		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, "Too many slash-command owners").
+		return httpx.New(http.StatusUnprocessableEntity, api.CodeSchemaValidationFailed, "Too many slash-command owners").
 			WithDetails(validation.Details{{Path: "/owner", Message: "an entity's slash commands can have at most " +
 				strconv.Itoa(limits.MaxOwners) + " distinct owners"}})
 	case errors.Is(err, slashcmd.ErrTooManyCommands):
-		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, "Too many slash commands").
+		return httpx.New(http.StatusUnprocessableEntity, api.CodeSchemaValidationFailed, "Too many slash commands").
 			WithDetails(validation.Details{{Path: "/", Message: "an entity can have at most 500 slash commands"}})
 	case errors.Is(err, slashdb.ErrEntityClosed):
-		return newError(http.StatusConflict, CodeNotRunning, "Entity is not accepting writes")
+		return httpx.New(http.StatusConflict, api.CodeNotRunning, "Entity is not accepting writes")
 	case errors.Is(err, slashdb.ErrEntityNotFound):
-		return newError(http.StatusNotFound, CodeNotFound, "Entity has no slash-command collection")
+		return httpx.New(http.StatusNotFound, api.CodeNotFound, "Entity has no slash-command collection")
 	}
 	return err
 }

@@ -1,9 +1,11 @@
-package api
+package entityapi
 
 import (
 	"errors"
 	"net/http"
 
+	"github.com/entityd/entityd/api"
+	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/membership"
 	"github.com/entityd/entityd/schedule"
@@ -15,11 +17,11 @@ const maxObservedTags = 32
 
 // ensureCronStream is POST /_electric/observations/cron/ensure-stream
 // {expression, timezone?} → {streamUrl}: the cron stream /_cron/<spec>, ticking.
-func (s *Server) ensureCronStream(w http.ResponseWriter, r *http.Request) error {
+func (s *handlers) ensureCronStream(w http.ResponseWriter, r *http.Request) error {
 	if s.schedules == nil {
-		return newError(http.StatusServiceUnavailable, CodeServiceUnavailable, "Cron observations are not served by this server")
+		return httpx.New(http.StatusServiceUnavailable, api.CodeServiceUnavailable, "Cron observations are not served by this server")
 	}
-	b, err := s.readJSON(w, r)
+	b, err := s.kit.ReadJSON(w, r)
 	if err != nil {
 		return err
 	}
@@ -48,11 +50,11 @@ func (s *Server) ensureCronStream(w http.ResponseWriter, r *http.Request) error 
 
 // ensureEntitiesStream is POST /_electric/observations/entities/ensure-stream {tags?} →
 // {sourceRef, streamUrl}: the caller's membership stream of the entities with the tags.
-func (s *Server) ensureEntitiesStream(w http.ResponseWriter, r *http.Request) error {
+func (s *handlers) ensureEntitiesStream(w http.ResponseWriter, r *http.Request) error {
 	if s.members == nil {
-		return newError(http.StatusServiceUnavailable, CodeServiceUnavailable, "Tag observations are not served by this server")
+		return httpx.New(http.StatusServiceUnavailable, api.CodeServiceUnavailable, "Tag observations are not served by this server")
 	}
-	b, err := s.readJSON(w, r)
+	b, err := s.kit.ReadJSON(w, r)
 	if err != nil {
 		return err
 	}
@@ -64,7 +66,7 @@ func (s *Server) ensureEntitiesStream(w http.ResponseWriter, r *http.Request) er
 	if err := b.Fail(); err != nil {
 		return err
 	}
-	p := caller(r)
+	p := api.Caller(r)
 	ref := membership.SourceRef(orNoTags(tags), p.Kind, p.URL())
 	if _, err := s.streams.Lookup(r.Context(), membership.Prefix+ref); errors.Is(err, streamdb.ErrNotFound) || errors.Is(err, streamdb.ErrGone) {
 		if err := s.quotas.observation(r.Context(), p); err != nil {

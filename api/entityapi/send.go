@@ -1,4 +1,4 @@
-package api
+package entityapi
 
 import (
 	"errors"
@@ -7,11 +7,13 @@ import (
 	neturl "net/url"
 	"time"
 
+	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/jsonbody"
 	"github.com/entityd/entityd/internal/rawjson"
+	"github.com/entityd/entityd/internal/validation"
 	"github.com/entityd/entityd/wire"
 )
 
@@ -24,12 +26,12 @@ const (
 
 // send is POST /_electric/entities/:type/:id/send: validate a message and append it to
 // the entity's inbox. 200 {"txid"} is written only after the append committed.
-func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
+func (s *handlers) send(w http.ResponseWriter, r *http.Request) error {
 	e, err := s.knownEntityAt(r)
 	if err != nil {
 		return err
 	}
-	b, err := s.readJSON(w, r)
+	b, err := s.kit.ReadJSON(w, r)
 	if err != nil {
 		return err
 	}
@@ -50,14 +52,14 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if b.Has("key") && (req.Key == "" || len(req.Key) > maxSendKeyLength) {
-		return jsonbody.SchemaMismatch(validationDetails("/key", "must be a non-empty string of at most 256 characters"))
+		return jsonbody.SchemaMismatch(validation.One("/key", "must be a non-empty string of at most 256 characters"))
 	}
-	req.Sender = caller(r).URL()
+	req.Sender = api.Caller(r).URL()
 	if req.From != "" && req.From != req.Sender {
-		return newError(http.StatusBadRequest, CodeInvalidRequest, "Request from must match Electric-Principal")
+		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "Request from must match Electric-Principal")
 	}
 	if req.FromPrincipal != "" && req.FromPrincipal != req.Sender {
-		return newError(http.StatusBadRequest, CodeInvalidRequest, "Request from_principal must match Electric-Principal")
+		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "Request from_principal must match Electric-Principal")
 	}
 	if req.FromAgent != "" {
 		if err := s.checkFromAgent(r, req.FromAgent); err != nil {
@@ -88,9 +90,9 @@ func writeSent(w http.ResponseWriter, res *inbox.SendResult) error {
 
 // sendLater is a send with afterMs > 0: validated now, appended when due; 204 empty (as
 // in Electric Agents: there is no txid until it fires).
-func (s *Server) sendLater(w http.ResponseWriter, r *http.Request, e *entity.Entity, req *inbox.SendRequest, afterMs float64) error {
+func (s *handlers) sendLater(w http.ResponseWriter, r *http.Request, e *entity.Entity, req *inbox.SendRequest, afterMs float64) error {
 	if afterMs > float64(inbox.MaxDelay/time.Millisecond) {
-		return jsonbody.SchemaMismatch(validationDetails("/afterMs",
+		return jsonbody.SchemaMismatch(validation.One("/afterMs",
 			fmt.Sprintf("must be at most %d (%s)", inbox.MaxDelay/time.Millisecond, "365 days")))
 	}
 	delay := time.Duration(afterMs * float64(time.Millisecond))
@@ -110,10 +112,10 @@ func (s *Server) sendLater(w http.ResponseWriter, r *http.Request, e *entity.Ent
 // ctx.send). A claim token is fenced as every claim write is: once the wake ended or a
 // later wake was claimed, it is refused. from_agent may be the agent's URL or a full
 // URL whose path is the agent's, as the reference reads it.
-func (s *Server) checkFromAgent(r *http.Request, agentURL string) error {
-	refuse := newError(http.StatusBadRequest, CodeInvalidRequest,
+func (s *handlers) checkFromAgent(r *http.Request, agentURL string) error {
+	refuse := httpx.New(http.StatusBadRequest, api.CodeInvalidRequest,
 		"Request from_agent must be backed by the write token of that agent entity")
-	token := bearerToken(r)
+	token := api.WriteToken(r)
 	if token == "" {
 		return refuse
 	}
@@ -127,7 +129,7 @@ func (s *Server) checkFromAgent(r *http.Request, agentURL string) error {
 	if err != nil {
 		return err
 	}
-	if constantTimeEqual(agent.WriteToken, token) {
+	if httpx.EqualTokens(agent.WriteToken, token) {
 		return nil
 	}
 	if s.cfg.ClaimTokens != nil {
@@ -142,28 +144,21 @@ func (s *Server) checkFromAgent(r *http.Request, agentURL string) error {
 	return refuse
 }
 
-func bearerToken(r *http.Request) string {
-	if t := r.Header.Get("Electric-Claim-Token"); t != "" {
-		return t
-	}
-	return httpx.Bearer(r)
-}
-
 func sendError(err error) error {
 	var unknown *inbox.UnknownMessageTypeError
 	var invalid *inbox.InvalidPayloadError
 	switch {
 	case errors.Is(err, entity.ErrNotRunning):
-		return newError(http.StatusConflict, CodeNotRunning, "Entity is not accepting writes")
+		return httpx.New(http.StatusConflict, api.CodeNotRunning, "Entity is not accepting writes")
 	case errors.Is(err, inbox.ErrKeyReused):
-		return newError(http.StatusConflict, CodeIdempotencyKeyReused,
+		return httpx.New(http.StatusConflict, CodeIdempotencyKeyReused,
 			"This key was already used for a different message to this entity; use a new key for a new message")
 	case errors.As(err, &unknown):
-		return newError(http.StatusUnprocessableEntity, CodeUnknownMessageType, unknown.Error())
+		return httpx.New(http.StatusUnprocessableEntity, CodeUnknownMessageType, unknown.Error())
 	case errors.As(err, &invalid):
-		return newError(http.StatusUnprocessableEntity, CodeSchemaValidationFailed, "Validation failed").WithDetails(invalid.Details)
+		return httpx.New(http.StatusUnprocessableEntity, api.CodeSchemaValidationFailed, "Validation failed").WithDetails(invalid.Details)
 	case errors.Is(err, inbox.ErrMissingPayload):
-		return newError(http.StatusBadRequest, CodeInvalidRequest, inbox.ErrMissingPayload.Error())
+		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, inbox.ErrMissingPayload.Error())
 	}
 	return err
 }

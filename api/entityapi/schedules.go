@@ -1,4 +1,4 @@
-package api
+package entityapi
 
 import (
 	"errors"
@@ -6,11 +6,14 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/jsonbody"
 	"github.com/entityd/entityd/internal/textpolicy"
+	"github.com/entityd/entityd/internal/validation"
 	"github.com/entityd/entityd/schedule"
 )
 
@@ -22,12 +25,12 @@ const (
 
 // putSchedule is PUT /_electric/entities/:type/:id/schedules/:scheduleId: a cron
 // schedule or a future_send, stored and written to the entity's manifest → {txid}.
-func (s *Server) putSchedule(w http.ResponseWriter, r *http.Request) error {
+func (s *handlers) putSchedule(w http.ResponseWriter, r *http.Request) error {
 	e, id, err := s.scheduleTarget(r)
 	if err != nil {
 		return err
 	}
-	b, err := s.readJSON(w, r)
+	b, err := s.kit.ReadJSON(w, r)
 	if err != nil {
 		return err
 	}
@@ -47,7 +50,7 @@ func (s *Server) putSchedule(w http.ResponseWriter, r *http.Request) error {
 	return b.Fail()
 }
 
-func (s *Server) putCronSchedule(w http.ResponseWriter, r *http.Request, e *entity.Entity, id string, b *jsonbody.Body) error {
+func (s *handlers) putCronSchedule(w http.ResponseWriter, r *http.Request, e *entity.Entity, id string, b *jsonbody.Body) error {
 	b.Only("scheduleType", "expression", "timezone", "payload", "debounceMs", "timeoutMs")
 	expr, ok := b.Text("expression")
 	if !ok && !b.Has("expression") {
@@ -63,18 +66,18 @@ func (s *Server) putCronSchedule(w http.ResponseWriter, r *http.Request, e *enti
 	if err != nil {
 		return scheduleError(err)
 	}
-	if err := s.quotas.schedule(r.Context(), caller(r), e.URL, id); err != nil {
+	if err := s.quotas.schedule(r.Context(), api.Caller(r), e.URL, id); err != nil {
 		return err
 	}
 	txid, err := s.schedules.UpsertCron(r.Context(), e, schedule.CronRequest{ID: id, Spec: spec, Payload: b.Raw("payload"),
-		DebounceMs: debounce, TimeoutMs: timeout, CreatedBy: caller(r).String()})
+		DebounceMs: debounce, TimeoutMs: timeout, CreatedBy: api.Caller(r).String()})
 	if err != nil {
 		return scheduleError(err)
 	}
 	return writeTxid(w, txid)
 }
 
-func (s *Server) putFutureSend(w http.ResponseWriter, r *http.Request, e *entity.Entity, id string, b *jsonbody.Body) error {
+func (s *handlers) putFutureSend(w http.ResponseWriter, r *http.Request, e *entity.Entity, id string, b *jsonbody.Body) error {
 	b.Only("scheduleType", "payload", "targetUrl", "fireAt", "messageType", "from")
 	fireAtText, ok := b.Str("fireAt")
 	if !ok && !b.Has("fireAt") {
@@ -87,39 +90,39 @@ func (s *Server) putFutureSend(w http.ResponseWriter, r *http.Request, e *entity
 	if err := b.Fail(); err != nil {
 		return err
 	}
-	sender := caller(r).URL()
+	sender := api.Caller(r).URL()
 	if from != "" && from != sender {
-		return newError(http.StatusBadRequest, CodeInvalidRequest, "Request from must match Electric-Principal")
+		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "Request from must match Electric-Principal")
 	}
 	fireAt, err := time.Parse(time.RFC3339Nano, fireAtText)
 	if err != nil {
-		return newError(http.StatusBadRequest, CodeInvalidRequest, "Invalid fireAt timestamp: "+fireAtText)
+		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "Invalid fireAt timestamp: "+fireAtText)
 	}
 	if time.Until(fireAt) > inbox.MaxDelay {
-		return newError(http.StatusBadRequest, CodeInvalidRequest, "fireAt must be within 365 days")
+		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "fireAt must be within 365 days")
 	}
 	target := e
 	if targetURL != "" && targetURL != e.URL {
 		// A schedule sends as its creator: it needs write on the target, as a send would.
 		if target, err = s.registry.Get(r.Context(), targetURL); errors.Is(err, entity.ErrNotFound) {
-			return newError(http.StatusNotFound, CodeNotFound, "Entity not found at "+targetURL)
+			return httpx.New(http.StatusNotFound, api.CodeNotFound, "Entity not found at "+targetURL)
 		} else if err != nil {
 			return err
 		}
-		ok, err := s.checker.Entity(r.Context(), caller(r), target, authz.Write)
+		ok, err := s.checker.Entity(r.Context(), api.Caller(r), target, authz.Write)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return newError(http.StatusForbidden, CodeForbidden, "Principal is not allowed to write "+target.URL)
+			return httpx.New(http.StatusForbidden, api.CodeForbidden, "Principal is not allowed to write "+target.URL)
 		}
 	}
-	if err := s.quotas.schedule(r.Context(), caller(r), e.URL, id); err != nil {
+	if err := s.quotas.schedule(r.Context(), api.Caller(r), e.URL, id); err != nil {
 		return err
 	}
 	req := &inbox.SendRequest{Payload: b.Raw("payload"), Type: msgType, Sender: sender}
 	txid, err := s.schedules.UpsertFutureSend(r.Context(), e, schedule.FutureSendRequest{ID: id, Target: target, Send: req,
-		FireAt: fireAt, MessageType: msgType, CreatedBy: caller(r).String()})
+		FireAt: fireAt, MessageType: msgType, CreatedBy: api.Caller(r).String()})
 	if err != nil {
 		return scheduleError(err)
 	}
@@ -127,7 +130,7 @@ func (s *Server) putFutureSend(w http.ResponseWriter, r *http.Request, e *entity
 }
 
 // deleteSchedule is DELETE /_electric/entities/:type/:id/schedules/:scheduleId → {txid}.
-func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request) error {
+func (s *handlers) deleteSchedule(w http.ResponseWriter, r *http.Request) error {
 	e, id, err := s.scheduleTarget(r)
 	if err != nil {
 		return err
@@ -139,20 +142,20 @@ func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request) error {
 	return writeTxid(w, txid)
 }
 
-func (s *Server) scheduleTarget(r *http.Request) (*entity.Entity, string, error) {
+func (s *handlers) scheduleTarget(r *http.Request) (*entity.Entity, string, error) {
 	if s.schedules == nil {
-		return nil, "", newError(http.StatusServiceUnavailable, CodeServiceUnavailable, "Schedules are not served by this server")
+		return nil, "", httpx.New(http.StatusServiceUnavailable, api.CodeServiceUnavailable, "Schedules are not served by this server")
 	}
-	if param(r, "type") == "principal" {
-		return nil, "", newError(http.StatusBadRequest, CodeInvalidRequest, "Principal entities cannot be scheduled")
+	if api.Param(r, "type") == "principal" {
+		return nil, "", httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "Principal entities cannot be scheduled")
 	}
 	e, err := s.entityAt(r)
 	if err != nil {
 		return nil, "", err
 	}
-	id := param(r, "scheduleId")
+	id := api.Param(r, "scheduleId")
 	if id == "" || len(id) > maxScheduleIDLength || !textpolicy.Valid(id, textpolicy.Name) {
-		return nil, "", newError(http.StatusBadRequest, CodeInvalidRequest,
+		return nil, "", httpx.New(http.StatusBadRequest, api.CodeInvalidRequest,
 			fmt.Sprintf("Schedule ids must be 1-%d bytes of UTF-8 without control characters", maxScheduleIDLength))
 	}
 	return e, id, nil
@@ -175,8 +178,8 @@ func waitMs(b *jsonbody.Body, name string) *int64 {
 func scheduleError(err error) error {
 	var invalid *schedule.InvalidError
 	if errors.As(err, &invalid) {
-		return newError(http.StatusBadRequest, CodeInvalidRequest, invalid.Message).
-			WithDetails(validationDetails("/"+invalid.Field, invalid.Message))
+		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, invalid.Message).
+			WithDetails(validation.One("/"+invalid.Field, invalid.Message))
 	}
 	return sendError(err)
 }

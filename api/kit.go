@@ -1,0 +1,90 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"go.uber.org/zap"
+
+	"github.com/entityd/entityd/authz"
+	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/httpx"
+	"github.com/entityd/entityd/internal/jsonbody"
+	"github.com/entityd/entityd/internal/principal"
+	"github.com/entityd/entityd/streamdb"
+)
+
+// EntityRoutes registers Electric's entity API (package api/entityapi) on the server's
+// /_electric router. wrap makes a route's handler answer failures as every route does
+// (after admission: the route's access rule); kit is what those handlers use of the
+// server.
+type EntityRoutes func(r chi.Router, kit Kit, wrap func(httpx.HandlerFunc) http.HandlerFunc)
+
+// Kit is what a room of the HTTP API kept in a package of its own (Electric's entity
+// API) uses of the server: its configuration, request bodies read under the byte
+// budget, the access decisions and the quotas the rooms share. It holds no state.
+type Kit struct{ s *Server }
+
+// Config is the server's configuration (defaults applied).
+func (k Kit) Config() Config { return k.s.cfg }
+
+// Log is the API's logger.
+func (k Kit) Log() *zap.Logger { return k.s.log }
+
+// Grants are the grants store and Checker the access checks over them.
+func (k Kit) Grants() *authz.Store    { return k.s.grants }
+func (k Kit) Checker() *authz.Checker { return k.s.checker }
+
+// ReadJSON reads a JSON object body of at most Config.MaxBodyBytes under a reservation
+// of its size (bytes in flight).
+func (k Kit) ReadJSON(w http.ResponseWriter, r *http.Request) (*jsonbody.Body, error) {
+	return k.s.readJSON(w, r)
+}
+
+// ReadBodyReserved reads a body of at most limit bytes under a reservation of its size,
+// released when ReadBodyReserved returns.
+func (k Kit) ReadBodyReserved(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	var h hold
+	defer h.release()
+	return k.s.readBodyReserved(w, r, keyFor(r, ""), limit, 1, &h)
+}
+
+// DecodeGrant reads one grant request (unknown members refused).
+func (k Kit) DecodeGrant(w http.ResponseWriter, r *http.Request) (authz.GrantRequest, error) {
+	return k.s.decodeGrant(w, r)
+}
+
+// GrantQuota is checked before p makes n grants at once.
+func (k Kit) GrantQuota(r *http.Request, p principal.Principal, n int) error {
+	return k.s.grantQuota(r.Context(), p, n)
+}
+
+// RequireEntity checks perm on e for p (403, or 401 with a challenge, when refused).
+func (k Kit) RequireEntity(r *http.Request, p principal.Principal, e *entity.Entity, perm authz.Permission) error {
+	return k.s.requireEntity(r, p, e, perm)
+}
+
+// RequireType checks perm on the type name for p.
+func (k Kit) RequireType(r *http.Request, p principal.Principal, name string, perm authz.Permission) error {
+	return k.s.requireType(r, p, name, perm)
+}
+
+// RequireStreamRead asks the stream's one access decision whether the caller may read
+// the stream id at path.
+func (k Kit) RequireStreamRead(r *http.Request, id streamdb.Identity, path string) error {
+	_, err := k.s.decideStream(r, id, path, opRead)
+	return err
+}
+
+// Caller is the principal admission authenticated; on a route that asks for none it is
+// the zero principal, which no check lets through.
+func Caller(r *http.Request) principal.Principal { return caller(r) }
+
+// Param is a route parameter, percent-decoded.
+func Param(r *http.Request, name string) string { return param(r, name) }
+
+// BadRequest is a 400 INVALID_REQUEST with message.
+func BadRequest(message string) *Error { return badRequest(message) }
+
+// StreamError maps streamdb errors to the Durable Streams protocol's answers.
+func StreamError(w http.ResponseWriter, err error) error { return streamError(w, err) }
