@@ -277,14 +277,6 @@ func verifySignature(t *testing.T, h *harness, raw []byte, header string) bool {
 	return false
 }
 
-// eventually is testwait.Until in the argument order of pull_test.go's calls, which are
-// being rewritten for a controllable clock in another change; new tests call
-// testwait.Until.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	testwait.Until(t, what, cond, timeout)
-}
-
 func callback(h *harness, wake webhookBody, body any) response {
 	h.t.Helper()
 	return h.do("POST", wake.CallbackURL, body, "Authorization", "Bearer "+wake.CallbackToken)

@@ -42,7 +42,7 @@ func TestPullWakeClaimAckRelease(t *testing.T) {
 		t.Fatalf("claim without work: %d %s", r.Status, r.Body)
 	}
 	tail := h.createStream("events/p", `{"event":"created"}`)
-	eventually(t, 3*time.Second, "wake record", func() bool { return len(wakeRecords(t, h, "wake/pool")) == 1 })
+	testwait.Until(t, "wake record", func() bool { return len(wakeRecords(t, h, "wake/pool")) == 1 }, 3*time.Second)
 	rec := wakeRecords(t, h, "wake/pool")[0]
 	if rec.Type != "wake" || rec.SubscriptionID != "pull" || rec.Stream != "events/p" || rec.Generation != 1 {
 		t.Fatalf("wake record: %+v", rec)
@@ -90,10 +90,10 @@ func TestPullWakeClaimAckRelease(t *testing.T) {
 		t.Fatalf("release: %d %s", r.Status, r.Body)
 	}
 	// released work is still pending: a new wake is announced and can be claimed
-	eventually(t, 3*time.Second, "wake record after release", func() bool {
+	testwait.Until(t, "wake record after release", func() bool {
 		recs := wakeRecords(t, h, "wake/pool")
 		return recs[len(recs)-1].Generation == 3
-	})
+	}, 3*time.Second)
 	_, gen3, _, _ := claimBody(t, h.do("POST", subPath("pull")+"/claim", map[string]any{"worker": "worker-2"}))
 	if gen3 != 3 {
 		t.Fatalf("claim after release: generation %d", gen3)
@@ -147,7 +147,7 @@ func TestPullWakeIgnoresItsOwnWakeStream(t *testing.T) {
 	h.createStream("q/wake", `[]`)
 	h.createSub("self", map[string]any{"type": "pull-wake", "pattern": "q/**", "wake_stream": "q/wake", "lease_ttl_ms": 1000})
 	tail := h.createStream("q/job", `{"n":1}`)
-	eventually(t, 3*time.Second, "wake record", func() bool { return len(wakeRecords(t, h, "q/wake")) == 1 })
+	testwait.Until(t, "wake record", func() bool { return len(wakeRecords(t, h, "q/wake")) == 1 }, 3*time.Second)
 	wakeID, gen, token, streams := claimBody(t, h.do("POST", subPath("self")+"/claim", map[string]any{"worker": "w"}))
 	for _, s := range streams.([]any) {
 		if s.(map[string]any)["path"] == "q/wake" {
@@ -162,7 +162,7 @@ func TestPullWakeIgnoresItsOwnWakeStream(t *testing.T) {
 	// The marker: new work on another stream wakes the subscription. Had the first wake
 	// record woken it, that wake would have come first, announcing q/wake.
 	h.createStream("q/job2", `{"n":2}`)
-	eventually(t, 3*time.Second, "a wake for the marker", func() bool { return len(wakeRecords(t, h, "q/wake")) >= 2 })
+	testwait.Until(t, "a wake for the marker", func() bool { return len(wakeRecords(t, h, "q/wake")) >= 2 }, 3*time.Second)
 	recs := wakeRecords(t, h, "q/wake")
 	if len(recs) != 2 || recs[1].Stream != "q/job2" {
 		t.Fatalf("wake records %+v: the wake stream woke its own subscription", recs)

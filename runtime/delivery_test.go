@@ -137,18 +137,18 @@ func TestWakeVariants(t *testing.T) {
 	jsonEq(t, `{"n":7,"why":"later"}`, sch.Payload)
 	require.WithinDuration(t, due, sch.DueAt, time.Millisecond, "DueAt is the time asked for")
 	require.False(t, s.At.Before(sch.DueAt), "the timer fired at %v, before it was due at %v", s.At, sch.DueAt)
-	waitUntil(t, 5*time.Second, func() bool {
+	testwait.Until(t, "a fired timer is deleted", func() bool {
 		return e.queryInt(`SELECT count(*) FROM wake_timers WHERE entity_url = $1`, a) == 0
-	}, "a fired timer is deleted")
+	}, 5*time.Second)
 
 	// observation: A observes B; B's handler writes a text; then B is killed
 	b := e.spawn("source", "b", nil)
 	sb := rec.wait(t, b, 10*time.Second, func(s seen) bool { return s.Wake.Kind() == "spawn" })
 	jsonEq(t, `{}`, sb.Wake.(runtime.SpawnWake).Args, "a spawn without args gets {}")
 	e.send(a, map[string]any{"type": "observe", "key": "obs-1", "payload": map[string]any{"url": b}})
-	waitUntil(t, 10*time.Second, func() bool {
+	testwait.Until(t, "the observation commits with the wake", func() bool {
 		return e.queryInt(`SELECT count(*) FROM wake_observations WHERE observer_url = $1 AND source_url = $2`, a, b) == 1
-	}, "the observation commits with the wake")
+	}, 10*time.Second)
 	e.send(b, map[string]any{"key": "to-b", "payload": "hi"})
 	// B's reply is a run (see reply.go): the first event A observes opens it, and the
 	// text arrives as the run's text_delta
@@ -206,8 +206,7 @@ func TestWakeVariants(t *testing.T) {
 		sig, ok := s.Wake.(runtime.SignalWake)
 		return ok && sig.Signal == "SIGTERM"
 	})
-	waitUntil(t, 10*time.Second, func() bool { return e.status(a) == "stopped" },
-		"after its SIGTERM wake the entity stops (status %s)", e.status(a))
+	testwait.Until(t, fmt.Sprintf("after its SIGTERM wake the entity stops (status %s)", e.status(a)), func() bool { return e.status(a) == "stopped" }, 10*time.Second)
 	read := readStream(t, e.base, a, "-1")
 	require.True(t, read.Closed, "the stream of a stopped entity is closed")
 	require.Equal(t, "entity_stopped", read.Events[len(read.Events)-1].Type)
@@ -227,9 +226,9 @@ func TestSIGTERMToAnIdleEntityStopsIt(t *testing.T) {
 	e := startServer(t, wake.Options{IdleRelease: 50 * time.Millisecond}, false, def)
 	a := e.spawn("terminable", "a", nil)
 	rec.wait(t, a, 10*time.Second, func(s seen) bool { return s.Wake.Kind() == "spawn" })
-	waitUntil(t, 10*time.Second, func() bool { return e.wakeStatus(a).Holder == nil }, "the idle entity is released")
+	testwait.Until(t, "the idle entity is released", func() bool { return e.wakeStatus(a).Holder == nil }, 10*time.Second)
 	e.signal(a, map[string]any{"signal": "SIGTERM"})
-	waitUntil(t, 10*time.Second, func() bool { return e.status(a) == "stopped" }, "status %s", e.status(a))
+	testwait.Until(t, fmt.Sprintf("status %s", e.status(a)), func() bool { return e.status(a) == "stopped" }, 10*time.Second)
 	require.Equal(t, []string{"spawn", "signal:SIGTERM"}, kinds(rec.of(a)))
 }
 
@@ -283,8 +282,8 @@ func TestConcurrentSendsDeliveredOnceInStreamOrder(t *testing.T) {
 		defer mu.Unlock()
 		return slices.Clone(keys)
 	}
-	waitUntil(t, 60*time.Second, func() bool { return len(delivered()) >= total }, "delivered %d of %d", len(delivered()), total)
-	waitUntil(t, 30*time.Second, func() bool {
+	testwait.Until(t, fmt.Sprintf("delivered %d of %d", len(delivered()), total), func() bool { return len(delivered()) >= total }, 60*time.Second)
+	testwait.Until(t, "the acknowledgements commit", func() bool {
 		// the last message (events are numbered from 1) is acknowledged
 		evs := e.events(url)
 		last := 0
@@ -294,11 +293,11 @@ func TestConcurrentSendsDeliveredOnceInStreamOrder(t *testing.T) {
 			}
 		}
 		return e.wakeStatus(url).ScannedSeq >= int64(last)
-	}, "the acknowledgements commit")
+	}, 30*time.Second)
 	// A duplicate (a redelivery of something already handled) would come before a message
 	// sent now: delivery is in stream order.
 	send(t, e.base, url, map[string]any{"key": "marker", "payload": map[string]any{"i": -1}})
-	waitUntil(t, 30*time.Second, func() bool { return slices.Contains(delivered(), "marker") })
+	testwait.Until(t, "the marker is delivered", func() bool { return slices.Contains(delivered(), "marker") }, 30*time.Second)
 
 	got := delivered()
 	require.Equal(t, "marker", got[len(got)-1])
@@ -313,7 +312,7 @@ func TestConcurrentSendsDeliveredOnceInStreamOrder(t *testing.T) {
 	sort.Strings(sorted)
 	require.Len(t, slices.Compact(sorted), total, "no message twice")
 	require.Zero(t, overlaps.Load(), "handler runs of one entity never overlap")
-	waitUntil(t, 10*time.Second, func() bool { return len(texts(t, e.events(url))) == total+1 })
+	testwait.Until(t, "every reply is stored", func() bool { return len(texts(t, e.events(url))) == total+1 }, 10*time.Second)
 	acks := texts(t, e.events(url))
 	for i, k := range want {
 		require.Equal(t, "ack "+k, acks[i], "the writes follow the same order")
@@ -333,7 +332,7 @@ func TestPausedMessagesWaitForRelease(t *testing.T) {
 	e.send(url, map[string]any{"key": "after-1", "payload": "go"})
 	rec.waitKey(t, url, "after-1", 10*time.Second)
 	require.Equal(t, []string{"after-1"}, rec.inboxKeys(url), "paused messages are held")
-	waitUntil(t, 5*time.Second, func() bool { return e.wakeStatus(url).Paused == 2 }, "the held messages are recorded")
+	testwait.Until(t, "the held messages are recorded", func() bool { return e.wakeStatus(url).Paused == 2 }, 5*time.Second)
 
 	// release p1 with a PATCH that also edits its payload
 	update := func(key, value string) {
@@ -356,10 +355,10 @@ func TestPausedMessagesWaitForRelease(t *testing.T) {
 	// a released message's offset is that of the update that released it: after it
 	// comes only the processed mark its run writes (it was queued, so pending)
 	var after []event
-	waitUntil(t, 10*time.Second, func() bool {
+	testwait.Until(t, "the run's acknowledgement", func() bool {
 		after = readStream(t, e.base, url, iw.Offset).Events
 		return len(after) > 0
-	}, "the run's acknowledgement")
+	}, 10*time.Second)
 	require.Len(t, after, 1, "%v", after)
 	require.Equal(t, "p1", after[0].Key)
 	require.Equal(t, "update", after[0].op())
@@ -372,7 +371,7 @@ func TestPausedMessagesWaitForRelease(t *testing.T) {
 	e.send(url, map[string]any{"key": "after-2", "payload": "go"})
 	rec.waitKey(t, url, "after-2", 10*time.Second) // p2 would have come before it
 	require.Equal(t, []string{"after-1", "p1", "after-2"}, rec.inboxKeys(url))
-	waitUntil(t, 5*time.Second, func() bool { return e.wakeStatus(url).Paused == 0 }, "no message is held any more")
+	testwait.Until(t, "no message is held any more", func() bool { return e.wakeStatus(url).Paused == 0 }, 5*time.Second)
 
 	// a held message that was deleted is dropped as well
 	e.send(url, map[string]any{"key": "p3", "mode": "paused", "payload": 3})
@@ -381,7 +380,7 @@ func TestPausedMessagesWaitForRelease(t *testing.T) {
 	e.send(url, map[string]any{"key": "after-3", "payload": "go"})
 	rec.waitKey(t, url, "after-3", 10*time.Second) // p3 would have come before it
 	require.Equal(t, []string{"after-1", "p1", "after-2", "after-3"}, rec.inboxKeys(url))
-	waitUntil(t, 5*time.Second, func() bool { return e.wakeStatus(url).Paused == 0 })
+	testwait.Until(t, "no message is held", func() bool { return e.wakeStatus(url).Paused == 0 }, 5*time.Second)
 }
 
 // TestSteerReachesRunningHandler: a steer message sent while the handler runs arrives on
@@ -417,7 +416,7 @@ func TestSteerReachesRunningHandler(t *testing.T) {
 		t.Fatal("the slow run did not start")
 	}
 	e.send(url, map[string]any{"key": "s1", "mode": "steer", "payload": map[string]any{"nudge": true}})
-	waitUntil(t, 10*time.Second, func() bool { return slices.Contains(texts(t, e.events(url)), "steered by s1") })
+	testwait.Until(t, "the steered reply is stored", func() bool { return slices.Contains(texts(t, e.events(url)), "steered by s1") }, 10*time.Second)
 	mu.Lock()
 	require.Len(t, steered, 1)
 	require.Equal(t, "s1", steered[0].Key)
@@ -511,10 +510,10 @@ func TestSendToPausedEntityRunsOneHandler(t *testing.T) {
 	url := e.spawn("pausy", "p", nil)
 	for i := range 10 {
 		e.signal(url, map[string]any{"signal": "SIGSTOP"})
-		waitUntil(t, 10*time.Second, func() bool { return e.status(url) == "paused" })
-		waitUntil(t, 10*time.Second, func() bool { return e.wakeStatus(url).Holder == nil }, "a paused entity is released")
+		testwait.Until(t, "the entity is paused", func() bool { return e.status(url) == "paused" }, 10*time.Second)
+		testwait.Until(t, "a paused entity is released", func() bool { return e.wakeStatus(url).Holder == nil }, 10*time.Second)
 		e.send(url, map[string]any{"key": fmt.Sprintf("m%d", i), "payload": i})
-		waitUntil(t, 10*time.Second, func() bool { return runs.Load() >= int32(i+1) })
+		testwait.Until(t, "the run happened", func() bool { return runs.Load() >= int32(i+1) }, 10*time.Second)
 		testwait.Until(t, "the run is over", func() bool { return running.Load() == 0 })
 	}
 	require.Zero(t, overlaps.Load(), "runs of one entity overlapped")
@@ -539,8 +538,7 @@ func TestSendRightAfterSIGSTOPIsDeliveredAtOnce(t *testing.T) {
 	for i := range 60 {
 		e.signal(url, map[string]any{"signal": "SIGSTOP"})
 		e.send(url, map[string]any{"key": fmt.Sprintf("m%d", i), "payload": i})
-		waitUntil(t, 5*time.Second, func() bool { return runs.Load() >= int32(i+1) },
-			fmt.Sprintf("message %d, sent right after SIGSTOP, was not delivered", i))
+		testwait.Until(t, fmt.Sprintf("message %d, sent right after SIGSTOP, was not delivered", i), func() bool { return runs.Load() >= int32(i+1) }, 5*time.Second)
 	}
 	require.EqualValues(t, 60, runs.Load(), "each message once")
 }
@@ -605,9 +603,9 @@ func TestTwoProcessesShareOneDatabase(t *testing.T) {
 	}, 3*time.Minute)
 	delivered := time.Since(start)
 	// wait for the acknowledgements too (the probe records a run before it commits)
-	waitUntil(t, time.Minute, func() bool {
+	testwait.Until(t, "every entity's stream is handled to its tail", func() bool {
 		return count(`SELECT count(*) FROM streams s JOIN entity_wake w ON w.stream_id = s.id WHERE w.scanned_seq < s.tail_seq`) == 0
-	}, "every entity's stream is handled to its tail")
+	}, time.Minute)
 	t.Logf("10,000 messages: sent in %v (%.0f/s), all delivered after %v (%.0f/s)",
 		sent, total/sent.Seconds(), delivered, total/delivered.Seconds())
 
@@ -670,10 +668,10 @@ func TestWakeOnlyAfterCommit(t *testing.T) {
 	// The spawn's acknowledgement appends to c's stream through a commit lane. If it were
 	// still queued when the transactions below lock c's stream row, it would hold up its
 	// lane, and with it the marker's messages the transactions wait for.
-	waitUntil(t, 10*time.Second, func() bool {
+	testwait.Until(t, "the spawn of c is acknowledged", func() bool {
 		return e.queryInt(`SELECT count(*) FROM streams s JOIN entity_wake w ON w.stream_id = s.id
 			WHERE s.path = $1 AND w.scanned_seq = s.tail_seq`, url+"/main") == 1
-	}, "the spawn of c is acknowledged")
+	}, 10*time.Second)
 	// While a transaction is open, a message to another entity is handled: delivery ran
 	// (claims, sweeps, reads) while the append was uncommitted.
 	marker := e.spawn("committed", "marker", nil)
@@ -727,9 +725,9 @@ func TestObservationFilterAndStop(t *testing.T) {
 	o := e.spawn("observer", "o", nil)
 	w := e.spawn("worker", "w", nil)
 	e.send(o, map[string]any{"key": "watch", "payload": w})
-	waitUntil(t, 10*time.Second, func() bool {
+	testwait.Until(t, "the observation is registered", func() bool {
 		return e.queryInt(`SELECT count(*) FROM wake_observations WHERE observer_url = $1`, o) == 1
-	})
+	}, 10*time.Second)
 	e.send(w, map[string]any{"key": "job-1", "payload": 1})
 	s := rec.wait(t, o, 10*time.Second, func(s seen) bool { return s.Wake.Kind() == "observation" })
 	ob := s.Wake.(runtime.ObservationWake)
@@ -829,12 +827,12 @@ func TestContextHelpers(t *testing.T) {
 	require.NoError(t, err)
 	e.send(url, map[string]any{"key": "write", "payload": 1})
 	e.send(url, map[string]any{"key": "read", "payload": map[string]any{"url": other}})
-	waitUntil(t, 10*time.Second, func() bool {
+	testwait.Until(t, "Unobserve commits with the run", func() bool {
 		return e.queryInt(`SELECT count(*) FROM wake_observations WHERE observer_url = $1`, url) == 0
-	}, "Unobserve commits with the run")
+	}, 10*time.Second)
 	e.kill(other)
 	e.send(url, map[string]any{"key": "later", "payload": map[string]any{"url": other}})
-	waitUntil(t, 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); _, ok := got["send-to-killed"]; return ok })
+	testwait.Until(t, "the send to a killed entity is answered", func() bool { mu.Lock(); defer mu.Unlock(); _, ok := got["send-to-killed"]; return ok }, 10*time.Second)
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, map[string]any{

@@ -77,7 +77,7 @@ func TestFailedRunLeavesOnlyErrorEvents(t *testing.T) {
 			e.send(a, map[string]any{"key": key, "payload": map[string]any{"sink": s, "end": end}})
 
 			if end == "ok" {
-				waitUntil(t, 10*time.Second, func() bool { return len(after(t, e.events(a), "inbox", key)) >= 8 })
+				testwait.Until(t, "8 inbox events after the key", func() bool { return len(after(t, e.events(a), "inbox", key)) >= 8 }, 10*time.Second)
 				// the run's own writes in order, its end, then what the server appends for
 				// the slash command registration in the same transaction
 				require.Equal(t, []string{"run", "text", "text_delta", "text", "progress", "context_inserted", "run", "slash_command"},
@@ -90,10 +90,10 @@ func TestFailedRunLeavesOnlyErrorEvents(t *testing.T) {
 				return
 			}
 
-			waitUntil(t, 10*time.Second, func() bool { return len(e.wakeStatus(a).Failures) == 1 }, "the message is given up on")
+			testwait.Until(t, "the message is given up on", func() bool { return len(e.wakeStatus(a).Failures) == 1 }, 10*time.Second)
 			// The marker: a later message is handled; nothing came between it and the give-up.
 			e.send(a, map[string]any{"key": "marker", "payload": 1})
-			waitUntil(t, 10*time.Second, func() bool { return slices.Contains(texts(t, e.events(a)), "marker") }, "the marker is handled")
+			testwait.Until(t, "the marker is handled", func() bool { return slices.Contains(texts(t, e.events(a)), "marker") }, 10*time.Second)
 			evs := after(t, e.events(a), "inbox", key)
 			evs = evs[:slices.IndexFunc(evs, func(ev event) bool { return ev.Type == "inbox" && ev.Key == "marker" })]
 			require.Equal(t, []string{"error", "run", "error", "inbox", "run"}, eventTypes(evs),
@@ -177,12 +177,12 @@ func TestRetryWithBackoffThenGiveUp(t *testing.T) {
 	e.send(url, map[string]any{"key": "poison", "payload": 1})
 	retry(1, base)   // the first retry waits the base backoff
 	retry(2, 2*base) // the second twice as long
-	waitUntil(t, 10*time.Second, func() bool { return len(e.wakeStatus(url).Failures) == 1 })
+	testwait.Until(t, "one failure is recorded", func() bool { return len(e.wakeStatus(url).Failures) == 1 }, 10*time.Second)
 	// The entity moves on; a fourth attempt of "poison" would come before the next
 	// message (one unit of work at a time, in order).
 	e.send(url, map[string]any{"key": "next", "payload": 2})
 	rec.waitKey(t, url, "next", 10*time.Second)
-	waitUntil(t, 10*time.Second, func() bool { return slices.Contains(texts(t, e.events(url)), "ok next") })
+	testwait.Until(t, "the next message is handled", func() bool { return slices.Contains(texts(t, e.events(url)), "ok next") }, 10*time.Second)
 	var runs []seen
 	for _, s := range rec.of(url) {
 		if s.key() == "poison" {
@@ -233,7 +233,7 @@ func TestRetryWithBackoffThenGiveUp(t *testing.T) {
 	e.send(url, map[string]any{"key": "twice-1", "payload": 3})
 	retry(1, base)
 	retry(2, 2*base)
-	waitUntil(t, 10*time.Second, func() bool { return slices.Contains(texts(t, e.events(url)), "twice-1 attempt 3") })
+	testwait.Until(t, "the third attempt replies", func() bool { return slices.Contains(texts(t, e.events(url)), "twice-1 attempt 3") }, 10*time.Second)
 	evs = after(t, e.events(url), "inbox", "twice-1")
 	require.Equal(t, []string{"error", "error", "run", "text", "text_delta", "text", "run"}, eventTypes(evs))
 	require.Equal(t, []string{"twice-1 attempt 3"}, texts(t, evs))
@@ -295,7 +295,7 @@ func TestStaleHolderWritesAreRefused(t *testing.T) {
 	e.send(url, map[string]any{"key": "next", "payload": 2})
 	close(release)
 	// The marker: the stale run's acknowledgement is refused (and counted) by the fence.
-	waitUntil(t, 10*time.Second, func() bool { return counterValue(fenced) > fencedBefore })
+	testwait.Until(t, "a fenced write is counted", func() bool { return counterValue(fenced) > fencedBefore }, 10*time.Second)
 	require.NotContains(t, texts(t, e.events(url)), "done slow", "the stale run's writes were refused")
 	st := e.wakeStatus(url)
 	require.Equal(t, before.ScannedSeq, st.ScannedSeq, "the stale acknowledgement moved nothing")
@@ -308,7 +308,7 @@ func TestStaleHolderWritesAreRefused(t *testing.T) {
 	_, err = e.pool.Exec(ctx, `DELETE FROM wake_holders WHERE holder_id = 'fake-holder'`)
 	require.NoError(t, err)
 	rec.waitKey(t, url, "next", 10*time.Second)
-	waitUntil(t, 10*time.Second, func() bool { return len(texts(t, e.events(url))) == 2 })
+	testwait.Until(t, "two replies are stored", func() bool { return len(texts(t, e.events(url))) == 2 }, 10*time.Second)
 	require.Equal(t, []string{"done slow", "done next"}, texts(t, e.events(url)), "each once, in order")
 	require.Equal(t, []string{"slow", "slow", "next"}, rec.inboxKeys(url))
 	require.Greater(t, e.wakeStatus(url).Epoch, epoch)
@@ -340,24 +340,24 @@ func TestSIGKILLMidHandlerIsRedelivered(t *testing.T) {
 		require.NoError(t, rows.Err())
 		return pids
 	}
-	waitUntil(t, 20*time.Second, func() bool { return len(deliveries("slow")) == 1 }, "the slow run starts")
+	testwait.Until(t, "the slow run starts", func() bool { return len(deliveries("slow")) == 1 }, 20*time.Second)
 	p1.kill()
 	killedAt := time.Now()
 	require.Equal(t, []int{p1.pid()}, deliveries("slow"))
 
 	p2 := startProbe(t, dbURL, args...)
-	waitUntil(t, 30*time.Second, func() bool { return len(deliveries("slow")) == 2 }, "the message is delivered again")
+	testwait.Until(t, "the message is delivered again", func() bool { return len(deliveries("slow")) == 2 }, 30*time.Second)
 	t.Logf("redelivered %v after the SIGKILL", time.Since(killedAt))
 	require.Equal(t, []int{p1.pid(), p2.pid()}, deliveries("slow"))
 	require.Equal(t, []int{p1.pid()}, deliveries("first"), "acknowledged work is not redelivered")
-	waitUntil(t, 30*time.Second, func() bool {
+	testwait.Until(t, "the redelivered run is acknowledged", func() bool {
 		return slices.Contains(texts(t, readStream(t, p2.base, url, "-1").Events), "ack slow")
-	}, "the redelivered run is acknowledged")
+	}, 30*time.Second)
 
 	send(t, p2.base, url, map[string]any{"key": "after", "payload": map[string]any{}})
-	waitUntil(t, 30*time.Second, func() bool {
+	testwait.Until(t, "the second server acknowledges the message sent after", func() bool {
 		return slices.Contains(texts(t, readStream(t, p2.base, url, "-1").Events), "ack after")
-	})
+	}, 30*time.Second)
 	events := readStream(t, p2.base, url, "-1").Events
 	require.Equal(t, []string{"ack first", "ack slow", "ack after"}, texts(t, events), "each acknowledged once, in order")
 	slowSeq := int64(0)
@@ -397,16 +397,16 @@ func TestRestartDeliversTheRest(t *testing.T) {
 		keys = append(keys, fmt.Sprintf("m%d", i))
 		e1.send(url, map[string]any{"key": keys[i], "payload": i})
 	}
-	waitUntil(t, 10*time.Second, func() bool { return len(rec.inboxKeys(url)) >= 3 })
+	testwait.Until(t, "3 inbox messages arrive", func() bool { return len(rec.inboxKeys(url)) >= 3 }, 10*time.Second)
 	e1.stop()
 	stoppedAt := len(rec.inboxKeys(url))
 	require.Less(t, stoppedAt, 10, "the backlog was not finished before the stop")
 
 	e2 := startServerOn(t, dbURL, wake.Options{}, false, def)
-	waitUntil(t, 20*time.Second, func() bool { return len(texts(t, e2.events(url))) == 10 }, "the rest is delivered")
+	testwait.Until(t, "the rest is delivered", func() bool { return len(texts(t, e2.events(url))) == 10 }, 20*time.Second)
 	// a redelivery would come before a message sent now
 	e2.send(url, map[string]any{"key": "marker", "payload": -1})
-	waitUntil(t, 10*time.Second, func() bool { return slices.Contains(texts(t, e2.events(url)), "ack marker") })
+	testwait.Until(t, "the acknowledgement marker is stored by the second server", func() bool { return slices.Contains(texts(t, e2.events(url)), "ack marker") }, 10*time.Second)
 	require.Equal(t, append(slices.Clone(keys), "marker"), rec.inboxKeys(url), "each message once, in order, across the restart")
 	want := make([]string, len(keys))
 	for i, k := range keys {
@@ -432,7 +432,7 @@ func TestHandlerTimeout(t *testing.T) {
 	e := startServer(t, wake.Options{HandlerTimeout: 100 * time.Millisecond, MaxAttempts: 2}, true, def)
 	url := e.spawn("sleepy", "s", nil)
 	e.send(url, map[string]any{"key": "nap", "payload": 1})
-	waitUntil(t, 10*time.Second, func() bool { return len(e.wakeStatus(url).Failures) == 1 })
+	testwait.Until(t, "one failure is recorded", func() bool { return len(e.wakeStatus(url).Failures) == 1 }, 10*time.Second)
 	st := e.wakeStatus(url)
 	require.Equal(t, "context deadline exceeded", st.Failures[0].Error)
 	require.Equal(t, 2, st.Failures[0].Attempts)

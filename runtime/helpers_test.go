@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -350,18 +349,6 @@ func eventTypes(events []event) []string {
 		out[i] = ev.Type
 	}
 	return out
-}
-
-// waitUntil is testwait.Until in the argument order of the calls in delivery_test.go and
-// failure_test.go, which are being rewritten for a controllable clock in another change;
-// new tests call testwait.Until.
-func waitUntil(t *testing.T, timeout time.Duration, cond func() bool, msgAndArgs ...any) {
-	t.Helper()
-	what := "a condition"
-	if len(msgAndArgs) > 0 {
-		what = fmt.Sprintf(fmt.Sprint(msgAndArgs[0]), msgAndArgs[1:]...)
-	}
-	testwait.Until(t, what, cond, timeout)
 }
 
 // seen is one handler run as the handler saw it.
