@@ -9,6 +9,7 @@ import (
 	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/httpx"
+	"github.com/entityd/entityd/internal/inflight"
 	"github.com/entityd/entityd/internal/jsonbody"
 	"github.com/entityd/entityd/internal/principal"
 	"github.com/entityd/entityd/streamdb"
@@ -44,9 +45,9 @@ func (k Kit) ReadJSON(w http.ResponseWriter, r *http.Request) (*jsonbody.Body, e
 // ReadBodyReserved reads a body of at most limit bytes under a reservation of its size,
 // released when ReadBodyReserved returns.
 func (k Kit) ReadBodyReserved(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	var h hold
-	defer h.release()
-	return k.s.readBodyReserved(w, r, keyFor(r, ""), limit, 1, &h)
+	var h inflight.Hold
+	defer h.Release()
+	return k.s.budget.ReadBody(w, r, inflight.KeyFor(r, ""), limit, 1, &h)
 }
 
 // DecodeGrant reads one grant request (unknown members refused).

@@ -17,6 +17,7 @@ import (
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/authn"
 	"github.com/entityd/entityd/internal/httpx"
+	"github.com/entityd/entityd/internal/inflight"
 	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/internal/outbound"
 	"github.com/entityd/entityd/internal/quota"
@@ -140,7 +141,7 @@ type Server struct {
 	bg     background
 	hubs   *sseHubs
 	outage *outage
-	budget *budget // bytes in flight
+	budget *inflight.Budget // bytes in flight
 
 	auth    authn.Authenticator
 	checker *authz.Checker
@@ -192,7 +193,7 @@ func New(cfg Config, log *zap.Logger, d Deps) *Server {
 	s := &Server{cfg: cfg, log: log.Named("api"), streams: streams, registry: registry,
 		live: live, stopLive: stopLive, wakes: d.Wakes, entities: d.Entities, home: d.Home}
 	s.hubs = &sseHubs{s: s, hubs: map[int64]*streamHub{}}
-	s.budget = newBudget(cfg.MaxBytesInFlight, cfg.MaxPrincipalBytesInFlight, cfg.BytesInFlightWait)
+	s.budget = inflight.New(cfg.MaxBytesInFlight, cfg.MaxPrincipalBytesInFlight, cfg.BytesInFlightWait)
 	s.auth = cfg.Auth
 	if s.auth == nil {
 		s.auth = authn.Dev{}

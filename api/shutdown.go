@@ -16,6 +16,6 @@ func (s *Server) liveContext(ctx context.Context, cancel context.CancelFunc) (st
 	return context.AfterFunc(s.live, cancel)
 }
 
-// Live is done once Shutdown was called: routes mounted from other packages that hold a
+// Live is done once Shutdown was called: routes mounted from other packages that inflight.Hold a
 // response open (a shape's live long-poll) end on it, as the stream reads do.
 func (s *Server) Live() <-chan struct{} { return s.live.Done() }

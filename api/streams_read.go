@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/entityd/entityd/internal/entitypath"
+	"github.com/entityd/entityd/internal/inflight"
 	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/slashcmd/slashdb"
 	"github.com/entityd/entityd/streamdb"
@@ -146,10 +147,10 @@ func (s *Server) readStream(w http.ResponseWriter, r *http.Request, path string)
 // bytes the read holds are reserved before it is made (bytes in flight, see budget) and
 // released once the body is written or its write deadline passed.
 func (s *Server) writeCatchUp(w http.ResponseWriter, r *http.Request, m *streamdb.Meta, from, tail streamdb.Offset, closed bool, cursor string) error {
-	key := keyFor(r, m.Path)
-	var res hold
-	defer res.release()
-	if err := s.reserve(r.Context(), &res, key, s.readEstimate(from, tail), "read"); err != nil {
+	key := inflight.KeyFor(r, m.Path)
+	var res inflight.Hold
+	defer res.Release()
+	if err := s.budget.Reserve(r.Context(), &res, key, s.readEstimate(from, tail), "read"); err != nil {
 		return err
 	}
 	msgs, err := s.streams.Read(r.Context(), m, from, tail)
@@ -167,8 +168,8 @@ func (s *Server) writeCatchUp(w http.ResponseWriter, r *http.Request, m *streamd
 	notModified := r.Header.Get("If-None-Match") == tag
 	n := bodySize(m, msgs)
 	if notModified {
-		res.release()
-	} else if err := s.settle(r.Context(), &res, key, int64(n)); err != nil {
+		res.Release()
+	} else if err := s.budget.Settle(r.Context(), &res, key, int64(n)); err != nil {
 		return err // before any header is set: a 503 must not carry the read's caching headers
 	}
 	h := w.Header()
@@ -264,9 +265,9 @@ func (s *Server) readCollectionSnapshot(w http.ResponseWriter, r *http.Request, 
 	if rq.live == "sse" {
 		return s.serveSSE(w, r, m, rq, &ssePreamble{body: body, next: tail}) // it reserves the event
 	}
-	var res hold
-	defer res.release()
-	if err := s.reserve(r.Context(), &res, keyFor(r, m.Path), int64(len(body)), "read"); err != nil {
+	var res inflight.Hold
+	defer res.Release()
+	if err := s.budget.Reserve(r.Context(), &res, inflight.KeyFor(r, m.Path), int64(len(body)), "read"); err != nil {
 		return err
 	}
 	closed := m.Closed && tail.Seq >= m.Tail.Seq

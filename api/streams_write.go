@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/entityd/entityd/internal/inflight"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -70,9 +71,9 @@ func (s *Server) createStream(w http.ResponseWriter, r *http.Request, path strin
 	if err := forkConfig(h, &cfg); err != nil {
 		return err
 	}
-	var inFlight hold // the body's bytes in flight (see budget), until it is stored
-	defer inFlight.release()
-	data, err := s.readBodyReserved(w, r, keyFor(r, path), s.cfg.MaxAppendBytes, bodyCopies, &inFlight)
+	var inFlight inflight.Hold // the body's bytes in flight (see budget), until it is stored
+	defer inFlight.Release()
+	data, err := s.budget.ReadBody(w, r, inflight.KeyFor(r, path), s.cfg.MaxAppendBytes, inflight.BodyCopies, &inFlight)
 	if err != nil {
 		return err
 	}
@@ -167,9 +168,9 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request, path strin
 		return err
 	}
 	req.Producer = producer
-	var inFlight hold // the body's bytes in flight (see budget), until it is stored
-	defer inFlight.release()
-	data, err := s.readBodyReserved(w, r, keyFor(r, path), s.cfg.MaxAppendBytes, bodyCopies, &inFlight)
+	var inFlight inflight.Hold // the body's bytes in flight (see budget), until it is stored
+	defer inFlight.Release()
+	data, err := s.budget.ReadBody(w, r, inflight.KeyFor(r, path), s.cfg.MaxAppendBytes, inflight.BodyCopies, &inFlight)
 	if err != nil {
 		return err
 	}
