@@ -6,6 +6,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
 
+	"github.com/entityd/entityd/api/dsapi"
 	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/httpx"
@@ -73,7 +74,7 @@ func (k Kit) RequireType(r *http.Request, p principal.Principal, name string, pe
 // RequireStreamRead asks the stream's one access decision whether the caller may read
 // the stream id at path.
 func (k Kit) RequireStreamRead(r *http.Request, id streamdb.Identity, path string) error {
-	_, err := k.s.decideStream(r, id, path, opRead)
+	_, err := k.s.decideStream(r, id, path, dsapi.OpRead)
 	return err
 }
 
@@ -83,9 +84,3 @@ func Caller(r *http.Request) principal.Principal { return caller(r) }
 
 // Param is a route parameter, percent-decoded.
 func Param(r *http.Request, name string) string { return param(r, name) }
-
-// BadRequest is a 400 INVALID_REQUEST with message.
-func BadRequest(message string) *Error { return badRequest(message) }
-
-// StreamError maps streamdb errors to the Durable Streams protocol's answers.
-func StreamError(w http.ResponseWriter, err error) error { return streamError(w, err) }

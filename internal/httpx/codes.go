@@ -9,3 +9,16 @@ const (
 	// CodeServiceUnavailable is a 503: retry shortly (the database, or bytes in flight).
 	CodeServiceUnavailable = "SERVICE_UNAVAILABLE"
 )
+
+// Codes of the error envelope that more than one room answers with.
+const (
+	CodeNotFound         = "NOT_FOUND"
+	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"
+	// CodeNotRunning: the entity does not accept writes (stopped or killed).
+	CodeNotRunning = "NOT_RUNNING"
+)
+
+// BadRequest is a 400 INVALID_REQUEST with message.
+func BadRequest(message string) *Error {
+	return New(400, CodeInvalidRequest, message)
+}

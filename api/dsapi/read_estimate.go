@@ -1,8 +1,8 @@
-package api
+package dsapi
 
 import "github.com/entityd/entityd/streamdb"
 
-// readEstimate is what reading (from, tail] will inflight.Hold before it is read: the bytes
+// readEstimate is what reading (from, tail] will hold before it is read: the bytes
 // between the offsets, at most a read's cap — unless the range is one message, which a
 // read returns whatever its size. A larger first message is settled after the read.
 func (s *Server) readEstimate(from, tail streamdb.Offset) int64 {
@@ -12,7 +12,3 @@ func (s *Server) readEstimate(from, tail streamdb.Offset) int64 {
 	}
 	return min(n, int64(s.streams.MaxReadBytes()))
 }
-
-// BytesInFlight is the bytes requests inflight.Hold now (for tests; the gauge
-// entityd_bytes_in_flight reports it).
-func (s *Server) BytesInFlight() int64 { return s.budget.InFlight() }
