@@ -1,10 +1,8 @@
 package api
 
 import (
-	"errors"
 	"io"
 	"net/http"
-	"os"
 	"time"
 )
 
@@ -43,9 +41,4 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 		_ = b.rc.SetReadDeadline(time.Time{})
 	}
 	return n, err
-}
-
-// errBodyTimeout reports whether a body read failed because its deadline passed.
-func errBodyTimeout(err error) bool {
-	return errors.Is(err, os.ErrDeadlineExceeded)
 }

@@ -13,11 +13,11 @@ const (
 	CodeNotFound               = "NOT_FOUND"
 	CodeNotRunning             = "NOT_RUNNING"
 	CodeSchemaValidationFailed = "SCHEMA_VALIDATION_FAILED"
-	CodePayloadTooLarge        = "PAYLOAD_TOO_LARGE"
+	CodePayloadTooLarge        = httpx.CodePayloadTooLarge
 	CodeMethodNotAllowed       = "METHOD_NOT_ALLOWED"
 	CodeInternal               = "INTERNAL_SERVER_ERROR"
 	CodeServerStopping         = "SERVER_STOPPING"
-	CodeRequestTimeout         = "REQUEST_TIMEOUT"
+	CodeRequestTimeout         = httpx.CodeRequestTimeout
 )
 
 // Error is an API error: an HTTP status plus the envelope (see internal/httpx).

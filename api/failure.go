@@ -7,11 +7,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/entityd/entityd/internal/dberr"
+	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/streamdb"
 )
 
 // CodeServiceUnavailable is the code of a 503: the database cannot be reached right now.
-const CodeServiceUnavailable = "SERVICE_UNAVAILABLE"
+const CodeServiceUnavailable = httpx.CodeServiceUnavailable
 
 // retryAfterSeconds is the Retry-After of a 503. The server reconnects on its own, and
 // a restarted Postgres is usually back within seconds.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/internal/httpx"
+	"github.com/entityd/entityd/internal/inflight"
 	"github.com/entityd/entityd/internal/jsonbody"
 	"github.com/entityd/entityd/internal/validation"
 )
@@ -15,7 +16,7 @@ import (
 // decodeGrant reads one grant request (unknown members refused).
 func (s *Server) decodeGrant(w http.ResponseWriter, r *http.Request) (authz.GrantRequest, error) {
 	var g authz.GrantRequest
-	data, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	data, err := inflight.ReadAll(w, r, s.cfg.MaxBodyBytes)
 	if err != nil {
 		return g, err
 	}

@@ -6,9 +6,11 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
 
+	"github.com/entityd/entityd/api/dsapi"
 	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/httpx"
+	"github.com/entityd/entityd/internal/inflight"
 	"github.com/entityd/entityd/internal/jsonbody"
 	"github.com/entityd/entityd/internal/principal"
 	"github.com/entityd/entityd/streamdb"
@@ -44,9 +46,9 @@ func (k Kit) ReadJSON(w http.ResponseWriter, r *http.Request) (*jsonbody.Body, e
 // ReadBodyReserved reads a body of at most limit bytes under a reservation of its size,
 // released when ReadBodyReserved returns.
 func (k Kit) ReadBodyReserved(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	var h hold
-	defer h.release()
-	return k.s.readBodyReserved(w, r, keyFor(r, ""), limit, 1, &h)
+	var h inflight.Hold
+	defer h.Release()
+	return k.s.budget.ReadBody(w, r, inflight.KeyFor(r, ""), limit, 1, &h)
 }
 
 // DecodeGrant reads one grant request (unknown members refused).
@@ -72,7 +74,7 @@ func (k Kit) RequireType(r *http.Request, p principal.Principal, name string, pe
 // RequireStreamRead asks the stream's one access decision whether the caller may read
 // the stream id at path.
 func (k Kit) RequireStreamRead(r *http.Request, id streamdb.Identity, path string) error {
-	_, err := k.s.decideStream(r, id, path, opRead)
+	_, err := k.s.decideStream(r, id, path, dsapi.OpRead)
 	return err
 }
 
@@ -82,9 +84,3 @@ func Caller(r *http.Request) principal.Principal { return caller(r) }
 
 // Param is a route parameter, percent-decoded.
 func Param(r *http.Request, name string) string { return param(r, name) }
-
-// BadRequest is a 400 INVALID_REQUEST with message.
-func BadRequest(message string) *Error { return badRequest(message) }
-
-// StreamError maps streamdb errors to the Durable Streams protocol's answers.
-func StreamError(w http.ResponseWriter, err error) error { return streamError(w, err) }

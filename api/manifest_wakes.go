@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/entityd/entityd/api/dsapi"
 	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/principal"
@@ -71,7 +72,7 @@ func (s *Server) manifestSourceAllowed(r *http.Request, e *entity.Entity, creato
 		return false, err
 	}
 	// the stream's one access decision, asked for the entity's creator
-	_, err = s.decideStream(r.WithContext(principal.WithContext(ctx, creator)), id, source, opRead)
+	_, err = s.decideStream(r.WithContext(principal.WithContext(ctx, creator)), id, source, dsapi.OpRead)
 	var refused *Error
 	if errors.As(err, &refused) && refused.Status < 500 {
 		return false, nil

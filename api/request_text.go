@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/textpolicy"
 )
 
@@ -40,20 +41,20 @@ func checkRequestText(next http.Handler) http.Handler {
 
 func requestTextError(r *http.Request) *Error {
 	if p := textpolicy.Check(r.URL.Path, textpolicy.Name); p != "" {
-		return badRequest("The request path " + p)
+		return httpx.BadRequest("The request path " + p)
 	}
 	if r.URL.RawQuery != "" {
 		q, err := url.ParseQuery(r.URL.RawQuery)
 		if err != nil {
-			return badRequest("The query string is not valid URL encoding")
+			return httpx.BadRequest("The query string is not valid URL encoding")
 		}
 		for k, vs := range q {
 			if p := textpolicy.Check(k, textpolicy.Name); p != "" {
-				return badRequest("A query parameter name " + p)
+				return httpx.BadRequest("A query parameter name " + p)
 			}
 			for _, v := range vs {
 				if p := textpolicy.Check(v, textpolicy.Name); p != "" {
-					return badRequest(fmt.Sprintf("Query parameter %q %s", textpolicy.Sanitize(k, 64), p))
+					return httpx.BadRequest(fmt.Sprintf("Query parameter %q %s", textpolicy.Sanitize(k, 64), p))
 				}
 			}
 		}
@@ -61,10 +62,10 @@ func requestTextError(r *http.Request) *Error {
 	for _, h := range storedHeaders {
 		for _, v := range r.Header.Values(h.name) {
 			if len(v) > h.max {
-				return badRequest(fmt.Sprintf("Header %s must be at most %d bytes", h.name, h.max))
+				return httpx.BadRequest(fmt.Sprintf("Header %s must be at most %d bytes", h.name, h.max))
 			}
 			if p := textpolicy.Check(v, textpolicy.Text); p != "" { // Text: HTAB is legal in headers
-				return badRequest("Header " + h.name + " " + p)
+				return httpx.BadRequest("Header " + h.name + " " + p)
 			}
 		}
 	}

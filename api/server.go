@@ -13,10 +13,13 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
 
+	"github.com/entityd/entityd/api/dsapi"
 	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/authn"
 	"github.com/entityd/entityd/internal/httpx"
+	"github.com/entityd/entityd/internal/inflight"
+	"github.com/entityd/entityd/internal/lifecycle"
 	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/internal/outbound"
 	"github.com/entityd/entityd/internal/quota"
@@ -135,12 +138,12 @@ type Server struct {
 	entities    EntityRoutes     // Electric's entity API (Deps.Entities)
 	routeMounts []routeMount
 	home        string // where a browser opening "/" is sent (Deps.Home)
-	// bg tracks the goroutines requests start (SSE hubs, the outage probe): they end
-	// with live, and Wait waits for them.
-	bg     background
-	hubs   *sseHubs
+	// bg tracks the goroutines requests start (the outage probe): they end with live,
+	// and Wait waits for them.
+	bg     lifecycle.Background
+	ds     *dsapi.Server // the Durable Streams protocol
 	outage *outage
-	budget *budget // bytes in flight
+	budget *inflight.Budget // bytes in flight
 
 	auth    authn.Authenticator
 	checker *authz.Checker
@@ -148,7 +151,7 @@ type Server struct {
 
 	// loosened, set only by a test, lets decideStream allow what it answers true for:
 	// the isolation matrix shows that it notices a loosened rule.
-	loosened atomic.Pointer[func(streamdb.AccessKind, streamOp) bool]
+	loosened atomic.Pointer[func(streamdb.AccessKind, dsapi.Op) bool]
 }
 
 // Routes registers a package's routes on r; wrap turns its handlers into http handlers
@@ -191,8 +194,10 @@ func New(cfg Config, log *zap.Logger, d Deps) *Server {
 	streams, registry := d.Streams, d.Registry
 	s := &Server{cfg: cfg, log: log.Named("api"), streams: streams, registry: registry,
 		live: live, stopLive: stopLive, wakes: d.Wakes, entities: d.Entities, home: d.Home}
-	s.hubs = &sseHubs{s: s, hubs: map[int64]*streamHub{}}
-	s.budget = newBudget(cfg.MaxBytesInFlight, cfg.MaxPrincipalBytesInFlight, cfg.BytesInFlightWait)
+	s.budget = inflight.New(cfg.MaxBytesInFlight, cfg.MaxPrincipalBytesInFlight, cfg.BytesInFlightWait)
+	s.ds = dsapi.New(dsapi.Config{LongPollTimeout: cfg.LongPollTimeout, SSELifetime: cfg.SSELifetime,
+		MaxAppendBytes: cfg.MaxAppendBytes, MaxStreamPathBytes: cfg.MaxStreamPathBytes,
+		WriteTimeout: cfg.WriteTimeout, WriteMinRate: cfg.WriteMinRate}, s.log, streams, s.budget, streamPolicy{s})
 	s.auth = cfg.Auth
 	if s.auth == nil {
 		s.auth = authn.Dev{}
@@ -238,7 +243,7 @@ func (s *Server) Handler() http.Handler {
 		r.Route(rm.prefix, func(r chi.Router) { rm.routes(r, s.handle) })
 	}
 	streams := s.streamRoutes()
-	r.Handle(StreamAlias+"/*", streams)
+	r.Handle(dsapi.StreamAlias+"/*", streams)
 	r.Handle("/*", streams)
 	return r
 }

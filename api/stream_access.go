@@ -6,36 +6,19 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/entityd/entityd/api/dsapi"
 	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/entitypath"
+	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/principal"
 	"github.com/entityd/entityd/membership"
 	"github.com/entityd/entityd/schedule"
 	"github.com/entityd/entityd/streamdb"
 )
 
-// streamOp is what a request does with a stream.
-type streamOp int
-
-const (
-	// opRead: catch-up, long-poll and SSE reads, HEAD, and forking the stream (a fork
-	// serves the source's bytes).
-	opRead streamOp = iota
-	// opWrite: appending messages.
-	opWrite
-	// opClose: closing the stream (Stream-Closed: true), with or without messages.
-	opClose
-	// opDelete: deleting the stream.
-	opDelete
-	// opRecreate: PUT at the path of a stream that exists.
-	opRecreate
-	// opManage: the stream's grants.
-	opManage
-)
-
-var opPermission = map[streamOp]authz.Permission{opRead: authz.Read, opWrite: authz.Write, opClose: authz.Write,
-	opDelete: authz.Delete, opRecreate: authz.Write, opManage: authz.Manage}
+var opPermission = map[dsapi.Op]authz.Permission{dsapi.OpRead: authz.Read, dsapi.OpWrite: authz.Write, dsapi.OpClose: authz.Write,
+	dsapi.OpDelete: authz.Delete, dsapi.OpRecreate: authz.Write, dsapi.OpManage: authz.Manage}
 
 // decideStream is the one access decision about a stream. Every request that reaches a
 // stream's bytes or changes a stream asks it — reads of every kind, HEAD, a fork's
@@ -57,7 +40,7 @@ var opPermission = map[streamOp]authz.Permission{opRead: authz.Read, opWrite: au
 //
 // Privileged principals pass every principal check. It returns the request with the
 // caller on its context.
-func (s *Server) decideStream(r *http.Request, id streamdb.Identity, path string, op streamOp) (*http.Request, error) {
+func (s *Server) decideStream(r *http.Request, id streamdb.Identity, path string, op dsapi.Op) (*http.Request, error) {
 	if loose := s.loosened.Load(); loose != nil && (*loose)(id.Access.Kind, op) {
 		return s.authenticated(r) // a test showing that the isolation matrix notices
 	}
@@ -77,7 +60,7 @@ func (s *Server) decideStream(r *http.Request, id streamdb.Identity, path string
 	if err != nil {
 		return r, err
 	}
-	if (op == opRead || op == opWrite) && s.publicStream(path) {
+	if (op == dsapi.OpRead || op == dsapi.OpWrite) && s.publicStream(path) {
 		return r, nil
 	}
 	perm := opPermission[op]
@@ -86,8 +69,8 @@ func (s *Server) decideStream(r *http.Request, id streamdb.Identity, path string
 		return r, err
 	}
 	if !ok {
-		if op == opRecreate {
-			return r, newError(http.StatusConflict, CodeStreamExists, "A stream exists at this path")
+		if op == dsapi.OpRecreate {
+			return r, newError(http.StatusConflict, dsapi.CodeStreamExists, "A stream exists at this path")
 		}
 		return r, s.streamDenied(perm, path)
 	}
@@ -95,9 +78,9 @@ func (s *Server) decideStream(r *http.Request, id streamdb.Identity, path string
 }
 
 // decideEntityStream decides for an entity's main or slash-command collection stream.
-func (s *Server) decideEntityStream(r *http.Request, id streamdb.Identity, path string, op streamOp) (*http.Request, error) {
+func (s *Server) decideEntityStream(r *http.Request, id streamdb.Identity, path string, op dsapi.Op) (*http.Request, error) {
 	switch op {
-	case opWrite, opClose:
+	case dsapi.OpWrite, dsapi.OpClose:
 		if strings.HasSuffix(path, entitypath.CollectionSuffix) {
 			return r, newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
 				"The slash-command collection is written through PUT and DELETE /_electric/entities/:type/:id/slash-commands/:name")
@@ -105,7 +88,7 @@ func (s *Server) decideEntityStream(r *http.Request, id streamdb.Identity, path 
 		if err := s.authorizeEntityWrite(r, id.Access.Entity); err != nil {
 			return r, err
 		}
-		if op == opClose {
+		if op == dsapi.OpClose {
 			return r, newError(http.StatusForbidden, CodeForbidden,
 				"A write token cannot close an entity's stream: it is closed when the entity is killed (DELETE /_electric/entities/:type/:id)")
 		}
@@ -116,18 +99,18 @@ func (s *Server) decideEntityStream(r *http.Request, id streamdb.Identity, path 
 		return r, err
 	}
 	switch op {
-	case opDelete:
+	case dsapi.OpDelete:
 		return r, newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
 			"Entity streams are closed by killing the entity (DELETE /_electric/entities/:type/:id)")
-	case opRecreate:
+	case dsapi.OpRecreate:
 		return r, newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
 			"Entity streams are created by spawning the entity (PUT /_electric/entities/:type/:id)")
-	case opManage:
-		return r, badRequest("An entity's streams are shared with the entity's grants (/_electric/entities/:type/:id/grants)")
+	case dsapi.OpManage:
+		return r, httpx.BadRequest("An entity's streams are shared with the entity's grants (/_electric/entities/:type/:id/grants)")
 	}
 	e, err := s.registry.Known(r.Context(), id.Access.Entity)
 	if errors.Is(err, entity.ErrNotFound) {
-		return r, newError(http.StatusNotFound, CodeStreamNotFound, "Stream not found")
+		return r, newError(http.StatusNotFound, dsapi.CodeStreamNotFound, "Stream not found")
 	}
 	if err != nil {
 		return r, err
@@ -186,7 +169,7 @@ func under(path, prefix string) bool {
 func reservedStreamPath(path string) error {
 	for _, reserved := range ReservedPrefixes {
 		if under(path, reserved) {
-			return badRequest("The stream path is under the reserved prefix " + reserved)
+			return httpx.BadRequest("The stream path is under the reserved prefix " + reserved)
 		}
 	}
 	if _, _, _, ok := entitypath.Parse(path); ok {
@@ -208,12 +191,12 @@ func reservedStreamPath(path string) error {
 
 // decideServerStream decides for a stream the server writes: read by its owner (or, when
 // anyReader, by any authenticated principal) and by privileged principals.
-func (s *Server) decideServerStream(r *http.Request, id streamdb.Identity, path string, op streamOp, what string, anyReader bool) (*http.Request, error) {
+func (s *Server) decideServerStream(r *http.Request, id streamdb.Identity, path string, op dsapi.Op, what string, anyReader bool) (*http.Request, error) {
 	r, err := s.authenticated(r)
 	if err != nil {
 		return r, err
 	}
-	if op != opRead {
+	if op != dsapi.OpRead {
 		return r, newError(http.StatusForbidden, CodeForbidden, "This stream is written by the server only ("+what+")")
 	}
 	if p := caller(r); !anyReader && !s.checker.Privileged(p) && id.Access.Owner != p.String() {
@@ -229,7 +212,7 @@ const sharedStateOwnerHeader = "Electric-Owner-Entity"
 // decideSharedState decides for a shared-state stream (authz.Checker.SharedState). A
 // write naming an owner entity the caller may write links the stream to that entity
 // before it is answered, so that the runtime's read right after mkdb finds the link.
-func (s *Server) decideSharedState(r *http.Request, id streamdb.Identity, path string, op streamOp) (*http.Request, error) {
+func (s *Server) decideSharedState(r *http.Request, id streamdb.Identity, path string, op dsapi.Op) (*http.Request, error) {
 	r, err := s.authenticated(r)
 	if err != nil {
 		return r, err
@@ -238,12 +221,12 @@ func (s *Server) decideSharedState(r *http.Request, id streamdb.Identity, path s
 	perm := authz.Write
 	owner := ""
 	switch op {
-	case opRead:
+	case dsapi.OpRead:
 		perm = authz.Read
-	case opWrite, opClose, opRecreate:
+	case dsapi.OpWrite, dsapi.OpClose, dsapi.OpRecreate:
 		owner = strings.TrimSpace(r.Header.Get(sharedStateOwnerHeader))
-	case opManage:
-		return r, badRequest("Shared state is shared through the entities linked to it (their grants), not through stream grants")
+	case dsapi.OpManage:
+		return r, httpx.BadRequest("Shared state is shared through the entities linked to it (their grants), not through stream grants")
 	default:
 		if s.checker.Privileged(p) {
 			return r, nil

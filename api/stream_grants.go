@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/entityd/entityd/api/dsapi"
+	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -62,16 +64,16 @@ func (s *Server) revokeStreamGrant(w http.ResponseWriter, r *http.Request) error
 func (s *Server) streamToManage(r *http.Request) (streamdb.Identity, *http.Request, error) {
 	path := r.URL.Query().Get("stream")
 	if path == "" {
-		return streamdb.Identity{}, r, badRequest("Name the stream: ?stream=<path>")
+		return streamdb.Identity{}, r, httpx.BadRequest("Name the stream: ?stream=<path>")
 	}
-	path = streamPath(path)
+	path = dsapi.StreamPath(path)
 	id, err := s.streams.Identify(r.Context(), path)
 	if errors.Is(err, streamdb.ErrNotFound) || errors.Is(err, streamdb.ErrGone) {
-		return id, r, newError(http.StatusNotFound, CodeStreamNotFound, "Stream not found")
+		return id, r, newError(http.StatusNotFound, dsapi.CodeStreamNotFound, "Stream not found")
 	}
 	if err != nil {
 		return id, r, err
 	}
-	r, err = s.decideStream(r, id, path, opManage)
+	r, err = s.decideStream(r, id, path, dsapi.OpManage)
 	return id, r, err
 }

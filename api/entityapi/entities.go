@@ -190,13 +190,13 @@ func (s *handlers) listEntities(w http.ResponseWriter, r *http.Request) error {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > entity.MaxListLimit {
-			return api.BadRequest(fmt.Sprintf("limit must be an integer from 1 to %d", entity.MaxListLimit))
+			return httpx.BadRequest(fmt.Sprintf("limit must be an integer from 1 to %d", entity.MaxListLimit))
 		}
 		f.Limit = n
 	}
 	list, err := s.registry.List(r.Context(), f)
 	if errors.Is(err, entity.ErrCursorGone) {
-		return api.BadRequest("after names an entity that no longer exists; list again from the start")
+		return httpx.BadRequest("after names an entity that no longer exists; list again from the start")
 	}
 	if err != nil {
 		return err

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/jsonbody"
 	"go.uber.org/zap"
@@ -39,7 +38,7 @@ func wantsDiscovery(b *jsonbody.Body) bool {
 // (http to this machine, https to public hosts, unless private addresses are allowed).
 func (s *handlers) discoverManifest(ctx context.Context, name, endpoint string) (*jsonbody.Body, error) {
 	if why := s.cfg.Outbound.CheckURL(endpoint, serveEndpointURLField); why != "" {
-		return nil, api.BadRequest(why)
+		return nil, httpx.BadRequest(why)
 	}
 	u, _ := url.Parse(endpoint)
 	// Every failure answers the same words: a refused port, an unknown host, a resolver's

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/entityd/entityd/api"
+	"github.com/entityd/entityd/api/dsapi"
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/textpolicy"
@@ -25,7 +26,7 @@ func (s *handlers) listSlashCommands(w http.ResponseWriter, r *http.Request) err
 		if _, err := s.entityAt(r); err != nil {
 			return err
 		}
-		return api.StreamError(w, err)
+		return dsapi.StreamError(w, err)
 	}
 	tag := `"` + m.Tail.String() + `"`
 	w.Header().Set("ETag", tag)
@@ -86,7 +87,7 @@ func (s *handlers) putSlashCommand(w http.ResponseWriter, r *http.Request) error
 	}
 	defs, err := slashcmd.ParseDefinitions(mustJSON([]any{def}))
 	if err != nil {
-		return api.BadRequest("Invalid slash command definition")
+		return httpx.BadRequest("Invalid slash command definition")
 	}
 	reg := slashcmd.Registration{Definition: defs[0], Owner: r.URL.Query().Get("owner")}
 	if hasVersion {

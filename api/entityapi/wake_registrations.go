@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/entityd/entityd/api"
+	"github.com/entityd/entityd/api/dsapi"
 	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/httpx"
@@ -120,7 +121,7 @@ func (s *handlers) wakeSource(r *http.Request, p principal.Principal, url string
 	}
 	id, err := s.streams.Identify(r.Context(), url)
 	if errors.Is(err, streamdb.ErrNotFound) || errors.Is(err, streamdb.ErrGone) {
-		return "", httpx.New(http.StatusNotFound, api.CodeStreamNotFound, "Source stream not found: "+url)
+		return "", httpx.New(http.StatusNotFound, dsapi.CodeStreamNotFound, "Source stream not found: "+url)
 	}
 	if err != nil {
 		return "", err

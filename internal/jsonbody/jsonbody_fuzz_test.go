@@ -48,4 +48,3 @@ func FuzzParse(f *testing.F) {
 		_ = b.Fail()
 	})
 }
-

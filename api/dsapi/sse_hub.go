@@ -1,4 +1,4 @@
-package api
+package dsapi
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/entityd/entityd/internal/inflight"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -112,8 +113,7 @@ func (hub *streamHub) run() {
 			return
 		}
 		if err := hub.deliver(ctx, res); err != nil {
-			var busy *retryable
-			if ctx.Err() == nil && !errors.As(err, &busy) { // a full budget is counted, not logged
+			if ctx.Err() == nil && !inflight.Busy(err) { // a full budget is counted, not logged
 				log.Warn("SSE hub could not read the stream", zap.String("stream", hub.meta.Path), zap.Error(err))
 			}
 			hub.stop()
@@ -148,12 +148,12 @@ func (hub *streamHub) deliver(ctx context.Context, res streamdb.WaitResult) erro
 // end delivered.
 func (hub *streamHub) deliverBatch(ctx context.Context, from streamdb.Offset, res streamdb.WaitResult) (streamdb.Offset, bool, error) {
 	s := hub.hubs.s
-	var held hold
-	defer held.release()
+	var held inflight.Hold
+	defer held.Release()
 	var b bytes.Buffer
 	next := from
 	if from.Seq < res.Tail.Seq {
-		if err := s.reserve(ctx, &held, hubKey, s.readEstimate(from, res.Tail), "read"); err != nil {
+		if err := s.budget.Reserve(ctx, &held, inflight.Shared, s.readEstimate(from, res.Tail), "read"); err != nil {
 			return from, false, err
 		}
 		msgs, err := s.streams.Read(ctx, hub.meta, from, res.Tail)
@@ -165,7 +165,7 @@ func (hub *streamHub) deliverBatch(ctx context.Context, from streamdb.Offset, re
 		}
 		msgs = stampStateOffsets(hub.meta, msgs) // once for every subscriber
 		n := sseDataBound(hub.meta, msgs, hub.binary) + sseControlBound
-		if err := s.settle(ctx, &held, hubKey, int64(n)); err != nil {
+		if err := s.budget.Settle(ctx, &held, inflight.Shared, int64(n)); err != nil {
 			return from, false, err
 		}
 		b.Grow(n)

@@ -1,4 +1,7 @@
-package api
+// Package inflight bounds the bytes the server holds for requests in flight (see
+// Budget), and reads request bodies into reservations of their size. Both HTTP rooms
+// (the Durable Streams protocol and Electric's entity API) reserve through one Budget.
+package inflight
 
 import (
 	"context"
@@ -7,7 +10,7 @@ import (
 	"time"
 )
 
-// budget bounds the bytes the server holds for requests in flight — response bodies
+// Budget bounds the bytes the server holds for requests in flight — response bodies
 // being written, request bodies being read and stored — process-wide and per principal,
 // so that slow or greedy clients of one tenant cannot grow the process past its memory
 // limit, or starve the others. A request reserves what it will hold before it allocates
@@ -25,40 +28,42 @@ import (
 //
 // The hot path is one short mutex section per reservation and one per release; only
 // a request that has to wait allocates (a timer).
-type budget struct {
+type Budget struct {
 	limit int64
 	share int64
 	wait  time.Duration
 
 	mu    sync.Mutex
 	used  int64
-	held  map[budgetKey]int64
+	held  map[Key]int64
 	freed chan struct{} // closed at the next release; made by the first waiter
 }
 
-// budgetKey is whose bytes these are: a principal (kind, id), a stream written with its
+// Key is whose bytes these are: a principal (kind, id), a stream written with its
 // write token ("stream", path), or a shared server part (kind "").
-type budgetKey struct{ kind, id string }
+type Key struct{ Kind, ID string }
 
-// errBudgetBusy is a reservation that did not fit within the wait.
-var errBudgetBusy = errors.New("api: bytes in flight at their limit")
+// errBusy is a reservation that did not fit within the wait.
+var errBusy = errors.New("inflight: bytes in flight at their limit")
 
-func newBudget(limit, share int64, wait time.Duration) *budget {
+// New returns a budget of limit bytes in all, share per key, and wait for a reservation
+// to fit before it is refused (0 or less: refused at once).
+func New(limit, share int64, wait time.Duration) *Budget {
 	share = min(share, limit)
-	return &budget{limit: limit, share: share, wait: wait, held: map[budgetKey]int64{}}
+	return &Budget{limit: limit, share: share, wait: wait, held: map[Key]int64{}}
 }
 
-// hold is a reservation. Its zero value holds nothing; release is idempotent.
-type hold struct {
-	b   *budget
-	key budgetKey
+// Hold is a reservation. Its zero value holds nothing; Release is idempotent.
+type Hold struct {
+	b   *Budget
+	key Key
 	n   int64
 }
 
-// reserve takes n bytes for key, waiting up to the budget's wait (and no longer than
+// Acquire takes n bytes for key, waiting up to the budget's wait (and no longer than
 // ctx) for them to be free.
-func (b *budget) reserve(ctx context.Context, key budgetKey, n int64) (hold, error) {
-	h := hold{b: b, key: key}
+func (b *Budget) Acquire(ctx context.Context, key Key, n int64) (Hold, error) {
+	h := Hold{b: b, key: key}
 	if n <= 0 {
 		return h, nil
 	}
@@ -67,8 +72,8 @@ func (b *budget) reserve(ctx context.Context, key budgetKey, n int64) (hold, err
 }
 
 // resize makes the reservation n bytes: shrinking never waits; growing waits as
-// reserve does. On failure the reservation is unchanged.
-func (h *hold) resize(ctx context.Context, n int64) error {
+// Acquire does. On failure the reservation is unchanged.
+func (h *Hold) resize(ctx context.Context, n int64) error {
 	b := h.b
 	if b == nil || n == h.n {
 		return nil
@@ -89,7 +94,7 @@ func (h *hold) resize(ctx context.Context, n int64) error {
 	}
 	if b.wait <= 0 {
 		b.mu.Unlock()
-		return errBudgetBusy
+		return errBusy
 	}
 	timer := time.NewTimer(b.wait)
 	defer timer.Stop()
@@ -103,7 +108,7 @@ func (h *hold) resize(ctx context.Context, n int64) error {
 		select {
 		case <-freed:
 		case <-timer.C:
-			err = errBudgetBusy
+			err = errBusy
 		case <-ctx.Done():
 			err = ctx.Err()
 		}
@@ -121,8 +126,8 @@ func (h *hold) resize(ctx context.Context, n int64) error {
 	}
 }
 
-// release gives the reservation back.
-func (h *hold) release() {
+// Release gives the reservation back.
+func (h *Hold) Release() {
 	if h.b == nil || h.n == 0 {
 		return
 	}
@@ -134,7 +139,7 @@ func (h *hold) release() {
 
 // fits reports whether key, holding own bytes under this reservation, may take delta
 // more. b.mu is held.
-func (b *budget) fits(key budgetKey, own, delta int64) bool {
+func (b *Budget) fits(key Key, own, delta int64) bool {
 	total := own + delta
 	if total > b.limit {
 		if b.used-own != 0 {
@@ -143,7 +148,7 @@ func (b *budget) fits(key budgetKey, own, delta int64) bool {
 	} else if b.used+delta > b.limit {
 		return false
 	}
-	if key.kind == "" {
+	if key.Kind == "" {
 		return true
 	}
 	mine := b.held[key]
@@ -155,9 +160,9 @@ func (b *budget) fits(key budgetKey, own, delta int64) bool {
 
 // take adds delta (negative: gives back) to key and the total, and wakes the waiters
 // when bytes were given back. b.mu is held.
-func (b *budget) take(key budgetKey, delta int64) {
+func (b *Budget) take(key Key, delta int64) {
 	b.used += delta
-	if key.kind != "" {
+	if key.Kind != "" {
 		if v := b.held[key] + delta; v > 0 {
 			b.held[key] = v
 		} else {
@@ -170,8 +175,8 @@ func (b *budget) take(key budgetKey, delta int64) {
 	}
 }
 
-// inFlight is the bytes reserved now (for metrics and tests).
-func (b *budget) inFlight() int64 {
+// InFlight is the bytes reserved now (for metrics and tests).
+func (b *Budget) InFlight() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.used

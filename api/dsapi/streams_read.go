@@ -1,4 +1,4 @@
-package api
+package dsapi
 
 import (
 	"bytes"
@@ -7,11 +7,10 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 
-	"github.com/entityd/entityd/internal/entitypath"
+	"github.com/entityd/entityd/internal/httpx"
+	"github.com/entityd/entityd/internal/inflight"
 	"github.com/entityd/entityd/internal/metrics"
-	"github.com/entityd/entityd/slashcmd/slashdb"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -29,24 +28,24 @@ func parseReadQuery(r *http.Request) (readQuery, error) {
 	rq := readQuery{kind: streamdb.OffsetBeginning, live: q.Get("live"), cursor: q.Get("cursor")}
 	if vals, ok := q["offset"]; ok {
 		if len(vals) != 1 {
-			return rq, badRequest("offset must be given at most once")
+			return rq, httpx.BadRequest("offset must be given at most once")
 		}
 		if vals[0] == "" {
-			return rq, badRequest("offset must not be empty")
+			return rq, httpx.BadRequest("offset must not be empty")
 		}
 		o, kind, err := streamdb.ParseOffset(vals[0])
 		if err != nil {
-			return rq, badRequest("offset is malformed: expected -1, now, or an offset returned by this server")
+			return rq, httpx.BadRequest("offset is malformed: expected -1, now, or an offset returned by this server")
 		}
 		rq.from, rq.kind, rq.given = o, kind, true
 	}
 	switch rq.live {
 	case "", "long-poll", "sse":
 	default:
-		return rq, badRequest("live must be long-poll or sse")
+		return rq, httpx.BadRequest("live must be long-poll or sse")
 	}
 	if rq.live != "" && !rq.given {
-		return rq, badRequest("live reads need an offset")
+		return rq, httpx.BadRequest("live reads need an offset")
 	}
 	return rq, nil
 }
@@ -55,7 +54,7 @@ func parseReadQuery(r *http.Request) (readQuery, error) {
 // read it. The caller is authenticated first, so that a request without credentials
 // learns nothing, not even whether the stream exists.
 func (s *Server) lookupToRead(r *http.Request, path string) (*streamdb.Meta, *http.Request, error) {
-	r, err := s.authenticated(r)
+	r, err := s.policy.Authenticate(r)
 	if err != nil {
 		return nil, r, err
 	}
@@ -63,7 +62,7 @@ func (s *Server) lookupToRead(r *http.Request, path string) (*streamdb.Meta, *ht
 	if err != nil {
 		return nil, r, err
 	}
-	r, err = s.decideStream(r, streamdb.IdentityOf(m), path, opRead)
+	r, err = s.policy.Decide(r, streamdb.IdentityOf(m), path, OpRead)
 	return m, r, err
 }
 
@@ -71,7 +70,7 @@ func (s *Server) lookupToRead(r *http.Request, path string) (*streamdb.Meta, *ht
 func (s *Server) headStream(w http.ResponseWriter, r *http.Request, path string) error {
 	m, r, err := s.lookupToRead(r, path)
 	if err != nil {
-		if apiErr, ok := streamError(w, err).(*Error); ok {
+		if apiErr, ok := StreamError(w, err).(*httpx.Error); ok {
 			w.WriteHeader(apiErr.Status)
 			return nil
 		}
@@ -88,7 +87,7 @@ func (s *Server) headStream(w http.ResponseWriter, r *http.Request, path string)
 
 func writeExpiry(h http.Header, m *streamdb.Meta) {
 	if m.TTLSeconds != nil {
-		h.Set(hStreamTTL, itoa(*m.TTLSeconds))
+		h.Set(hStreamTTL, strconv.FormatInt(*m.TTLSeconds, 10))
 	}
 	if m.ExpiresAt != nil {
 		h.Set(hStreamExpiresAt, m.ExpiresAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
@@ -97,7 +96,7 @@ func writeExpiry(h http.Header, m *streamdb.Meta) {
 
 // readStream is GET on a stream: catch-up, long-poll or SSE.
 func (s *Server) readStream(w http.ResponseWriter, r *http.Request, path string) error {
-	r, err := s.authenticated(r)
+	r, err := s.policy.Authenticate(r)
 	if err != nil {
 		return err
 	}
@@ -107,7 +106,7 @@ func (s *Server) readStream(w http.ResponseWriter, r *http.Request, path string)
 	}
 	m, r, err := s.lookupToRead(r, path)
 	if err != nil {
-		return streamError(w, err)
+		return StreamError(w, err)
 	}
 	if err := s.streams.Touch(r.Context(), m); err != nil {
 		return err
@@ -116,13 +115,19 @@ func (s *Server) readStream(w http.ResponseWriter, r *http.Request, path string)
 		rq.from = m.Tail
 	}
 	if rq.from.Seq > m.Tail.Seq {
-		return badRequest("offset is beyond the tail of the stream")
+		return httpx.BadRequest("offset is beyond the tail of the stream")
 	}
 	// A read "from the beginning" (-1 or no offset) gets the snapshot; an explicit offset,
 	// even 0_0, gets the changes after it, so a client parked at an empty collection's
 	// tail waits instead of receiving the (empty) snapshot again and again.
-	if rq.kind == streamdb.OffsetBeginning && m.Access.Kind == streamdb.AccessEntity && strings.HasSuffix(path, entitypath.CollectionSuffix) {
-		return s.readCollectionSnapshot(w, r, m, rq)
+	if rq.kind == streamdb.OffsetBeginning {
+		body, next, ok, err := s.policy.Snapshot(r.Context(), m)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return s.readSnapshot(w, r, m, rq, body, next)
+		}
 	}
 	switch rq.live {
 	case "long-poll":
@@ -146,10 +151,10 @@ func (s *Server) readStream(w http.ResponseWriter, r *http.Request, path string)
 // bytes the read holds are reserved before it is made (bytes in flight, see budget) and
 // released once the body is written or its write deadline passed.
 func (s *Server) writeCatchUp(w http.ResponseWriter, r *http.Request, m *streamdb.Meta, from, tail streamdb.Offset, closed bool, cursor string) error {
-	key := keyFor(r, m.Path)
-	var res hold
-	defer res.release()
-	if err := s.reserve(r.Context(), &res, key, s.readEstimate(from, tail), "read"); err != nil {
+	key := inflight.KeyFor(r, m.Path)
+	var res inflight.Hold
+	defer res.Release()
+	if err := s.budget.Reserve(r.Context(), &res, key, s.readEstimate(from, tail), "read"); err != nil {
 		return err
 	}
 	msgs, err := s.streams.Read(r.Context(), m, from, tail)
@@ -167,8 +172,8 @@ func (s *Server) writeCatchUp(w http.ResponseWriter, r *http.Request, m *streamd
 	notModified := r.Header.Get("If-None-Match") == tag
 	n := bodySize(m, msgs)
 	if notModified {
-		res.release()
-	} else if err := s.settle(r.Context(), &res, key, int64(n)); err != nil {
+		res.Release()
+	} else if err := s.budget.Settle(r.Context(), &res, key, int64(n)); err != nil {
 		return err // before any header is set: a 503 must not carry the read's caching headers
 	}
 	h := w.Header()
@@ -231,7 +236,7 @@ func (s *Server) longPoll(w http.ResponseWriter, r *http.Request, m *streamdb.Me
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled) && r.Context().Err() == nil:
 		return noContent(w, rq.from, false, cursor)
 	case err != nil:
-		return streamError(w, err)
+		return StreamError(w, err)
 	}
 	if res.Tail.Seq > rq.from.Seq {
 		return s.writeCatchUp(w, r, m, rq.from, res.Tail, res.Closed, cursor)
@@ -250,23 +255,17 @@ func noContent(w http.ResponseWriter, next streamdb.Offset, closed bool, cursor 
 	return nil
 }
 
-// readCollectionSnapshot answers a read of an entity's slash-command collection from the
-// start with a snapshot of the current rows (snapshot-start, one insert per row,
-// snapshot-end) positioned at the collection's tail, instead of the change history: a
-// picker fills itself with one small response and then follows live changes.
-func (s *Server) readCollectionSnapshot(w http.ResponseWriter, r *http.Request, m *streamdb.Meta, rq readQuery) error {
-	url := strings.TrimSuffix(m.Path, entitypath.CollectionSuffix)
-	rows, tail, err := s.registry.Commands().Snapshot(r.Context(), url)
-	if err != nil {
-		return err
-	}
-	body := streamdb.JoinJSON(slashdb.SnapshotEvents(rows, tail))
+// readSnapshot answers a read from the start with the policy's snapshot of the stream
+// (an entity's slash-command collection: snapshot-start, one insert per row,
+// snapshot-end) positioned at tail, instead of the change history: a picker fills itself
+// with one small response and then follows live changes.
+func (s *Server) readSnapshot(w http.ResponseWriter, r *http.Request, m *streamdb.Meta, rq readQuery, body []byte, tail streamdb.Offset) error {
 	if rq.live == "sse" {
 		return s.serveSSE(w, r, m, rq, &ssePreamble{body: body, next: tail}) // it reserves the event
 	}
-	var res hold
-	defer res.release()
-	if err := s.reserve(r.Context(), &res, keyFor(r, m.Path), int64(len(body)), "read"); err != nil {
+	var res inflight.Hold
+	defer res.Release()
+	if err := s.budget.Reserve(r.Context(), &res, inflight.KeyFor(r, m.Path), int64(len(body)), "read"); err != nil {
 		return err
 	}
 	closed := m.Closed && tail.Seq >= m.Tail.Seq

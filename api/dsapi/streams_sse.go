@@ -1,4 +1,4 @@
-package api
+package dsapi
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/entityd/entityd/internal/inflight"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -48,9 +49,9 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, m *streamdb.Me
 	ctx, cancel := context.WithDeadline(r.Context(), deadline)
 	defer cancel()
 	defer s.liveContext(ctx, cancel)()
-	key := keyFor(r, m.Path)
-	var res hold // the bytes of the batch being sent
-	defer res.release()
+	key := inflight.KeyFor(r, m.Path)
+	var res inflight.Hold // the bytes of the batch being sent
+	defer res.Release()
 
 	cursor := nextCursor(rq.cursor)
 	from, tail, closed := rq.from, m.Tail, m.Closed
@@ -62,7 +63,7 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, m *streamdb.Me
 			tail = from
 		}
 		n := ssePayloadBound(len(pre.body), lineEnds(pre.body), binary) + sseControlBound
-		if err := s.reserve(ctx, &res, key, int64(n), "read"); err != nil {
+		if err := s.budget.Reserve(ctx, &res, key, int64(n), "read"); err != nil {
 			return err
 		}
 		b.Grow(n)
@@ -101,7 +102,7 @@ func (s *Server) serveSSE(w http.ResponseWriter, r *http.Request, m *streamdb.Me
 		if b.Cap() > joinBelow {
 			b = bytes.Buffer{}
 		}
-		res.release()
+		res.Release()
 		return err
 	}
 
@@ -176,9 +177,9 @@ var errNoMessages = errors.New("api: no messages before the tail")
 // sseBatch reads the messages after from up to tail and renders them into b as a data
 // event and its control event, with res grown to their size first; it returns the
 // offset after them.
-func (s *Server) sseBatch(ctx context.Context, key budgetKey, res *hold, b *bytes.Buffer, m *streamdb.Meta, binary bool,
+func (s *Server) sseBatch(ctx context.Context, key inflight.Key, res *inflight.Hold, b *bytes.Buffer, m *streamdb.Meta, binary bool,
 	from, tail streamdb.Offset, closed bool, cursor string) (streamdb.Offset, error) {
-	if err := s.reserve(ctx, res, key, s.readEstimate(from, tail), "read"); err != nil {
+	if err := s.budget.Reserve(ctx, res, key, s.readEstimate(from, tail), "read"); err != nil {
 		return from, err
 	}
 	msgs, err := s.streams.Read(ctx, m, from, tail)
@@ -190,7 +191,7 @@ func (s *Server) sseBatch(ctx context.Context, key budgetKey, res *hold, b *byte
 	}
 	msgs = stampStateOffsets(m, msgs)
 	n := sseDataBound(m, msgs, binary) + sseControlBound
-	if err := s.settle(ctx, res, key, int64(n)); err != nil {
+	if err := s.budget.Settle(ctx, res, key, int64(n)); err != nil {
 		return from, err
 	}
 	b.Grow(n)

@@ -1,4 +1,4 @@
-package api
+package dsapi
 
 import (
 	"context"
@@ -6,10 +6,11 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/entityd/entityd/internal/httpx"
+	"github.com/entityd/entityd/internal/inflight"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -17,7 +18,7 @@ import (
 // refuse a different configuration (409). With Stream-Forked-From it creates a fork,
 // which needs read access to the source. The caller owns the new stream.
 func (s *Server) createStream(w http.ResponseWriter, r *http.Request, path string) error {
-	r, err := s.authenticated(r)
+	r, err := s.policy.Authenticate(r)
 	if err != nil {
 		return err
 	}
@@ -25,54 +26,45 @@ func (s *Server) createStream(w http.ResponseWriter, r *http.Request, path strin
 		return err
 	}
 	h := r.Header
-	cfg := streamdb.CreateConfig{ContentType: h.Get("Content-Type"), Closed: headerTrue(h, hStreamClosed),
-		Access: streamdb.Access{Kind: streamdb.AccessPlain, Owner: caller(r).String()}}
-	shared := isSharedStatePath(path)
-	if shared {
-		cfg.Access.Kind = streamdb.AccessShared
+	cfg := streamdb.CreateConfig{ContentType: h.Get("Content-Type"), Closed: headerTrue(h, hStreamClosed)}
+	inTx, err := s.policy.PrepareCreate(r, path, &cfg)
+	if err != nil {
+		return err
 	}
 	// Both checks run under the locks of the create: what they judge is what is used.
 	cfg.CheckExisting = func(existing *streamdb.Meta) error {
-		_, err := s.decideStream(r, streamdb.IdentityOf(existing), path, opRecreate)
+		_, err := s.policy.Decide(r, streamdb.IdentityOf(existing), path, OpRecreate)
 		return err
 	}
 	cfg.CheckForkSource = func(src *streamdb.Meta) error {
-		_, err := s.decideStream(r, streamdb.IdentityOf(src), src.Path, opRead)
+		_, err := s.policy.Decide(r, streamdb.IdentityOf(src), src.Path, OpRead)
 		return err
-	}
-	cfg.CheckNew = func() error {
-		if shared { // a new shared state needs an owner entity the caller may write
-			if _, err := s.decideStream(r, streamdb.Identity{Access: cfg.Access}, path, opWrite); err != nil {
-				return err
-			}
-		}
-		return s.streamQuota(r.Context(), caller(r))
 	}
 	ttl, hasTTL := h.Get(hStreamTTL), h.Get(hStreamTTL) != ""
 	exp, hasExp := h.Get(hStreamExpiresAt), h.Get(hStreamExpiresAt) != ""
 	if hasTTL && hasExp {
-		return badRequest("Stream-TTL and Stream-Expires-At cannot be used together")
+		return httpx.BadRequest("Stream-TTL and Stream-Expires-At cannot be used together")
 	}
 	if hasTTL {
 		n, ok := parseDecimal(ttl, maxSafeInteger)
 		if !ok {
-			return badRequest("Stream-TTL must be a non-negative integer number of seconds")
+			return httpx.BadRequest("Stream-TTL must be a non-negative integer number of seconds")
 		}
 		cfg.TTLSeconds = &n
 	}
 	if hasExp {
 		t, err := time.Parse(time.RFC3339Nano, exp)
 		if err != nil {
-			return badRequest("Stream-Expires-At must be an RFC 3339 timestamp")
+			return httpx.BadRequest("Stream-Expires-At must be an RFC 3339 timestamp")
 		}
 		cfg.ExpiresAt = &t
 	}
 	if err := forkConfig(h, &cfg); err != nil {
 		return err
 	}
-	var inFlight hold // the body's bytes in flight (see budget), until it is stored
-	defer inFlight.release()
-	data, err := s.readBodyReserved(w, r, keyFor(r, path), s.cfg.MaxAppendBytes, bodyCopies, &inFlight)
+	var inFlight inflight.Hold // the body's bytes in flight (see budget), until it is stored
+	defer inFlight.Release()
+	data, err := s.budget.ReadBody(w, r, inflight.KeyFor(r, path), s.cfg.MaxAppendBytes, inflight.BodyCopies, &inFlight)
 	if err != nil {
 		return err
 	}
@@ -87,7 +79,7 @@ func (s *Server) createStream(w http.ResponseWriter, r *http.Request, path strin
 				return err
 			}
 			if initial, err = streamdb.SplitJSON(data); err != nil {
-				return badRequest("Body is not valid JSON")
+				return httpx.BadRequest("Body is not valid JSON")
 			}
 		} else {
 			initial = [][]byte{data}
@@ -97,13 +89,13 @@ func (s *Server) createStream(w http.ResponseWriter, r *http.Request, path strin
 	var created bool
 	err = s.streams.WithTx(r.Context(), func(ctx context.Context, tx *streamdb.Tx) error {
 		var err error
-		if m, created, err = tx.Create(ctx, path, cfg, initial); err != nil || !created || !shared {
+		if m, created, err = tx.Create(ctx, path, cfg, initial); err != nil || !created || inTx == nil {
 			return err
 		}
-		return s.linkSharedState(r, tx, m.ID, strings.TrimSpace(h.Get(sharedStateOwnerHeader)))
+		return inTx(ctx, tx, m)
 	})
 	if err != nil {
-		return streamError(w, err)
+		return StreamError(w, err)
 	}
 	w.Header().Set("Content-Type", m.ContentType)
 	setOffsetHeaders(w.Header(), m.Tail, false, m.Closed)
@@ -122,28 +114,28 @@ func forkConfig(h http.Header, cfg *streamdb.CreateConfig) error {
 	sub, hasSub := h.Get(hStreamForkSubOffset), h.Get(hStreamForkSubOffset) != ""
 	if from == "" {
 		if offset != "" || hasSub {
-			return badRequest("Stream-Fork-Offset and Stream-Fork-Sub-Offset need Stream-Forked-From")
+			return httpx.BadRequest("Stream-Fork-Offset and Stream-Fork-Sub-Offset need Stream-Forked-From")
 		}
 		return nil
 	}
 	if u, err := url.Parse(from); err == nil && u.IsAbs() {
 		from = u.Path
 	}
-	cfg.ForkFrom = streamPath(from)
+	cfg.ForkFrom = StreamPath(from)
 	if offset != "" {
 		o, kind, err := streamdb.ParseOffset(offset)
 		if err != nil || kind == streamdb.OffsetNow {
-			return badRequest("Stream-Fork-Offset is not a valid offset")
+			return httpx.BadRequest("Stream-Fork-Offset is not a valid offset")
 		}
 		cfg.ForkOffset = &o
 	}
 	if hasSub {
 		n, ok := parseDecimal(sub, maxSafeInteger)
 		if !ok {
-			return badRequest("Stream-Fork-Sub-Offset must be a non-negative integer")
+			return httpx.BadRequest("Stream-Fork-Sub-Offset must be a non-negative integer")
 		}
 		if n > 0 && cfg.ForkOffset == nil {
-			return badRequest("Stream-Fork-Sub-Offset needs Stream-Fork-Offset")
+			return httpx.BadRequest("Stream-Fork-Sub-Offset needs Stream-Fork-Offset")
 		}
 		cfg.ForkSubOffset = n
 	}
@@ -154,32 +146,32 @@ func forkConfig(h http.Header, cfg *streamdb.CreateConfig) error {
 func (s *Server) appendStream(w http.ResponseWriter, r *http.Request, path string) error {
 	h := r.Header
 	req := &streamdb.AppendRequest{Path: path, Close: headerTrue(h, hStreamClosed), StreamSeq: h.Get(hStreamSeq)}
-	op := opWrite
+	op := OpWrite
 	if req.Close {
-		op = opClose
+		op = OpClose
 	}
 	id, r, err := s.identifyToWrite(r, path, op)
 	if err != nil {
-		return streamError(w, err)
+		return StreamError(w, err)
 	}
 	producer, err := producerHeaders(h)
 	if err != nil {
 		return err
 	}
 	req.Producer = producer
-	var inFlight hold // the body's bytes in flight (see budget), until it is stored
-	defer inFlight.release()
-	data, err := s.readBodyReserved(w, r, keyFor(r, path), s.cfg.MaxAppendBytes, bodyCopies, &inFlight)
+	var inFlight inflight.Hold // the body's bytes in flight (see budget), until it is stored
+	defer inFlight.Release()
+	data, err := s.budget.ReadBody(w, r, inflight.KeyFor(r, path), s.cfg.MaxAppendBytes, inflight.BodyCopies, &inFlight)
 	if err != nil {
 		return err
 	}
 	if len(data) == 0 && !req.Close {
-		return badRequest("An append needs a body (or Stream-Closed: true to close the stream)")
+		return httpx.BadRequest("An append needs a body (or Stream-Closed: true to close the stream)")
 	}
 	if len(data) > 0 {
 		req.ContentType = h.Get("Content-Type")
 		if req.ContentType == "" {
-			return badRequest("An append needs a Content-Type")
+			return httpx.BadRequest("An append needs a Content-Type")
 		}
 		if streamdb.IsJSON(req.ContentType) {
 			if err := checkJSONText(data); err != nil {
@@ -187,10 +179,10 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request, path strin
 			}
 			msgs, err := streamdb.SplitJSON(data)
 			if err != nil {
-				return badRequest("Body is not valid JSON")
+				return httpx.BadRequest("Body is not valid JSON")
 			}
 			if len(msgs) == 0 {
-				return badRequest("An empty JSON array appends nothing")
+				return httpx.BadRequest("An empty JSON array appends nothing")
 			}
 			req.Messages = msgs
 		} else {
@@ -198,36 +190,33 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request, path strin
 		}
 	}
 	var res streamdb.AppendResult
-	var wakeSources []string // sources of the manifest entries written (wake_registrations.go)
+	var committed func() // what the stream's owner does once the append committed
 	for replaced := false; ; replaced = true {
-		if id.Access.Kind == streamdb.AccessEntity {
-			if err := s.checkHandlerWrite(r, id.Access.Entity, req.Messages); err != nil {
-				return err
-			}
-			statements, sources, err := s.manifestWakes(r, id.Access.Entity, req.Messages)
-			if err != nil {
-				return err
-			}
-			if wakeSources = sources; statements != nil {
-				req.OnAdmit = func(string) []streamdb.Statement { return statements }
-			}
+		statements, after, err := s.policy.PrepareAppend(r, id, req.Messages)
+		if err != nil {
+			return err
 		}
+		req.OnAdmit = nil
+		if statements != nil {
+			req.OnAdmit = func(string) []streamdb.Statement { return statements }
+		}
+		committed = after
 		req.StreamID = id.ID
 		res, err = s.streams.Append(r.Context(), req)
 		if !errors.Is(err, streamdb.ErrStreamReplaced) || replaced {
+			if err != nil {
+				return StreamError(w, err)
+			}
 			break
 		}
 		// deleted and created again since it was identified: decide about the new one
 		s.streams.Forget(path)
 		if id, r, err = s.identifyToWrite(r, path, op); err != nil {
-			return streamError(w, err)
+			return StreamError(w, err)
 		}
 	}
-	if err != nil {
-		return streamError(w, err)
-	}
-	if len(wakeSources) > 0 && !res.Duplicate {
-		s.wakes.Noted(context.WithoutCancel(r.Context()), wakeSources...)
+	if committed != nil && !res.Duplicate {
+		committed()
 	}
 	setOffsetHeaders(w.Header(), res.Tail, false, res.Closed)
 	status := http.StatusNoContent
@@ -246,18 +235,18 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request, path strin
 // decision allows. An entity's stream takes its write token, which is not a principal's
 // credential; for any other stream, and for a path with no stream, the caller is
 // authenticated first, so that a request without credentials learns nothing.
-func (s *Server) identifyToWrite(r *http.Request, path string, op streamOp) (streamdb.Identity, *http.Request, error) {
+func (s *Server) identifyToWrite(r *http.Request, path string, op Op) (streamdb.Identity, *http.Request, error) {
 	id, err := s.streams.Identify(r.Context(), path)
 	if err != nil || id.Access.Kind != streamdb.AccessEntity {
 		var aerr error
-		if r, aerr = s.authenticated(r); aerr != nil {
+		if r, aerr = s.policy.Authenticate(r); aerr != nil {
 			return id, r, aerr
 		}
 	}
 	if err != nil {
 		return id, r, err
 	}
-	r, err = s.decideStream(r, id, path, op)
+	r, err = s.policy.Decide(r, id, path, op)
 	return id, r, err
 }
 
@@ -269,30 +258,30 @@ func producerHeaders(h http.Header) (*streamdb.ProducerTuple, error) {
 	}
 	id := h.Get(hProducerID)
 	if !hasID || epoch == "" || seq == "" {
-		return nil, badRequest("Producer-Id, Producer-Epoch and Producer-Seq must be sent together")
+		return nil, httpx.BadRequest("Producer-Id, Producer-Epoch and Producer-Seq must be sent together")
 	}
 	if id == "" {
-		return nil, badRequest("Producer-Id must not be empty")
+		return nil, httpx.BadRequest("Producer-Id must not be empty")
 	}
 	e, ok1 := parseDecimal(epoch, maxSafeInteger)
 	n, ok2 := parseDecimal(seq, maxSafeInteger)
 	if !ok1 || !ok2 {
-		return nil, badRequest("Producer-Epoch and Producer-Seq must be non-negative integers")
+		return nil, httpx.BadRequest("Producer-Epoch and Producer-Seq must be non-negative integers")
 	}
 	return &streamdb.ProducerTuple{ID: id, Epoch: e, Seq: n}, nil
 }
 
 func (s *Server) deleteStream(w http.ResponseWriter, r *http.Request, path string) error {
-	r, err := s.authenticated(r)
+	r, err := s.policy.Authenticate(r)
 	if err != nil {
 		return err
 	}
 	err = s.streams.Delete(r.Context(), path, func(m *streamdb.Meta) error {
-		_, err := s.decideStream(r, streamdb.IdentityOf(m), path, opDelete)
+		_, err := s.policy.Decide(r, streamdb.IdentityOf(m), path, OpDelete)
 		return err
 	})
 	if err != nil {
-		return streamError(w, err)
+		return StreamError(w, err)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -303,12 +292,10 @@ func (s *Server) deleteStream(w http.ResponseWriter, r *http.Request, path strin
 // as \u0000 included) is content, stored and served byte for byte.
 func checkJSONText(data []byte) error {
 	if !utf8.Valid(data) {
-		return badRequest("A JSON body must be valid UTF-8")
+		return httpx.BadRequest("A JSON body must be valid UTF-8")
 	}
 	return nil
 }
-
-func badRequest(msg string) *Error { return newError(http.StatusBadRequest, CodeInvalidRequest, msg) }
 
 // absoluteURL is the URL of path on this server as the client addressed it.
 func absoluteURL(r *http.Request, path string) string {

@@ -1,4 +1,4 @@
-package api
+package lifecycle
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 // refused (an SSE subscriber parking during shutdown must not start a hub nobody waits
 // for: the race detector caught WaitGroup.Add racing Wait there).
 func TestBackgroundRefusesAfterWait(t *testing.T) {
-	var b background
+	var b Background
 	release := make(chan struct{})
 	ran := make(chan struct{})
 	if !b.Go(func() { close(ran); <-release }) {
