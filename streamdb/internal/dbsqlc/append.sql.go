@@ -71,13 +71,13 @@ type LockStreamsRow struct {
 
 // Locks the streams a group of appends touches, in id order (so that two lanes never
 // wait on each other).
-func (q *Queries) LockStreams(ctx context.Context, db DBTX, paths []string) ([]LockStreamsRow, error) {
+func (q *Queries) LockStreams(ctx context.Context, db DBTX, paths []string) ([]*LockStreamsRow, error) {
 	rows, err := db.Query(ctx, lockStreams, paths)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []LockStreamsRow
+	var items []*LockStreamsRow
 	for rows.Next() {
 		var i LockStreamsRow
 		if err := rows.Scan(
@@ -109,7 +109,7 @@ func (q *Queries) LockStreams(ctx context.Context, db DBTX, paths []string) ([]L
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -137,13 +137,13 @@ type SelectDedupeRow struct {
 	Seq      int64
 }
 
-func (q *Queries) SelectDedupe(ctx context.Context, db DBTX, arg SelectDedupeParams) ([]SelectDedupeRow, error) {
+func (q *Queries) SelectDedupe(ctx context.Context, db DBTX, arg SelectDedupeParams) ([]*SelectDedupeRow, error) {
 	rows, err := db.Query(ctx, selectDedupe, arg.Paths, arg.Keys)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []SelectDedupeRow
+	var items []*SelectDedupeRow
 	for rows.Next() {
 		var i SelectDedupeRow
 		if err := rows.Scan(
@@ -155,7 +155,7 @@ func (q *Queries) SelectDedupe(ctx context.Context, db DBTX, arg SelectDedupePar
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -185,13 +185,13 @@ type SelectProducersRow struct {
 // The producer rows of (paths[i], producer_ids[i]). Here and below, arrays are unnested
 // one per column in a select list, which Postgres zips row by row as it does
 // unnest(a, b, ...) (sqlc knows only the one-array unnest).
-func (q *Queries) SelectProducers(ctx context.Context, db DBTX, arg SelectProducersParams) ([]SelectProducersRow, error) {
+func (q *Queries) SelectProducers(ctx context.Context, db DBTX, arg SelectProducersParams) ([]*SelectProducersRow, error) {
 	rows, err := db.Query(ctx, selectProducers, arg.Paths, arg.ProducerIDs)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []SelectProducersRow
+	var items []*SelectProducersRow
 	for rows.Next() {
 		var i SelectProducersRow
 		if err := rows.Scan(
@@ -202,7 +202,7 @@ func (q *Queries) SelectProducers(ctx context.Context, db DBTX, arg SelectProduc
 		); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

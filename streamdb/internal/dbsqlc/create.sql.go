@@ -45,7 +45,7 @@ type InsertStreamRow struct {
 	CreatedAt    time.Time
 }
 
-func (q *Queries) InsertStream(ctx context.Context, db DBTX, arg InsertStreamParams) (InsertStreamRow, error) {
+func (q *Queries) InsertStream(ctx context.Context, db DBTX, arg InsertStreamParams) (*InsertStreamRow, error) {
 	row := db.QueryRow(ctx, insertStream,
 		arg.Path,
 		arg.ContentType,
@@ -65,7 +65,7 @@ func (q *Queries) InsertStream(ctx context.Context, db DBTX, arg InsertStreamPar
 	)
 	var i InsertStreamRow
 	err := row.Scan(&i.ID, &i.LastAccessAt, &i.CreatedAt)
-	return i, err
+	return &i, err
 }
 
 const lockPath = `-- name: LockPath :exec
@@ -94,7 +94,7 @@ type LockStreamRow struct {
 	ForkSourcePath string
 }
 
-func (q *Queries) LockStream(ctx context.Context, db DBTX, path string) (LockStreamRow, error) {
+func (q *Queries) LockStream(ctx context.Context, db DBTX, path string) (*LockStreamRow, error) {
 	row := db.QueryRow(ctx, lockStream, path)
 	var i LockStreamRow
 	err := row.Scan(
@@ -124,7 +124,7 @@ func (q *Queries) LockStream(ctx context.Context, db DBTX, path string) (LockStr
 		&i.Stream.EntityURL,
 		&i.ForkSourcePath,
 	)
-	return i, err
+	return &i, err
 }
 
 const messageAt = `-- name: MessageAt :one

@@ -21,7 +21,7 @@ type FreshStateRow struct {
 	SoftDeleted bool
 }
 
-func (q *Queries) FreshState(ctx context.Context, db DBTX, id int64) (FreshStateRow, error) {
+func (q *Queries) FreshState(ctx context.Context, db DBTX, id int64) (*FreshStateRow, error) {
 	row := db.QueryRow(ctx, freshState, id)
 	var i FreshStateRow
 	err := row.Scan(
@@ -30,7 +30,7 @@ func (q *Queries) FreshState(ctx context.Context, db DBTX, id int64) (FreshState
 		&i.Closed,
 		&i.SoftDeleted,
 	)
-	return i, err
+	return &i, err
 }
 
 const identify = `-- name: Identify :one
@@ -47,7 +47,7 @@ type IdentifyRow struct {
 	SoftDeleted    bool
 }
 
-func (q *Queries) Identify(ctx context.Context, db DBTX, path string) (IdentifyRow, error) {
+func (q *Queries) Identify(ctx context.Context, db DBTX, path string) (*IdentifyRow, error) {
 	row := db.QueryRow(ctx, identify, path)
 	var i IdentifyRow
 	err := row.Scan(
@@ -57,7 +57,7 @@ func (q *Queries) Identify(ctx context.Context, db DBTX, path string) (IdentifyR
 		&i.EntityURL,
 		&i.SoftDeleted,
 	)
-	return i, err
+	return &i, err
 }
 
 const metaByID = `-- name: MetaByID :one
@@ -71,7 +71,7 @@ type MetaByIDRow struct {
 	ForkSourcePath string
 }
 
-func (q *Queries) MetaByID(ctx context.Context, db DBTX, id int64) (MetaByIDRow, error) {
+func (q *Queries) MetaByID(ctx context.Context, db DBTX, id int64) (*MetaByIDRow, error) {
 	row := db.QueryRow(ctx, metaByID, id)
 	var i MetaByIDRow
 	err := row.Scan(
@@ -101,7 +101,7 @@ func (q *Queries) MetaByID(ctx context.Context, db DBTX, id int64) (MetaByIDRow,
 		&i.Stream.EntityURL,
 		&i.ForkSourcePath,
 	)
-	return i, err
+	return &i, err
 }
 
 const metaByPath = `-- name: MetaByPath :one
@@ -115,7 +115,7 @@ type MetaByPathRow struct {
 	ForkSourcePath string
 }
 
-func (q *Queries) MetaByPath(ctx context.Context, db DBTX, path string) (MetaByPathRow, error) {
+func (q *Queries) MetaByPath(ctx context.Context, db DBTX, path string) (*MetaByPathRow, error) {
 	row := db.QueryRow(ctx, metaByPath, path)
 	var i MetaByPathRow
 	err := row.Scan(
@@ -145,7 +145,7 @@ func (q *Queries) MetaByPath(ctx context.Context, db DBTX, path string) (MetaByP
 		&i.Stream.EntityURL,
 		&i.ForkSourcePath,
 	)
-	return i, err
+	return &i, err
 }
 
 const readRange = `-- name: ReadRange :many
@@ -170,7 +170,7 @@ type ReadRangeRow struct {
 
 // The messages after after_seq up to to_seq whose end is within max_end_pos, but
 // always the first one.
-func (q *Queries) ReadRange(ctx context.Context, db DBTX, arg ReadRangeParams) ([]ReadRangeRow, error) {
+func (q *Queries) ReadRange(ctx context.Context, db DBTX, arg ReadRangeParams) ([]*ReadRangeRow, error) {
 	rows, err := db.Query(ctx, readRange,
 		arg.StreamID,
 		arg.AfterSeq,
@@ -181,13 +181,13 @@ func (q *Queries) ReadRange(ctx context.Context, db DBTX, arg ReadRangeParams) (
 		return nil, err
 	}
 	defer rows.Close()
-	var items []ReadRangeRow
+	var items []*ReadRangeRow
 	for rows.Next() {
 		var i ReadRangeRow
 		if err := rows.Scan(&i.Seq, &i.EndPos, &i.Data); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
+		items = append(items, &i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -24,9 +24,9 @@ type AssignXidRow struct {
 // primary, a transaction ID for the transaction, so that its commit writes a commit
 // record and waits for it to be flushed (and, with synchronous replication, for the
 // standby's acknowledgement).
-func (q *Queries) AssignXid(ctx context.Context, db DBTX) (AssignXidRow, error) {
+func (q *Queries) AssignXid(ctx context.Context, db DBTX) (*AssignXidRow, error) {
 	row := db.QueryRow(ctx, assignXid)
 	var i AssignXidRow
 	err := row.Scan(&i.ReadOnly, &i.Xid)
-	return i, err
+	return &i, err
 }
