@@ -13,51 +13,60 @@ import (
 
 // queue adds to b the statement of a generated query, so that several go to Postgres in
 // one round trip (the append path sends BEGIN with its locking reads and COMMIT with its
-// writes), and has the query's answer handled when b's results are read, in order, as
-// pgx does on Close.
+// writes). The SQL, the order of its arguments and the scanning of its rows stay the
+// generated code's.
 //
-// run calls one method of queries with the DBTX it is given and handles the method's
-// answer. It is called twice: now, with a DBTX that only records the statement (the
-// method gets errRecorded back and returns it before any answer is handled), and again
-// when the statement's results come, with a DBTX that hands it those results. So the
-// SQL, the order of its arguments and the scanning of its rows stay the generated code's.
+// run calls one method of queries with the DBTX it is given and returns the method's
+// error. An :exec method is queued by that call (its error, if Postgres has one, fails
+// the batch when it is read). A method that reads rows is called twice: now, with a
+// DBTX that only records the statement (the method gets errRecorded back and returns it
+// before any rows are handled), and again when the batch's results are read, in order,
+// as pgx does on Close, with a DBTX that hands it this statement's results: that is
+// when run handles the rows.
 func queue(b *pgx.Batch, run func(db dbsqlc.DBTX) error) {
-	var rec recorder
-	if err := run(&rec); !errors.Is(err, errRecorded) || rec.calls != 1 {
-		panic(fmt.Sprintf("streamdb: a queued function must run one query and return its error (%d queries, %v)", rec.calls, err))
-	}
-	b.Queue(rec.sql, rec.args...).Fn = func(br pgx.BatchResults) error {
-		return run(batchResult{br, rec.sql})
+	rec := recorder{b: b}
+	err := run(&rec)
+	switch {
+	case rec.calls != 1:
+		panic(fmt.Sprintf("streamdb: a queued function must run one query (it ran %d)", rec.calls))
+	case rec.read && errors.Is(err, errRecorded):
+		b.QueuedQueries[len(b.QueuedQueries)-1].Fn = func(br pgx.BatchResults) error {
+			return run(batchResult{br, rec.sql})
+		}
+	case rec.read || err != nil:
+		panic(fmt.Sprintf("streamdb: a queued function must return its query's error (got %v)", err))
 	}
 }
 
-// errRecorded is what the recording DBTX answers: the statement is not run yet.
+// errRecorded is what the recording DBTX answers a read: the statement is not run yet.
 var errRecorded = errors.New("streamdb: statement recorded for a batch")
 
-// recorder is the DBTX of queue's first call: it keeps the statement it is asked to run.
+// recorder is the DBTX of queue's first call: it queues the statement it is asked to run.
 type recorder struct {
+	b     *pgx.Batch
 	sql   string
-	args  []any
+	read  bool // the statement returns rows: the method must be called again for them
 	calls int
 }
 
-func (r *recorder) record(sql string, args []any) {
-	r.sql, r.args = sql, args
+func (r *recorder) record(sql string, args []any, read bool) {
+	r.b.Queue(sql, args...)
+	r.sql, r.read = sql, read
 	r.calls++
 }
 
 func (r *recorder) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	r.record(sql, args)
-	return pgconn.CommandTag{}, errRecorded
+	r.record(sql, args, false)
+	return pgconn.CommandTag{}, nil
 }
 
 func (r *recorder) Query(_ context.Context, sql string, args ...any) (pgx.Rows, error) {
-	r.record(sql, args)
+	r.record(sql, args, true)
 	return nil, errRecorded
 }
 
 func (r *recorder) QueryRow(_ context.Context, sql string, args ...any) pgx.Row {
-	r.record(sql, args)
+	r.record(sql, args, true)
 	return errRow{errRecorded}
 }
 
@@ -72,11 +81,8 @@ type batchResult struct {
 // choose its query from anything that changes between the calls).
 var errOtherStatement = errors.New("streamdb: a queued function ran another statement with its results")
 
-func (b batchResult) Exec(_ context.Context, sql string, _ ...any) (pgconn.CommandTag, error) {
-	if sql != b.sql {
-		return pgconn.CommandTag{}, errOtherStatement
-	}
-	return b.br.Exec()
+func (b batchResult) Exec(context.Context, string, ...any) (pgconn.CommandTag, error) {
+	return pgconn.CommandTag{}, errOtherStatement // an :exec is never called twice
 }
 
 func (b batchResult) Query(_ context.Context, sql string, _ ...any) (pgx.Rows, error) {

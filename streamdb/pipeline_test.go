@@ -100,15 +100,44 @@ func TestQueueRefusesMisuse(t *testing.T) {
 		})
 	}, "two queries")
 
+	require.Panics(t, func() {
+		queue(&pgx.Batch{}, func(db dbsqlc.DBTX) error {
+			_, _ = queries.FreshState(ctx, db, 1)
+			return nil
+		})
+	}, "a read whose error is dropped")
+
 	calls := 0
 	b := &pgx.Batch{}
 	queue(b, func(db dbsqlc.DBTX) error {
 		calls++
 		if calls == 1 {
-			return queries.Touch(ctx, db, dbsqlc.TouchParams{ID: 1})
+			_, err := queries.FreshState(ctx, db, 1)
+			return err
 		}
-		return queries.SoftDelete(ctx, db, 1)
+		_, err := queries.MetaByID(ctx, db, 1)
+		return err
 	})
 	err := s.pool.SendBatch(ctx, b).Close()
 	require.True(t, errors.Is(err, errOtherStatement), "got %v", err)
+
+	// An :exec runs once, queued; its failure fails the batch when it is read.
+	calls = 0
+	b = &pgx.Batch{}
+	queue(b, func(db dbsqlc.DBTX) error {
+		calls++
+		return queries.RegisterListener(ctx, db, dbsqlc.RegisterListenerParams{ProcID: "twice"})
+	})
+	queue(b, func(db dbsqlc.DBTX) error {
+		return queries.RegisterListener(ctx, db, dbsqlc.RegisterListenerParams{ProcID: "twice"})
+	})
+	require.Equal(t, 1, calls)
+	require.Len(t, b.QueuedQueries, 2)
+	require.NoError(t, s.pool.SendBatch(ctx, b).Close(), "an upsert twice is fine")
+	b = &pgx.Batch{}
+	queue(b, func(db dbsqlc.DBTX) error {
+		return queries.InsertMessages(ctx, db, dbsqlc.InsertMessagesParams{
+			StreamIDs: []int64{1, 1}, Seqs: []int64{1, 1}, EndPositions: []int64{1, 1}, Data: [][]byte{{1}, {1}}})
+	})
+	require.ErrorContains(t, s.pool.SendBatch(ctx, b).Close(), "duplicate key")
 }
