@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/entityd
 NPM     ?= npm
 
-.PHONY: all build run test test-go test-docs test-conformance conformance-deps ajv-golden web web-deps web-check console-screenshots migrate bench fuzz vet fmt clean
+.PHONY: all build run test test-go test-docs test-conformance conformance-deps ajv-golden web web-deps web-check console-screenshots migrate bench fuzz vet fmt clean sqlc sqlc-check
 
 all: build
 
@@ -70,6 +70,18 @@ fuzz:
 ## bench: the send/stream comparison of docs/benchmarks.md (bench/run.sh; ~15 min, fsync on)
 bench:
 	bench/run.sh
+
+## sqlc: regenerate the typed SQL (sqlc.yaml: streamdb/queries/*.sql into streamdb/internal/dbsqlc)
+## and record it in sqlc.sum, which a test compares; sqlc is a Go tool of tools/go.mod (its first
+## build compiles pg_query's C sources: minutes)
+SQLC = $(GO) tool -modfile=tools/go.mod sqlc
+sqlc:
+	$(SQLC) generate
+	$(GO) test -count=1 -run '^TestGeneratedFromTheQueries$$' ./streamdb/internal/dbsqlc -args -update
+
+## sqlc-check: fail when the committed generated code differs from what sqlc generates now
+sqlc-check:
+	$(SQLC) diff
 
 vet:
 	$(GO) vet ./...

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/entityd/entityd/streamdb/internal/dbsqlc"
 )
 
 // AppendRequest is one append (or close) of a stream. Messages are stored messages:
@@ -116,58 +118,46 @@ type dedupeRow struct {
 	new  bool
 }
 
-// loadQueries queues the statements that lock and load everything reqs touch.
-func queueLoad(b *pgx.Batch, st *appendState, reqs []*AppendRequest) {
+// queueLoad queues the statements that lock and load everything reqs touch.
+func queueLoad(ctx context.Context, b *pgx.Batch, st *appendState, reqs []*AppendRequest) {
 	paths := uniquePaths(reqs)
-	b.Queue(sqlLockStreams, paths).
-		Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				m, err := scanMeta(rows)
-				if err != nil {
-					return err
-				}
-				st.streams[m.Path] = m
-			}
-			return rows.Err()
-		})
+	queue(b, func(db dbsqlc.DBTX) error {
+		rows, err := queries.LockStreams(ctx, db, paths)
+		for _, r := range rows {
+			st.streams[r.Stream.Path] = metaOf(r.Stream, r.ForkSourcePath)
+		}
+		return err
+	})
 
-	var pPaths, pIDs []string
-	var dPaths, dKeys []string
+	var producers dbsqlc.SelectProducersParams
+	var dedupe dbsqlc.SelectDedupeParams
 	for _, r := range reqs {
 		if r.Producer != nil {
-			pPaths, pIDs = append(pPaths, r.Path), append(pIDs, r.Producer.ID)
+			producers.Paths = append(producers.Paths, r.Path)
+			producers.ProducerIDs = append(producers.ProducerIDs, r.Producer.ID)
 		}
 		if r.Dedupe != nil {
-			dPaths, dKeys = append(dPaths, r.Path), append(dKeys, r.Dedupe.Key)
+			dedupe.Paths = append(dedupe.Paths, r.Path)
+			dedupe.Keys = append(dedupe.Keys, r.Dedupe.Key)
 		}
 	}
-	if len(pPaths) > 0 {
-		b.Queue(sqlSelectProducers, pPaths, pIDs).
-			Query(func(rows pgx.Rows) error {
-				for rows.Next() {
-					var k producerKey
-					ps := &producerState{}
-					if err := rows.Scan(&k.stream, &k.id, &ps.epoch, &ps.lastSeq); err != nil {
-						return err
-					}
-					st.producers[k] = ps
-				}
-				return rows.Err()
-			})
+	if len(producers.Paths) > 0 {
+		queue(b, func(db dbsqlc.DBTX) error {
+			rows, err := queries.SelectProducers(ctx, db, producers)
+			for _, r := range rows {
+				st.producers[producerKey{r.StreamID, r.ProducerID}] = &producerState{epoch: r.Epoch, lastSeq: r.LastSeq}
+			}
+			return err
+		})
 	}
-	if len(dPaths) > 0 {
-		b.Queue(sqlSelectDedupe, dPaths, dKeys).
-			Query(func(rows pgx.Rows) error {
-				for rows.Next() {
-					var k dedupeKey
-					d := &dedupeRow{}
-					if err := rows.Scan(&k.stream, &k.key, &d.hash, &d.ref, &d.seq); err != nil {
-						return err
-					}
-					st.dedupe[k] = d
-				}
-				return rows.Err()
-			})
+	if len(dedupe.Paths) > 0 {
+		queue(b, func(db dbsqlc.DBTX) error {
+			rows, err := queries.SelectDedupe(ctx, db, dedupe)
+			for _, r := range rows {
+				st.dedupe[dedupeKey{r.StreamID, r.Key}] = &dedupeRow{hash: r.BodyHash, ref: r.Ref, seq: r.Seq}
+			}
+			return err
+		})
 	}
 	seen := map[*Admission]bool{}
 	for _, r := range reqs {
@@ -391,62 +381,82 @@ func (w *writeSet) touch(m *Meta) {
 func (w *writeSet) empty() bool { return len(w.touched) == 0 && len(w.also) == 0 }
 
 // queueWrites queues the statements that persist w and the producer/dedupe changes in st.
-func queueWrites(b *pgx.Batch, st *appendState, w *writeSet) {
+func queueWrites(ctx context.Context, b *pgx.Batch, st *appendState, w *writeSet) {
 	if len(w.msgStream) > 0 {
-		b.Queue(sqlInsertMessages,
-			w.msgStream, w.msgSeq, w.msgPos, w.msgData)
+		messages := dbsqlc.InsertMessagesParams{StreamIDs: w.msgStream, Seqs: w.msgSeq, EndPositions: w.msgPos, Data: w.msgData}
+		queue(b, func(db dbsqlc.DBTX) error { return queries.InsertMessages(ctx, db, messages) })
 	}
 	if len(w.touched) > 0 {
-		n := len(w.order)
-		ids := make([]int64, 0, n)
-		seqs := make([]int64, 0, n)
-		poss := make([]int64, 0, n)
-		closed := make([]bool, 0, n)
-		cpID := make([]*string, 0, n)
-		cpEpoch := make([]*int64, 0, n)
-		cpSeq := make([]*int64, 0, n)
-		lss := make([]*string, 0, n)
-		for _, id := range w.order {
-			m := w.touched[id]
-			ids = append(ids, m.ID)
-			seqs = append(seqs, m.Tail.Seq)
-			poss = append(poss, m.Tail.Pos)
-			closed = append(closed, m.Closed)
-			if m.ClosedBy != nil {
-				p := *m.ClosedBy
-				cpID, cpEpoch, cpSeq = append(cpID, &p.ID), append(cpEpoch, &p.Epoch), append(cpSeq, &p.Seq)
-			} else {
-				cpID, cpEpoch, cpSeq = append(cpID, nil), append(cpEpoch, nil), append(cpSeq, nil)
-			}
-			lss = append(lss, m.LastStreamSeq)
-		}
-		b.Queue(sqlUpdateTails, ids, seqs, poss, closed, cpID, cpEpoch, cpSeq, lss, st.sqlNow)
+		tails := tailsOf(w, st.sqlNow)
+		queue(b, func(db dbsqlc.DBTX) error { return queries.UpdateTails(ctx, db, tails) })
 	}
-	var pStream, pEpoch, pSeq []int64
-	var pID []string
+	var producers dbsqlc.UpsertProducersParams
 	for k, ps := range st.producers {
 		if ps.dirty {
-			pStream, pID, pEpoch, pSeq = append(pStream, k.stream), append(pID, k.id), append(pEpoch, ps.epoch), append(pSeq, ps.lastSeq)
+			producers.StreamIDs = append(producers.StreamIDs, k.stream)
+			producers.ProducerIDs = append(producers.ProducerIDs, k.id)
+			producers.Epochs = append(producers.Epochs, ps.epoch)
+			producers.LastSeqs = append(producers.LastSeqs, ps.lastSeq)
 		}
 	}
-	if len(pStream) > 0 {
-		b.Queue(sqlUpsertProducers, pStream, pID, pEpoch, pSeq)
+	if len(producers.StreamIDs) > 0 {
+		queue(b, func(db dbsqlc.DBTX) error { return queries.UpsertProducers(ctx, db, producers) })
 	}
-	var dStream, dSeq []int64
-	var dKey, dRef []string
-	var dHash [][]byte
+	var dedupe dbsqlc.InsertDedupeParams
 	for k, d := range st.dedupe {
 		if d.new {
-			dStream, dKey, dHash, dRef, dSeq = append(dStream, k.stream), append(dKey, k.key), append(dHash, d.hash), append(dRef, d.ref), append(dSeq, d.seq)
+			dedupe.StreamIDs = append(dedupe.StreamIDs, k.stream)
+			dedupe.Keys = append(dedupe.Keys, k.key)
+			dedupe.BodyHashes = append(dedupe.BodyHashes, d.hash)
+			dedupe.Refs = append(dedupe.Refs, d.ref)
+			dedupe.Seqs = append(dedupe.Seqs, d.seq)
 		}
 	}
-	if len(dStream) > 0 {
-		b.Queue(sqlInsertDedupe,
-			dStream, dKey, dHash, dRef, dSeq)
+	if len(dedupe.StreamIDs) > 0 {
+		queue(b, func(db dbsqlc.DBTX) error { return queries.InsertDedupe(ctx, db, dedupe) })
 	}
 	for _, st := range w.also {
 		b.Queue(st.SQL, st.Args...)
 	}
+}
+
+// tailsOf is the new state of every stream w touched, one array element per stream;
+// now stamps the access of TTL streams.
+func tailsOf(w *writeSet, now *time.Time) dbsqlc.UpdateTailsParams {
+	n := len(w.order)
+	t := dbsqlc.UpdateTailsParams{
+		Now:            now,
+		IDs:            make([]int64, 0, n),
+		TailSeqs:       make([]int64, 0, n),
+		TailPositions:  make([]int64, 0, n),
+		Closed:         make([]bool, 0, n),
+		ClosedBy:       make([]bool, 0, n),
+		CloserIDs:      make([]string, 0, n),
+		CloserEpochs:   make([]int64, 0, n),
+		CloserSeqs:     make([]int64, 0, n),
+		LastStreamSeqs: make([]string, 0, n),
+	}
+	for _, id := range w.order {
+		m := w.touched[id]
+		var closer ProducerTuple
+		if m.ClosedBy != nil {
+			closer = *m.ClosedBy
+		}
+		var lss string // none: a stream seq is never empty
+		if m.LastStreamSeq != nil {
+			lss = *m.LastStreamSeq
+		}
+		t.IDs = append(t.IDs, m.ID)
+		t.TailSeqs = append(t.TailSeqs, m.Tail.Seq)
+		t.TailPositions = append(t.TailPositions, m.Tail.Pos)
+		t.Closed = append(t.Closed, m.Closed)
+		t.ClosedBy = append(t.ClosedBy, m.ClosedBy != nil)
+		t.CloserIDs = append(t.CloserIDs, closer.ID)
+		t.CloserEpochs = append(t.CloserEpochs, closer.Epoch)
+		t.CloserSeqs = append(t.CloserSeqs, closer.Seq)
+		t.LastStreamSeqs = append(t.LastStreamSeqs, lss)
+	}
+	return t
 }
 
 // runAppends locks, plans and writes reqs inside tx. It returns one result or error per
@@ -470,7 +480,7 @@ func (s *Store) runAppendsWith(ctx context.Context, tx batchSender, now time.Tim
 	if open != "" {
 		b.Queue(open)
 	}
-	queueLoad(b, st, reqs)
+	queueLoad(ctx, b, st, reqs)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return nil, nil, nil, fmt.Errorf("streamdb: load append state: %w", err)
 	}
@@ -482,9 +492,9 @@ func (s *Store) runAppendsWith(ctx context.Context, tx batchSender, now time.Tim
 	}
 	b = &pgx.Batch{}
 	if !w.empty() {
-		queueWrites(b, st, w)
+		queueWrites(ctx, b, st, w)
 		if notify && len(w.touched) > 0 && s.notifyNeeded() {
-			s.queueNotify(b, w)
+			s.queueNotify(ctx, b, w)
 		}
 	}
 	if close != "" {

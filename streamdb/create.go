@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/entityd/entityd/streamdb/internal/dbsqlc"
 )
 
 // createLockClass is the first key of the transaction advisory lock that serializes
@@ -65,7 +67,7 @@ func (t *Tx) Create(ctx context.Context, path string, cfg CreateConfig, initial 
 	}
 	// Serialize creates of one path: without it two concurrent creates both find no row
 	// and the second fails on the unique path instead of finding the first's stream.
-	if _, err := t.Exec(ctx, sqlLockPath, createLockClass, path); err != nil {
+	if err := queries.LockPath(ctx, t, dbsqlc.LockPathParams{LockClass: createLockClass, Path: path}); err != nil {
 		return nil, false, fmt.Errorf("streamdb: lock path: %w", err)
 	}
 	existing, err := t.lockByPath(ctx, path)
@@ -116,13 +118,18 @@ func (t *Tx) Create(ctx context.Context, path string, cfg CreateConfig, initial 
 		forkSource = &m.ForkSourceID
 	}
 	m.Tail = Offset{Seq: m.ForkSeq, Pos: m.ForkPos}
-	err = t.QueryRow(ctx, sqlInsertStream,
-		path, m.ContentType, m.Tail.Seq, m.Tail.Pos, m.TTLSeconds, m.ExpiresAt,
-		forkSource, m.ForkSeq, m.ForkPos, m.ForkOffset, m.ForkSubOffset,
-		string(m.Access.Kind), m.Access.Owner, m.Access.Entity, t.store.clock.SQL()).Scan(&m.ID, &m.LastAccessAt, &m.CreatedAt)
+	row, err := queries.InsertStream(ctx, t, dbsqlc.InsertStreamParams{
+		Path: path, ContentType: m.ContentType, TailSeq: m.Tail.Seq, TailPos: m.Tail.Pos,
+		TTLSeconds: m.TTLSeconds, ExpiresAt: m.ExpiresAt,
+		ForkSourceID: forkSource, ForkSeq: m.ForkSeq, ForkPos: m.ForkPos,
+		ForkOffset: m.ForkOffset, ForkSubOffset: m.ForkSubOffset,
+		AccessKind: string(m.Access.Kind), OwnerPrincipal: m.Access.Owner, EntityURL: m.Access.Entity,
+		Now: t.store.clock.SQL(),
+	})
 	if err != nil {
 		return nil, false, fmt.Errorf("streamdb: create stream: %w", err)
 	}
+	m.ID, m.LastAccessAt, m.CreatedAt = row.ID, row.LastAccessAt, row.CreatedAt
 	msgs := append(prefix, initial...)
 	if len(msgs) > 0 || cfg.Closed {
 		res, err := t.Append(ctx, &AppendRequest{Path: path, Messages: msgs, Close: cfg.Closed, creating: true})
@@ -196,7 +203,7 @@ func (t *Tx) planFork(ctx context.Context, m *Meta, cfg CreateConfig, now time.T
 			prefix = [][]byte{next[:sub]}
 		}
 	}
-	if _, err := t.Exec(ctx, sqlRefFork, src.ID); err != nil {
+	if err := queries.RefFork(ctx, t, src.ID); err != nil {
 		return nil, err
 	}
 	return prefix, nil
@@ -212,8 +219,7 @@ func (t *Tx) offsetAt(ctx context.Context, m *Meta, seq int64) (Offset, error) {
 			return Offset{Seq: m.ForkSeq, Pos: m.ForkPos}, nil
 		}
 		if !m.IsFork() || seq > m.ForkSeq {
-			var pos int64
-			err := t.QueryRow(ctx, sqlOffsetAt, m.ID, seq).Scan(&pos)
+			pos, err := queries.OffsetAt(ctx, t, dbsqlc.OffsetAtParams{StreamID: m.ID, Seq: seq})
 			if err != nil {
 				return Offset{}, fmt.Errorf("streamdb: offset of message %d: %w", seq, err)
 			}
@@ -236,8 +242,7 @@ func (t *Tx) messageAt(ctx context.Context, m *Meta, seq int64) ([]byte, error) 
 		}
 		m = src
 	}
-	var data []byte
-	err := t.QueryRow(ctx, sqlMessageAt, m.ID, seq).Scan(&data)
+	data, err := queries.MessageAt(ctx, t, dbsqlc.MessageAtParams{StreamID: m.ID, Seq: seq})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -245,22 +250,25 @@ func (t *Tx) messageAt(ctx context.Context, m *Meta, seq int64) ([]byte, error) 
 }
 
 func (t *Tx) lockByPath(ctx context.Context, path string) (*Meta, error) {
-	m, err := scanMeta(t.QueryRow(ctx, sqlLockStream, path))
+	row, err := queries.LockStream(ctx, t, path)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("streamdb: lock stream: %w", err)
 	}
-	return m, nil
+	return metaOf(row.Stream, row.ForkSourcePath), nil
 }
 
 func (t *Tx) metaByID(ctx context.Context, id int64) (*Meta, error) {
-	m, err := scanMeta(t.QueryRow(ctx, sqlMetaByID, id))
+	row, err := queries.MetaByID(ctx, t, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
-	return m, err
+	if err != nil {
+		return nil, err
+	}
+	return metaOf(row.Stream, row.ForkSourcePath), nil
 }
 
 // sameConfig decides whether a PUT on an existing stream is an idempotent re-create.

@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
+
+	"github.com/entityd/entityd/streamdb/internal/dbsqlc"
 )
 
 // Delete deletes the stream at path. A stream that forks still read through is only
@@ -57,7 +58,7 @@ func (t *Tx) Delete(ctx context.Context, path string, check func(*Meta) error) e
 		}
 	}
 	if m.Refcount > 0 {
-		if _, err := t.Exec(ctx, sqlSoftDelete, m.ID); err != nil {
+		if err := queries.SoftDelete(ctx, t, m.ID); err != nil {
 			return fmt.Errorf("streamdb: soft-delete stream: %w", err)
 		}
 		t.gone = append(t.gone, m.ID)
@@ -70,13 +71,13 @@ func (t *Tx) Delete(ctx context.Context, path string, check func(*Meta) error) e
 // when it was waiting only for this fork.
 func (t *Tx) hardDelete(ctx context.Context, m *Meta) error {
 	for m != nil {
-		for _, q := range []string{
-			sqlDeleteMessages,
-			sqlDeleteProducers,
-			sqlDeleteDedupe,
-			sqlDeleteStream,
+		for _, del := range []func(context.Context, dbsqlc.DBTX, int64) error{
+			queries.DeleteMessages,
+			queries.DeleteProducers,
+			queries.DeleteDedupe,
+			queries.DeleteStream,
 		} {
-			if _, err := t.Exec(ctx, q, m.ID); err != nil {
+			if err := del(ctx, t, m.ID); err != nil {
 				return fmt.Errorf("streamdb: delete stream: %w", err)
 			}
 		}
@@ -84,10 +85,8 @@ func (t *Tx) hardDelete(ctx context.Context, m *Meta) error {
 		if !m.IsFork() {
 			return nil
 		}
-		var src *Meta
-		row := t.QueryRow(ctx, sqlUnrefFork, m.ForkSourceID)
-		var id int64
-		if err := row.Scan(&id); err != nil {
+		id, err := queries.UnrefFork(ctx, t, m.ForkSourceID)
+		if err != nil {
 			return fmt.Errorf("streamdb: release fork source: %w", err)
 		}
 		src, err := t.metaByID(ctx, id)
@@ -115,11 +114,7 @@ func (s *Store) sweepRound(ctx context.Context) {
 
 // Sweep deletes up to 500 expired, unreferenced streams and returns how many it deleted.
 func (s *Store) Sweep(ctx context.Context) (int, error) {
-	rows, err := s.pool.Query(ctx, sqlExpiredStreams, s.clock.SQL())
-	if err != nil {
-		return 0, err
-	}
-	paths, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	paths, err := queries.ExpiredStreams(ctx, s.pool, s.clock.SQL())
 	if err != nil {
 		return 0, err
 	}

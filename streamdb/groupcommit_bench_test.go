@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -74,4 +75,52 @@ func benchGroupCommit(b *testing.B, writers int, producer bool) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
 	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkAppendOneWriter: one writer appending in a loop, so each transaction carries
+// one append (what a single client's send costs the commit path), and the process's CPU
+// time per append, which a loaded machine disturbs less than the rate.
+//
+//	go run ./internal/tools/withpg -- go test -run '^$' -bench AppendOneWriter -benchmem -benchtime 4000x ./streamdb
+func BenchmarkAppendOneWriter(b *testing.B) {
+	for _, kind := range []string{"plain", "dedupe"} {
+		b.Run(kind, func(b *testing.B) {
+			ctx := context.Background()
+			cfg, err := pgxpool.ParseConfig(pgtest.URL(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+			pool, err := pgxpool.NewWithConfig(ctx, cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(pool.Close)
+			s, err := Open(ctx, pool, Options{SweepInterval: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(s.Close)
+			if _, _, err := s.Create(ctx, "/one", CreateConfig{ContentType: "application/json"}, nil); err != nil {
+				b.Fatal(err)
+			}
+			msg := []byte(`{"n":1,"payload":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}`)
+			var r0, r1 syscall.Rusage
+			b.ResetTimer()
+			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
+			for i := 0; i < b.N; i++ {
+				req := &AppendRequest{Path: "/one", ContentType: "application/json", Messages: [][]byte{msg}}
+				if kind == "dedupe" {
+					req.Dedupe = &Dedupe{Key: fmt.Sprint(i), Hash: []byte{1, 2, 3}, Ref: "r"}
+				}
+				if _, err := s.Append(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
+			b.StopTimer()
+			cpu := (r1.Utime.Nano() - r0.Utime.Nano()) + (r1.Stime.Nano() - r0.Stime.Nano())
+			b.ReportMetric(float64(cpu)/1e3/float64(b.N), "cpu-µs/op")
+		})
+	}
 }

@@ -74,18 +74,17 @@ func (s *Store) Identify(ctx context.Context, path string) (Identity, error) {
 	if id, ok := s.idents.get(path); ok {
 		return id, nil
 	}
-	var id Identity
-	var softDeleted bool
-	err := s.pool.QueryRow(ctx, sqlIdentify, path).Scan(&id.ID, &id.Access.Kind, &id.Access.Owner, &id.Access.Entity, &softDeleted)
+	row, err := queries.Identify(ctx, s.pool, path)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Identity{}, ErrNotFound
 	}
 	if err != nil {
 		return Identity{}, fmt.Errorf("streamdb: identify stream: %w", err)
 	}
-	if softDeleted {
+	if row.SoftDeleted {
 		return Identity{}, ErrGone
 	}
+	id := Identity{ID: row.ID, Access: Access{Kind: AccessKind(row.AccessKind), Owner: row.OwnerPrincipal, Entity: row.EntityURL}}
 	s.idents.put(path, id)
 	return id, nil
 }

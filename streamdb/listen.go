@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
+
+	"github.com/entityd/entityd/streamdb/internal/dbsqlc"
 )
 
 // maxNotifyPayload stays under Postgres's 8000-byte NOTIFY payload limit.
@@ -17,8 +19,9 @@ const maxNotifyPayload = 7900
 // NOTIFY takes a database-wide lock at commit, so a transaction sends at most one, and
 // group commit makes that one cover many appends. Too many streams for one payload
 // degrade to "<proc>|*", which makes every listener re-check its readers.
-func (s *Store) queueNotify(b *pgx.Batch, w *writeSet) {
-	b.Queue(sqlNotify, s.opts.NotifyChannel, s.notifyPayload(w))
+func (s *Store) queueNotify(ctx context.Context, b *pgx.Batch, w *writeSet) {
+	notify := dbsqlc.NotifyParams{Channel: s.opts.NotifyChannel, Payload: s.notifyPayload(w)}
+	queue(b, func(db dbsqlc.DBTX) error { return queries.Notify(ctx, db, notify) })
 }
 
 // Streams a transaction deleted (gone) follow as "<id>:0:0:g", so that other processes

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/entityd/entityd/internal/rawjson"
+	"github.com/entityd/entityd/streamdb/internal/dbsqlc"
 )
 
 // Point lookups other packages need in stream storage. They live here, beside the
@@ -20,12 +21,11 @@ func (s *Store) OffsetAt(ctx context.Context, id, seq int64) (Offset, error) {
 	if seq == 0 {
 		return Start, nil
 	}
-	off := Offset{Seq: seq}
-	if err := s.pool.QueryRow(ctx, sqlOffsetAt,
-		id, seq).Scan(&off.Pos); err != nil {
+	pos, err := queries.OffsetAt(ctx, s.pool, dbsqlc.OffsetAtParams{StreamID: id, Seq: seq})
+	if err != nil {
 		return Offset{}, fmt.Errorf("streamdb: offset of message %d of stream %d: %w", seq, id, err)
 	}
-	return off, nil
+	return Offset{Seq: seq, Pos: pos}, nil
 }
 
 // LastEvent returns the newest message of stream id that is a State Protocol event of
@@ -36,7 +36,7 @@ func (s *Store) LastEvent(ctx context.Context, id int64, typ, key string) (data 
 	prefix := rawjson.AppendString([]byte(`{"type":`), typ)
 	prefix = append(prefix, `,"key":`...)
 	prefix = rawjson.AppendString(prefix, key)
-	err = s.pool.QueryRow(ctx, sqlLastEvent, id, prefix, len(prefix)).Scan(&data)
+	data, err = queries.LastEvent(ctx, s.pool, dbsqlc.LastEventParams{StreamID: id, Prefix: prefix, PrefixLen: int32(len(prefix))})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, nil
 	}
@@ -49,7 +49,7 @@ func (s *Store) LastEvent(ctx context.Context, id int64, typ, key string) (data 
 // DedupeHash is the body hash recorded for keyed appends with key on stream id (ok
 // false when the key is unused or was purged after the dedupe window).
 func (s *Store) DedupeHash(ctx context.Context, id int64, key string) (hash []byte, ok bool, err error) {
-	err = s.pool.QueryRow(ctx, sqlDedupeHash, id, key).Scan(&hash)
+	hash, err = queries.DedupeHash(ctx, s.pool, dbsqlc.DedupeHashParams{StreamID: id, Key: key})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, nil
 	}
@@ -59,7 +59,6 @@ func (s *Store) DedupeHash(ctx context.Context, id int64, key string) (hash []by
 // CountOwned is how many live plain streams owner owns, counted up to limit (for
 // quotas: the count stops where the answer is known).
 func (s *Store) CountOwned(ctx context.Context, owner string, limit int) (int, error) {
-	var n int
-	err := s.pool.QueryRow(ctx, sqlCountOwned, owner, limit).Scan(&n)
-	return n, err
+	n, err := queries.CountOwned(ctx, s.pool, dbsqlc.CountOwnedParams{Owner: owner, MaxCount: int64(limit)})
+	return int(n), err
 }

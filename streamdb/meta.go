@@ -3,7 +3,7 @@ package streamdb
 import (
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/entityd/entityd/streamdb/internal/dbsqlc"
 )
 
 // ProducerTuple identifies one append of an idempotent producer.
@@ -58,21 +58,42 @@ func (m *Meta) Expired(now time.Time) bool {
 // HasTTL reports whether accesses must refresh last_access_at.
 func (m *Meta) HasTTL() bool { return m.TTLSeconds != nil }
 
-// scanMeta reads the columns of the "meta" fragment (queries/meta.sql), in order.
-func scanMeta(row pgx.Row) (*Meta, error) {
-	m := &Meta{}
-	var cpID *string
-	var cpEpoch, cpSeq *int64
-	err := row.Scan(&m.ID, &m.Path, &m.ContentType, &m.Tail.Seq, &m.Tail.Pos, &m.Closed,
-		&cpID, &cpEpoch, &cpSeq, &m.LastStreamSeq,
-		&m.TTLSeconds, &m.ExpiresAt, &m.LastAccessAt, &m.CreatedAt, &m.Refcount, &m.SoftDeleted,
-		&m.ForkSourceID, &m.ForkSourcePath, &m.ForkSeq, &m.ForkPos, &m.ForkOffset, &m.ForkSubOffset,
-		&m.Access.Kind, &m.Access.Owner, &m.Access.Entity)
-	if err != nil {
-		return nil, err
+// metaOf is the Meta of a stream's row, with the path of its fork source ("" when it
+// is not a fork): what the queries that select sqlc.embed(s) return.
+func metaOf(s dbsqlc.Stream, forkSourcePath string) *Meta {
+	m := &Meta{
+		ID:             s.ID,
+		Path:           s.Path,
+		ContentType:    s.ContentType,
+		Tail:           Offset{Seq: s.TailSeq, Pos: s.TailPos},
+		Closed:         s.Closed,
+		LastStreamSeq:  s.LastStreamSeq,
+		TTLSeconds:     s.TTLSeconds,
+		ExpiresAt:      s.ExpiresAt,
+		LastAccessAt:   s.LastAccessAt,
+		CreatedAt:      s.CreatedAt,
+		Refcount:       int(s.Refcount),
+		SoftDeleted:    s.SoftDeleted,
+		ForkSourcePath: forkSourcePath,
+		ForkSeq:        s.ForkSeq,
+		ForkPos:        s.ForkPos,
+		ForkOffset:     s.ForkOffset,
+		ForkSubOffset:  s.ForkSubOffset,
+		Access:         Access{Kind: AccessKind(s.AccessKind), Owner: deref(s.OwnerPrincipal), Entity: deref(s.EntityURL)},
 	}
-	if cpID != nil && cpEpoch != nil && cpSeq != nil {
-		m.ClosedBy = &ProducerTuple{ID: *cpID, Epoch: *cpEpoch, Seq: *cpSeq}
+	if s.ForkSourceID != nil {
+		m.ForkSourceID = *s.ForkSourceID
 	}
-	return m, nil
+	if s.ClosedProducerID != nil && s.ClosedProducerEpoch != nil && s.ClosedProducerSeq != nil {
+		m.ClosedBy = &ProducerTuple{ID: *s.ClosedProducerID, Epoch: *s.ClosedProducerEpoch, Seq: *s.ClosedProducerSeq}
+	}
+	return m
+}
+
+// deref is *p, or "" for nil.
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

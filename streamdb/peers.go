@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/entityd/entityd/internal/lifecycle"
+	"github.com/entityd/entityd/streamdb/internal/dbsqlc"
 )
 
 // Peers: a transaction's NOTIFY exists only to wake readers and wake dispatchers in other
@@ -42,7 +43,7 @@ func (s *Store) notifyNeeded() bool {
 // registerListener records this process as listening and, for a while, re-checks every
 // parked reader so that commits of processes that did not know about it yet are seen.
 func (s *Store) registerListener(ctx context.Context) error {
-	if _, err := s.pool.Exec(ctx, sqlRegisterListener, s.procID, s.clock.SQL()); err != nil {
+	if err := queries.RegisterListener(ctx, s.pool, dbsqlc.RegisterListenerParams{ProcID: s.procID, Now: s.clock.SQL()}); err != nil {
 		return err
 	}
 	deadline := s.clock.Now().Add(peerCatchUp)
@@ -63,8 +64,7 @@ func (s *Store) registerListener(ctx context.Context) error {
 // it runs every peerPoll.
 func (s *Store) checkPeers(ctx context.Context) {
 	checked := s.clock.Now()
-	var others int
-	err := s.pool.QueryRow(ctx, sqlPeers, s.procID, peerExpiry.String(), s.clock.SQL()).Scan(&others)
+	others, err := queries.Peers(ctx, s.pool, dbsqlc.PeersParams{ProcID: s.procID, Now: s.clock.SQL(), Expiry: peerExpiry})
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Debug("peer check failed; notifying every commit", zap.Error(err))
@@ -80,5 +80,5 @@ func (s *Store) checkPeers(ctx context.Context) {
 
 // unregisterListener removes this process's row at shutdown.
 func (s *Store) unregisterListener(ctx context.Context) {
-	_, _ = s.pool.Exec(ctx, sqlUnregisterListener, s.procID)
+	_ = queries.UnregisterListener(ctx, s.pool, s.procID)
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/entityd/entityd/streamdb/internal/dbsqlc"
 )
 
 // flightGroup coalesces identical concurrent reads: when a change wakes ten thousand
@@ -25,13 +27,14 @@ type Message struct {
 // Lookup returns the metadata of a readable stream. A stream past its TTL or Expires-At
 // is ErrNotFound (ErrGone while forks still read through it); a soft-deleted one ErrGone.
 func (s *Store) Lookup(ctx context.Context, path string) (*Meta, error) {
-	m, err := scanMeta(s.pool.QueryRow(ctx, sqlMetaByPath, path))
+	row, err := queries.MetaByPath(ctx, s.pool, path)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("streamdb: look up stream: %w", err)
 	}
+	m := metaOf(row.Stream, row.ForkSourcePath)
 	if err := liveness(m, s.clock.Now()); err != nil {
 		return nil, err
 	}
@@ -52,11 +55,14 @@ func liveness(m *Meta, now time.Time) error {
 }
 
 func (s *Store) lookupByID(ctx context.Context, id int64) (*Meta, error) {
-	m, err := scanMeta(s.pool.QueryRow(ctx, sqlMetaByID, id))
+	row, err := queries.MetaByID(ctx, s.pool, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
-	return m, err
+	if err != nil {
+		return nil, err
+	}
+	return metaOf(row.Stream, row.ForkSourcePath), nil
 }
 
 // Touch refreshes the idle window of a stream with a TTL; reads call it, HEAD does not.
@@ -64,8 +70,7 @@ func (s *Store) Touch(ctx context.Context, m *Meta) error {
 	if !m.HasTTL() {
 		return nil
 	}
-	_, err := s.pool.Exec(ctx, sqlTouch, m.ID, s.clock.SQL())
-	return err
+	return queries.Touch(ctx, s.pool, dbsqlc.TouchParams{ID: m.ID, Now: s.clock.SQL()})
 }
 
 // Read returns the messages after from up to and including tail, at most MaxReadBytes
@@ -124,24 +129,20 @@ func (s *Store) readRange(ctx context.Context, m *Meta, from Offset, toSeq, budg
 	// mean size (with room to spare): a page then costs the same wherever it starts, and
 	// where messages are smaller than the mean it is merely shorter.
 	toSeq = min(toSeq, from.Seq+pageSpan(m, budget))
-	rows, err := s.pool.Query(ctx, sqlReadRange, m.ID, from.Seq, toSeq, from.Pos+budget)
+	rows, err := queries.ReadRange(ctx, s.pool, dbsqlc.ReadRangeParams{
+		StreamID: m.ID, AfterSeq: from.Seq, ToSeq: toSeq, MaxEndPos: from.Pos + budget})
 	if err != nil {
 		return nil, fmt.Errorf("streamdb: read messages: %w", err)
 	}
-	defer rows.Close()
 	expect := from.Seq + 1
-	for rows.Next() {
-		var msg Message
-		if err := rows.Scan(&msg.End.Seq, &msg.End.Pos, &msg.Data); err != nil {
-			return nil, err
-		}
-		if msg.End.Seq != expect {
+	for _, r := range rows {
+		if r.Seq != expect {
 			break // the budget cut a run short; never skip over a message
 		}
 		expect++
-		out = append(out, msg)
+		out = append(out, Message{Data: r.Data, End: Offset{Seq: r.Seq, Pos: r.EndPos}})
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // pageSpan is how many messages a read of budget bytes may need to look at: the budget
@@ -210,14 +211,14 @@ func (s *Store) freshState(ctx context.Context, id int64) (tailState, error) {
 	v, err, _ := s.reads.Do("state:"+strconv.FormatInt(id, 10), func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		var st tailState
-		err := s.pool.QueryRow(ctx, sqlFreshState, id).
-			Scan(&st.tail.Seq, &st.tail.Pos, &st.closed, &st.gone)
+		row, err := queries.FreshState(ctx, s.pool, id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return tailState{gone: true, known: true}, nil
 		}
-		st.known = true
-		return st, err
+		if err != nil {
+			return tailState{}, err
+		}
+		return tailState{tail: Offset{Seq: row.TailSeq, Pos: row.TailPos}, closed: row.Closed, gone: row.SoftDeleted, known: true}, nil
 	})
 	if err != nil {
 		return tailState{}, err

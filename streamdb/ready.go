@@ -26,12 +26,11 @@ func (s *Store) CanCommit(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	var readOnly bool
-	var xid int64
-	if err := tx.QueryRow(ctx, sqlAssignXid).Scan(&readOnly, &xid); err != nil {
+	row, err := queries.AssignXid(ctx, tx)
+	if err != nil {
 		return err
 	}
-	if readOnly {
+	if row.ReadOnly {
 		return ErrReadOnly
 	}
 	return tx.Commit(ctx)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/entityd/entityd/streamdb/internal/dbsqlc"
 )
 
 // PurgeBatch is how many rows one purge statement deletes: small enough that a purge
@@ -15,11 +17,11 @@ const PurgeBatch = 5000
 // new append: the window is the documented dedupe window.
 func (s *Store) PurgeDedupe(ctx context.Context, window time.Duration) (int64, error) {
 	return PurgeBatches(ctx, func(ctx context.Context) (int64, error) {
-		tag, err := s.pool.Exec(ctx, sqlPurgeDedupe, window, PurgeBatch)
+		n, err := queries.PurgeDedupe(ctx, s.pool, dbsqlc.PurgeDedupeParams{MaxAge: window, MaxRows: PurgeBatch})
 		if err != nil {
 			return 0, fmt.Errorf("streamdb: purge dedupe keys: %w", err)
 		}
-		return tag.RowsAffected(), nil
+		return n, nil
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/entityd/entityd/internal/dberr"
+	"github.com/entityd/entityd/streamdb/internal/dbsqlc"
 )
 
 // Tx is a transaction that can append to streams and write the caller's own tables
@@ -67,7 +68,8 @@ func (s *Store) runTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) 
 		return nil, err
 	}
 	if (!t.w.empty() || len(t.gone) > 0) && s.notifyNeeded() {
-		t.ExecLater(sqlNotify, s.opts.NotifyChannel, s.notifyPayload(&t.w, t.gone...))
+		notify := dbsqlc.NotifyParams{Channel: s.opts.NotifyChannel, Payload: s.notifyPayload(&t.w, t.gone...)}
+		queue(&t.later, func(db dbsqlc.DBTX) error { return queries.Notify(ctx, db, notify) })
 	}
 	if t.err != nil {
 		return nil, t.err // fn went on after a failed statement

@@ -1,24 +1,27 @@
--- Queries of create.go.
+-- name: LockPath :exec
+-- Serializes the creates of one path for the rest of the transaction.
+SELECT pg_advisory_xact_lock(@lock_class::int4, hashtext(@path::text));
 
--- name: LockPath
-SELECT pg_advisory_xact_lock($1, hashtext($2))
-
--- name: InsertStream
+-- name: InsertStream :one
 INSERT INTO streams (path, content_type, tail_seq, tail_pos, ttl_seconds, expires_at,
     fork_source_id, fork_seq, fork_pos, fork_offset, fork_sub_offset,
     access_kind, owner_principal, entity_url, last_access_at)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, nullif($13, ''), nullif($14, ''), coalesce($15::timestamptz, now()))
-  RETURNING id, last_access_at, created_at
+  VALUES (@path, @content_type, @tail_seq, @tail_pos, @ttl_seconds, @expires_at,
+    @fork_source_id, @fork_seq, @fork_pos, @fork_offset, @fork_sub_offset,
+    @access_kind, nullif(@owner_principal::text, ''), nullif(@entity_url::text, ''),
+    coalesce(sqlc.narg(now)::timestamptz, now()))
+  RETURNING id, last_access_at, created_at;
 
--- name: RefFork
-UPDATE streams SET refcount = refcount + 1 WHERE id = $1
+-- name: RefFork :exec
+UPDATE streams SET refcount = refcount + 1 WHERE id = @id;
 
--- name: OffsetAt
-SELECT end_pos FROM stream_messages WHERE stream_id = $1 AND seq = $2
+-- name: OffsetAt :one
+SELECT end_pos FROM stream_messages WHERE stream_id = @stream_id AND seq = @seq;
 
--- name: MessageAt
-SELECT data FROM stream_messages WHERE stream_id = $1 AND seq = $2
+-- name: MessageAt :one
+SELECT data FROM stream_messages WHERE stream_id = @stream_id AND seq = @seq;
 
--- name: LockStream
-SELECT {{meta}}
-  WHERE s.path = $1 FOR UPDATE OF s
+-- name: LockStream :one
+SELECT sqlc.embed(s), coalesce(src.path, '')::text AS fork_source_path
+  FROM streams s LEFT JOIN streams src ON src.id = s.fork_source_id
+  WHERE s.path = @path FOR UPDATE OF s;

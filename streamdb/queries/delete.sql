@@ -1,25 +1,23 @@
--- Queries of delete.go.
+-- name: SoftDelete :exec
+UPDATE streams SET soft_deleted = true WHERE id = @id;
 
--- name: SoftDelete
-UPDATE streams SET soft_deleted = true WHERE id = $1
+-- name: DeleteMessages :exec
+DELETE FROM stream_messages WHERE stream_id = @stream_id;
 
--- name: DeleteMessages
-DELETE FROM stream_messages WHERE stream_id = $1
+-- name: DeleteProducers :exec
+DELETE FROM stream_producers WHERE stream_id = @stream_id;
 
--- name: DeleteProducers
-DELETE FROM stream_producers WHERE stream_id = $1
+-- name: DeleteDedupe :exec
+DELETE FROM stream_dedupe WHERE stream_id = @stream_id;
 
--- name: DeleteDedupe
-DELETE FROM stream_dedupe WHERE stream_id = $1
+-- name: DeleteStream :exec
+DELETE FROM streams WHERE id = @id;
 
--- name: DeleteStream
-DELETE FROM streams WHERE id = $1
+-- name: UnrefFork :one
+UPDATE streams SET refcount = refcount - 1 WHERE id = @id RETURNING id;
 
--- name: UnrefFork
-UPDATE streams SET refcount = refcount - 1 WHERE id = $1 RETURNING id
-
--- name: ExpiredStreams
+-- name: ExpiredStreams :many
 SELECT path FROM streams
-  WHERE refcount = 0 AND (expires_at <= coalesce($1::timestamptz, now())
-    OR last_access_at + ttl_seconds * interval '1 second' <= coalesce($1::timestamptz, now()))
-  LIMIT 500
+  WHERE refcount = 0 AND (expires_at <= coalesce(sqlc.narg(now)::timestamptz, now())
+    OR last_access_at + ttl_seconds * interval '1 second' <= coalesce(sqlc.narg(now)::timestamptz, now()))
+  LIMIT 500;

@@ -1,4 +1,2 @@
--- Queries of listen.go.
-
--- name: Notify
-SELECT pg_notify($1, $2)
+-- name: Notify :exec
+SELECT pg_notify(@channel::text, @payload::text);

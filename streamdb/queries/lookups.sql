@@ -1,14 +1,14 @@
--- Queries of lookups.go.
-
--- name: LastEvent
+-- name: LastEvent :one
 SELECT data FROM stream_messages
-  WHERE stream_id = $1 AND substring(data FROM 1 FOR $3) = $2
-  ORDER BY seq DESC LIMIT 1
+  WHERE stream_id = @stream_id AND substring(data FROM 1 FOR @prefix_len::int4) = @prefix::bytea
+  ORDER BY seq DESC LIMIT 1;
 
--- name: DedupeHash
-SELECT body_hash FROM stream_dedupe WHERE stream_id = $1 AND key = $2
+-- name: DedupeHash :one
+SELECT body_hash FROM stream_dedupe WHERE stream_id = @stream_id AND key = @key;
 
--- name: CountOwned
--- How many live plain and shared-state streams principal $1 created, counted up to $2.
+-- name: CountOwned :one
+-- How many live plain and shared-state streams principal owner created, counted up to
+-- max_count.
 SELECT count(*) FROM (
-  SELECT 1 FROM streams WHERE owner_principal = $1 AND access_kind IN ('plain', 'shared') AND NOT soft_deleted LIMIT $2) owned
+  SELECT 1 FROM streams WHERE owner_principal = @owner::text AND access_kind IN ('plain', 'shared') AND NOT soft_deleted
+  LIMIT @max_count::int8) owned;

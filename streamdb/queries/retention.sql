@@ -1,5 +1,3 @@
--- Queries of retention.go.
-
--- name: PurgeDedupe
+-- name: PurgeDedupe :execrows
 DELETE FROM stream_dedupe WHERE ctid = ANY(ARRAY(
-  SELECT ctid FROM stream_dedupe WHERE created_at < now() - $1::interval LIMIT $2))
+  SELECT ctid FROM stream_dedupe WHERE created_at < now() - @max_age::interval LIMIT @max_rows::int8));
