@@ -21,6 +21,12 @@ func (p streamPolicy) Authenticate(r *http.Request) (*http.Request, error) {
 	return p.s.authenticated(r)
 }
 
+// OwnCredential: an entity's stream is appended to with the entity's write token, which
+// is not a principal's credential.
+func (p streamPolicy) OwnCredential(id streamdb.Identity) bool {
+	return id.Access.Kind == streamdb.AccessEntity
+}
+
 func (p streamPolicy) Decide(r *http.Request, id streamdb.Identity, path string, op dsapi.Op) (*http.Request, error) {
 	return p.s.decideStream(r, id, path, op)
 }

@@ -44,6 +44,9 @@ type Policy interface {
 	// Authenticate returns r with its caller on the context (401 without valid
 	// credentials).
 	Authenticate(r *http.Request) (*http.Request, error)
+	// OwnCredential reports a stream written with a credential of its own, which Decide
+	// checks, rather than as the caller: its writers are not authenticated first.
+	OwnCredential(id streamdb.Identity) bool
 	// Decide is the stream's one access decision: may the caller do op to the stream id
 	// at path. It returns the request with the caller on its context.
 	Decide(r *http.Request, id streamdb.Identity, path string, op Op) (*http.Request, error)

@@ -232,12 +232,12 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request, path strin
 }
 
 // identifyToWrite finds the stream at path for an append or close the stream's access
-// decision allows. An entity's stream takes its write token, which is not a principal's
-// credential; for any other stream, and for a path with no stream, the caller is
+// decision allows. A stream written with a credential of its own (Policy.OwnCredential)
+// is decided on that; for any other stream, and for a path with no stream, the caller is
 // authenticated first, so that a request without credentials learns nothing.
 func (s *Server) identifyToWrite(r *http.Request, path string, op Op) (streamdb.Identity, *http.Request, error) {
 	id, err := s.streams.Identify(r.Context(), path)
-	if err != nil || id.Access.Kind != streamdb.AccessEntity {
+	if err != nil || !s.policy.OwnCredential(id) {
 		var aerr error
 		if r, aerr = s.policy.Authenticate(r); aerr != nil {
 			return id, r, aerr
