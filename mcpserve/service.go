@@ -50,7 +50,12 @@ type Options struct {
 	IdleEntity time.Duration
 	// MaxBodyBytes bounds one JSON-RPC request body (1 MiB).
 	MaxBodyBytes int64
-	Logger       *zap.Logger
+	// Live closes when the server starts shutting down: a session's GET stream, which a
+	// client holds open for as long as it is connected (the TypeScript SDK opens one for
+	// every client), ends then, so that it does not hold the shutdown up to its deadline.
+	// The client reconnects to another server. nil: streams end only with Stop.
+	Live   <-chan struct{}
+	Logger *zap.Logger
 }
 
 func (o *Options) setDefaults() {
@@ -171,10 +176,29 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) error {
 		sw := &settleWriter{ResponseWriter: w, settle: func() { s.ended(en, id) }}
 		en.http.ServeHTTP(sw, withSessionOwner(r))
 		sw.done()
+	case r.Method == http.MethodGet: // the session's notification stream
+		ctx, cancel := s.untilShutdown(r.Context())
+		defer cancel()
+		en.http.ServeHTTP(w, withSessionOwner(r.WithContext(ctx)))
 	default:
 		en.http.ServeHTTP(w, withSessionOwner(r))
 	}
 	return nil
+}
+
+// untilShutdown is ctx, also cancelled once Options.Live closes.
+func (s *Service) untilShutdown(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if s.opts.Live != nil {
+		go func() {
+			select {
+			case <-s.opts.Live:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, cancel
 }
 
 // entryFor returns the entity's MCP server, creating it (and loading its prompts) on
