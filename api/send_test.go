@@ -321,6 +321,35 @@ func TestSendIdempotencyKey(t *testing.T) {
 	require.Len(t, ofType(h.events("/chat/two"), "inbox"), 1)
 }
 
+// A send retried with its key answers the first send's {txid, offset}: the offset just
+// after the original message, not the tail it finds (after replies and later messages),
+// so a client that retries and follows the stream from there misses nothing.
+func TestRetriedSendAnswersItsOriginalOffset(t *testing.T) {
+	h := setup(t)
+	h.registerType(`{"name":"chat","description":"d"}`)
+	h.mustSpawn("chat", "one", nil)
+	sent := func(body string) map[string]string {
+		t.Helper()
+		r := h.send("/chat/one", body)
+		requireStatus(t, r, http.StatusOK)
+		var out map[string]string
+		require.NoError(t, json.Unmarshal(r.Body, &out))
+		return out
+	}
+	first := sent(`{"key":"k1","payload":"first"}`)
+	later := sent(`{"key":"k2","payload":"later"}`)
+	require.NotEqual(t, first["offset"], later["offset"])
+	retried := sent(`{"key":"k1","payload":"first"}`)
+	require.Equal(t, first, retried, "the retry answers the first send's txid and offset")
+
+	// reading from that offset starts with what came after the original message
+	next := h.do(http.MethodGet, "/chat/one/main?offset="+retried["offset"], nil)
+	requireStatus(t, next, http.StatusOK)
+	after := ofType(parseEvents(t, next.Body), "inbox")
+	require.Len(t, after, 1)
+	require.Equal(t, "k2", after[0].Key)
+}
+
 func TestSendSeesSchemaAmendments(t *testing.T) {
 	h := setup(t)
 	h.registerType(`{"name":"chat","description":"d","inbox_schemas":{"a":{"type":"string"}}}`)
@@ -439,7 +468,8 @@ func TestConcurrentRetriesWithOneKey(t *testing.T) {
 	h.mustSpawn("chat", "one", nil)
 	h.mustSpawn("chat", "two", nil)
 
-	// The same message retried concurrently: every retry gets the one txid.
+	// The same message retried concurrently: every retry gets the one txid and offset,
+	// whether it met the first send in the same group commit or after it.
 	const n = 10
 	res := make([]*response, n)
 	var wg sync.WaitGroup
@@ -447,14 +477,16 @@ func TestConcurrentRetriesWithOneKey(t *testing.T) {
 		wg.Go(func() { res[i] = h.send("/chat/one", `{"key":"same","payload":{"x":1}}`) })
 	}
 	wg.Wait()
-	txids := map[string]bool{}
+	txids, offsets := map[string]bool{}, map[string]bool{}
 	for _, r := range res {
 		requireStatus(t, r, http.StatusOK)
 		var out map[string]string
 		r.decode(t, &out)
 		txids[out["txid"]] = true
+		offsets[out["offset"]] = true
 	}
 	require.Len(t, txids, 1)
+	require.Len(t, offsets, 1)
 	msgs := ofType(h.events("/chat/one"), "inbox")
 	require.Len(t, msgs, 1)
 	require.True(t, txids[msgs[0].Headers["txid"]])

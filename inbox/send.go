@@ -223,7 +223,7 @@ func (s *Sender) Send(ctx context.Context, e *entity.Entity, req *SendRequest) (
 		return nil, err
 	}
 	if res.Duplicate {
-		return &SendResult{Txid: res.DedupeRef, Duplicate: true, Offset: res.Tail}, nil
+		return &SendResult{Txid: res.DedupeRef, Duplicate: true, Offset: res.DedupeOffset}, nil
 	}
 	if resumes(res, p) {
 		s.resumed(e)

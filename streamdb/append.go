@@ -76,8 +76,11 @@ type AppendResult struct {
 	// ProducerEpoch and ProducerSeq echo the producer's state (highest accepted seq).
 	ProducerEpoch int64
 	ProducerSeq   int64
-	// DedupeRef is the first append's Ref when Duplicate came from a dedupe key.
-	DedupeRef string
+	// DedupeRef is the first append's Ref when Duplicate came from a dedupe key, and
+	// DedupeOffset the offset just after what the first append wrote (the tail when
+	// retention has removed its messages): a retry is answered as the first append was.
+	DedupeRef    string
+	DedupeOffset Offset
 	// Note is the note of the Admission's verdict ("" when there was none).
 	Note string
 	// Diverted reports that the Admission sent the request to the caller's own
@@ -115,6 +118,7 @@ type dedupeRow struct {
 	hash []byte
 	ref  string
 	seq  int64
+	pos  int64 // where the first append ended (-1: unknown, its messages were removed)
 	new  bool
 }
 
@@ -154,7 +158,7 @@ func queueLoad(ctx context.Context, b *pgx.Batch, st *appendState, reqs []*Appen
 		queue(b, func(db dbsqlc.DBTX) error {
 			rows, err := queries.SelectDedupe(ctx, db, dedupe)
 			for _, r := range rows {
-				st.dedupe[dedupeKey{r.StreamID, r.Key}] = &dedupeRow{hash: r.BodyHash, ref: r.Ref, seq: r.Seq}
+				st.dedupe[dedupeKey{r.StreamID, r.Key}] = &dedupeRow{hash: r.BodyHash, ref: r.Ref, seq: r.Seq, pos: r.EndPos}
 			}
 			return err
 		})
@@ -237,7 +241,11 @@ func (st *appendState) plan(r *AppendRequest, w *writeSet) (AppendResult, error)
 			if !bytes.Equal(d.hash, r.Dedupe.Hash) {
 				return AppendResult{}, ErrDedupeConflict
 			}
-			return AppendResult{Tail: m.Tail, Closed: m.Closed, Duplicate: true, DedupeRef: d.ref}, nil
+			res := AppendResult{Tail: m.Tail, Closed: m.Closed, Duplicate: true, DedupeRef: d.ref, DedupeOffset: m.Tail}
+			if d.pos >= 0 {
+				res.DedupeOffset = Offset{Seq: d.seq, Pos: d.pos}
+			}
+			return res, nil
 		}
 	}
 	note := ""
@@ -331,7 +339,7 @@ func (st *appendState) plan(r *AppendRequest, w *writeSet) (AppendResult, error)
 		}
 	}
 	if r.Dedupe != nil {
-		st.dedupe[dedupeKey{m.ID, r.Dedupe.Key}] = &dedupeRow{hash: r.Dedupe.Hash, ref: r.Dedupe.Ref, seq: m.Tail.Seq, new: true}
+		st.dedupe[dedupeKey{m.ID, r.Dedupe.Key}] = &dedupeRow{hash: r.Dedupe.Hash, ref: r.Dedupe.Ref, seq: m.Tail.Seq, pos: m.Tail.Pos, new: true}
 	}
 	w.also = append(w.also, r.Also...)
 	if r.OnAdmit != nil {

@@ -78,7 +78,7 @@ func (s *handlers) send(w http.ResponseWriter, r *http.Request) error {
 
 // writeSent answers a send: Electric's {txid}, plus (an entityd extension) the offset
 // of the entity's stream just after the message, from which a client follows what the
-// handler writes in reply; for a retried send it is the stream's tail.
+// handler writes in reply; a retried send answers the same offset as the first one.
 func writeSent(w http.ResponseWriter, res *inbox.SendResult) error {
 	var o rawjson.Object
 	o.String("txid", res.Txid).String("offset", res.Offset.String())

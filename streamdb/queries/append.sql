@@ -15,10 +15,13 @@ SELECT p.stream_id, p.producer_id, p.epoch, p.last_seq
   JOIN stream_producers p ON p.stream_id = s.id AND p.producer_id = u.pid;
 
 -- name: SelectDedupe :many
-SELECT d.stream_id, d.key, d.body_hash, d.ref, d.seq
+-- end_pos is where the first append's last message ended (-1 once retention removed it):
+-- a retry is answered with the offset just after what it first appended.
+SELECT d.stream_id, d.key, d.body_hash, d.ref, d.seq, coalesce(m.end_pos, -1)::bigint AS end_pos
   FROM (SELECT unnest(@paths::text[]) AS path, unnest(@keys::text[]) AS key) u
   JOIN streams s ON s.path = u.path
-  JOIN stream_dedupe d ON d.stream_id = s.id AND d.key = u.key;
+  JOIN stream_dedupe d ON d.stream_id = s.id AND d.key = u.key
+  LEFT JOIN stream_messages m ON m.stream_id = d.stream_id AND m.seq = d.seq;
 
 -- name: InsertMessages :exec
 INSERT INTO stream_messages (stream_id, seq, end_pos, data)

@@ -118,10 +118,11 @@ func (q *Queries) LockStreams(ctx context.Context, db DBTX, paths []string) ([]*
 }
 
 const selectDedupe = `-- name: SelectDedupe :many
-SELECT d.stream_id, d.key, d.body_hash, d.ref, d.seq
+SELECT d.stream_id, d.key, d.body_hash, d.ref, d.seq, coalesce(m.end_pos, -1)::bigint AS end_pos
   FROM (SELECT unnest($1::text[]) AS path, unnest($2::text[]) AS key) u
   JOIN streams s ON s.path = u.path
   JOIN stream_dedupe d ON d.stream_id = s.id AND d.key = u.key
+  LEFT JOIN stream_messages m ON m.stream_id = d.stream_id AND m.seq = d.seq
 `
 
 type SelectDedupeParams struct {
@@ -135,8 +136,11 @@ type SelectDedupeRow struct {
 	BodyHash []byte
 	Ref      string
 	Seq      int64
+	EndPos   int64
 }
 
+// end_pos is where the first append's last message ended (-1 once retention removed it):
+// a retry is answered with the offset just after what it first appended.
 func (q *Queries) SelectDedupe(ctx context.Context, db DBTX, arg SelectDedupeParams) ([]*SelectDedupeRow, error) {
 	rows, err := db.Query(ctx, selectDedupe, arg.Paths, arg.Keys)
 	if err != nil {
@@ -152,6 +156,7 @@ func (q *Queries) SelectDedupe(ctx context.Context, db DBTX, arg SelectDedupePar
 			&i.BodyHash,
 			&i.Ref,
 			&i.Seq,
+			&i.EndPos,
 		); err != nil {
 			return nil, err
 		}
