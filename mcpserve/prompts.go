@@ -84,40 +84,21 @@ func checkArguments(row slashcmd.Row, args map[string]string) error {
 	return nil
 }
 
-// invocation is the composer text that runs the command with args: "/name" and the
-// values in declaration order. A value after a skipped optional argument is written
-// name=value (its position no longer says which it is); a value with whitespace or
-// quotes is quoted.
+// invocation is the composer text that runs the command with args (slashcmd.Invocation:
+// values that could read as another argument are quoted, so two invocations never
+// render alike). A command that declares no arguments takes its free text as is.
 func invocation(row slashcmd.Row, args map[string]string) string {
-	var b strings.Builder
-	b.WriteString("/" + row.Name)
 	if len(row.Arguments) == 0 {
 		if in := strings.TrimSpace(args[inputArgument]); in != "" {
-			b.WriteString(" " + in)
+			return "/" + row.Name + " " + in
 		}
-		return b.String()
+		return "/" + row.Name
 	}
-	skipped := false
-	for _, a := range row.Arguments {
-		v, ok := args[a.Name]
-		if !ok {
-			skipped = true
-			continue
-		}
-		b.WriteByte(' ')
-		if skipped {
-			b.WriteString(a.Name + "=")
-		}
-		b.WriteString(quoteIfNeeded(v))
+	names := make([]string, len(row.Arguments))
+	for i, a := range row.Arguments {
+		names[i] = a.Name
 	}
-	return b.String()
-}
-
-func quoteIfNeeded(v string) string {
-	if v == "" || strings.ContainsAny(v, " \t\n\r\"'\u00a0\u3000") {
-		return strconv.Quote(v)
-	}
-	return v
+	return slashcmd.Invocation(row.Name, names, args)
 }
 
 // promptHandler answers prompts/get for one row: the user message that invokes it.
