@@ -54,8 +54,9 @@ func (s *Service) newEntry(e *entity.Entity) *entry {
 			Instructions: "The prompts are the slash commands of the entity " + e.URL +
 				"; they change while you are connected (notifications/prompts/list_changed). " +
 				"The send tool delivers a message, usually a prompt invocation, to the entity.",
-			PageSize:          pageSize,
-			CompletionHandler: en.complete,
+			PageSize:                  pageSize,
+			CompletionHandler:         en.complete,
+			SupportedProtocolVersions: ProtocolVersions,
 			Capabilities: &mcp.ServerCapabilities{Prompts: &mcp.PromptCapabilities{ListChanged: true},
 				Tools: &mcp.ToolCapabilities{}, Completions: &mcp.CompletionCapabilities{}},
 			Logger: sdkLogger(s.log),

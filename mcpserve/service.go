@@ -30,6 +30,12 @@ import (
 	"github.com/entityd/entityd/streamdb"
 )
 
+// ProtocolVersions are the MCP versions an entity's server speaks, newest first: those of
+// the initialize handshake over stateful Streamable HTTP sessions. 2026-07-28 (stateless
+// requests, no initialize) is not among them: a request at it is refused with -32022
+// and these versions, and an initialize asking for it is answered with 2025-11-25.
+var ProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
 // Prefix is the route of an entity's MCP endpoint.
 const Prefix = "/_electric/entities/{type}/{id}/mcp"
 
