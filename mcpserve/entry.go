@@ -62,10 +62,16 @@ func (s *Service) newEntry(e *entity.Entity) *entry {
 			Logger: sdkLogger(s.log),
 		})
 	en.addSendTool()
+	// Each stream's events are kept (EventStoreBytes for the entity's sessions, oldest
+	// dropped first) so that a client reconnecting with Last-Event-ID gets what was sent
+	// meanwhile: a list_changed during a reconnect is not lost.
+	events := mcp.NewMemoryEventStore(nil)
+	events.SetMaxBytes(s.opts.EventStoreBytes)
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return en.server },
 		&mcp.StreamableHTTPOptions{
 			SessionTimeout:      s.opts.SessionTimeout,
 			MaxRequestBodyBytes: s.opts.MaxBodyBytes,
+			EventStore:          events,
 			Logger:              sdkLogger(s.log),
 			// api checks Host and Origin for every mode (browser.go); the SDK's own
 			// loopback check would refuse a deployment behind a proxy on this machine.

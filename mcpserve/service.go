@@ -56,6 +56,9 @@ type Options struct {
 	IdleEntity time.Duration
 	// MaxBodyBytes bounds one JSON-RPC request body (1 MiB).
 	MaxBodyBytes int64
+	// EventStoreBytes bounds the events kept for resumption (Last-Event-ID) per entity's
+	// MCP server, over all its sessions (1 MiB; the oldest are dropped first).
+	EventStoreBytes int
 	// Live closes when the server starts shutting down: a session's GET stream, which a
 	// client holds open for as long as it is connected (the TypeScript SDK opens one for
 	// every client), ends then, so that it does not hold the shutdown up to its deadline.
@@ -67,6 +70,9 @@ type Options struct {
 func (o *Options) setDefaults() {
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = 10_000
+	}
+	if o.EventStoreBytes <= 0 {
+		o.EventStoreBytes = 1 << 20
 	}
 	if o.MaxSessionsPerEntity <= 0 {
 		o.MaxSessionsPerEntity = 2_000
@@ -185,7 +191,7 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) error {
 	case r.Method == http.MethodGet: // the session's notification stream
 		ctx, cancel := s.untilShutdown(r.Context())
 		defer cancel()
-		en.http.ServeHTTP(w, withSessionOwner(r.WithContext(ctx)))
+		en.http.ServeHTTP(&sseRetry{ResponseWriter: w}, withSessionOwner(r.WithContext(ctx)))
 	default:
 		en.http.ServeHTTP(w, withSessionOwner(r))
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -50,6 +51,7 @@ func TestSIGTERMEndsMCPStreams(t *testing.T) {
 	const version = "2025-06-18"
 	resp = post(mcp, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+version+
 		`","capabilities":{},"clientInfo":{"name":"shutdown-test","version":"1"}}}`)
+	_, _ = io.Copy(io.Discard, resp.Body) // read to its end, as a client does: the session is ready after it
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	session := resp.Header.Get("Mcp-Session-Id")
