@@ -210,7 +210,9 @@ func TestCancel(t *testing.T) {
 	require.True(t, sigint, "no SIGINT signal event on the stream")
 }
 
-// TestRunEnd: a run given up on is a refusal; a run that writes nothing still ends the turn.
+// TestRunEnd: a run given up on ends the turn with a message saying so (end_turn, never
+// ACP's "refusal", which says the agent declined and makes editors rewind); a run that
+// writes nothing still ends the turn.
 func TestRunEnd(t *testing.T) {
 	failing := runtime.EntityDefinition{Type: "failing", Description: "always fails",
 		Handler: func(ctx *runtime.Context) error {
@@ -229,7 +231,10 @@ func TestRunEnd(t *testing.T) {
 	require.Empty(t, s.nextCommands(t))
 	stop, err := ed.prompt(t, id, sdk.TextBlock("hi"))
 	require.NoError(t, err)
-	require.Equal(t, sdk.StopReasonRefusal, stop)
+	require.Equal(t, sdk.StopReasonEndTurn, stop)
+	reply := strings.Join(s.reply(), "")
+	require.Contains(t, reply, "entityd: the entity could not handle this message")
+	require.Contains(t, reply, "this handler always fails", "the handler's error is named")
 
 	// A run that writes nothing wakes no long-poll: the status check ends the turn.
 	spawn(t, srv, "silent/q1")
@@ -241,6 +246,28 @@ func TestRunEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, sdk.StopReasonEndTurn, stop)
 	require.Empty(t, s2.reply())
+}
+
+// A session needs an absolute cwd and a prompt needs content: -32602 otherwise (the ACP
+// schema's MUSTs), and nothing reaches the entity.
+func TestSessionAndPromptParamsChecked(t *testing.T) {
+	srv := startServer(t)
+	spawn(t, srv, "assistant/p1")
+	ed := startAdapter(t, srv, "assistant/p1")
+	ed.initialize(t)
+	for _, cwd := range []string{"", "work", "./here"} {
+		_, err := ed.NewSession(ctxT(t), sdk.NewSessionRequest{Cwd: cwd, McpServers: []sdk.McpServer{}})
+		require.EqualValues(t, -32602, requestError(t, err).Code, "cwd %q", cwd)
+	}
+	id, s := ed.newSession(t, nil)
+	s.nextCommands(t)
+	_, before := mainStream(t, srv, "assistant/p1")
+	for _, blocks := range [][]sdk.ContentBlock{nil, {sdk.TextBlock("")}} {
+		_, err := ed.prompt(t, id, blocks...)
+		require.EqualValues(t, -32602, requestError(t, err).Code, "%v", blocks)
+	}
+	_, after := mainStream(t, srv, "assistant/p1")
+	require.Equal(t, before, after, "nothing was sent")
 }
 
 // TestPromptRefused: what the server would refuse is refused before anything is sent;

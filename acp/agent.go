@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -109,6 +110,10 @@ func (a *agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 		return sdk.NewSessionResponse{}, sdk.NewInternalError(map[string]any{"error": "the adapter is shutting down"})
 	}
 	defer a.wg.Done()
+	if !filepath.IsAbs(p.Cwd) { // the schema: "MUST be an absolute path"
+		return sdk.NewSessionResponse{}, &sdk.RequestError{Code: -32602, Message: "cwd must be an absolute path",
+			Data: map[string]any{"details": []Detail{{Path: "/cwd", Message: "must be an absolute path"}}}}
+	}
 	if err := a.ensureEntity(ctx, a.spawn || metaSpawn(p.Meta)); err != nil {
 		return sdk.NewSessionResponse{}, err
 	}
@@ -306,7 +311,7 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	case err != nil:
 		return sdk.PromptResponse{}, toRequestError(err)
 	case outcome == runFailed:
-		return sdk.PromptResponse{StopReason: sdk.StopReasonRefusal}, nil
+		f.emit(t.ctx, f.failureNotice())
 	}
 	return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
 }

@@ -92,6 +92,9 @@ func composerInput(blocks []sdk.ContentBlock, known func(string) bool) ([]byte, 
 				Message: blockKind(b) + " content is not supported; send text and resource links"})
 		}
 	}
+	if len(blocks) == 0 || (units == 0 && len(refused) == 0) {
+		refused = append(refused, Detail{Path: "/prompt", Message: "must not be empty"})
+	}
 	if units > maxSourceUnits {
 		refused = append(refused, Detail{Path: "/source", Message: composer.MaxSourceUnitsMessage(maxSourceUnits)})
 	}

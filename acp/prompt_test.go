@@ -17,7 +17,6 @@ func TestComposerInput(t *testing.T) {
 		want   string
 	}{
 		{"plain text has no nodes", []sdk.ContentBlock{sdk.TextBlock("hi there")}, `{"source":"hi there"}`},
-		{"no blocks", nil, `{"source":""}`},
 		{"text blocks are concatenated", []sdk.ContentBlock{sdk.TextBlock("/search "), sdk.TextBlock("x")},
 			`{"source":"/search x","nodes":[{"kind":"slash_command","start":0,"end":7,"raw":"/search","name":"search"}]}`},
 		{"a link alone", []sdk.ContentBlock{link("a.go", "file:///src/a.go")},
@@ -48,6 +47,11 @@ func TestComposerInputRefusals(t *testing.T) {
 	var pr *promptRefusal
 	require.True(t, errors.As(err, &pr))
 	require.Equal(t, []Detail{{Path: "/prompt/0", Message: "audio content is not supported; send text and resource links"}}, pr.details)
+	for _, empty := range [][]sdk.ContentBlock{nil, {sdk.TextBlock("")}} {
+		_, err = composerInput(empty, nil)
+		require.True(t, errors.As(err, &pr), "an empty prompt is refused")
+		require.Equal(t, []Detail{{Path: "/prompt", Message: "must not be empty"}}, pr.details)
+	}
 
 	// The limit counts the link text and the space before it.
 	blocks := []sdk.ContentBlock{sdk.TextBlock(repeat("a", maxSourceUnits-6)), sdk.ResourceLinkBlock("a.go", "file:///a.go")}

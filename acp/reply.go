@@ -52,6 +52,7 @@ type replyFollower struct {
 	seq    int64                                  // its sequence number in the main stream
 	offset string                                 // where reading continues
 	failed bool
+	failure string // why, when the run's error event says (its message)
 	chunks int
 }
 
@@ -145,6 +146,21 @@ func (r *replyFollower) finish(ctx context.Context, statusErr error) (runOutcome
 	return runDone, nil
 }
 
+// failureNotice is what the editor is told when the run for the message failed: a turn
+// that ends normally (end_turn) with this text, rather than ACP's "refusal", which says
+// the agent declined and makes editors rewind the turn.
+func (r *replyFollower) failureNotice() string {
+	why := "the entity stopped or its handler gave up on the message"
+	if r.failure != "" {
+		why = r.failure
+	}
+	notice := "entityd: the entity could not handle this message (" + why + ")."
+	if r.chunks > 0 {
+		notice = "\n\n" + notice
+	}
+	return notice
+}
+
 // ended reads the wake status: has the run for the message ended?
 func (r *replyFollower) ended(ctx context.Context) (bool, error) {
 	st, err := r.api.wake(ctx)
@@ -191,9 +207,10 @@ func (r *replyFollower) handle(ctx context.Context, events []event) {
 			var v struct {
 				Key       string `json:"key"`
 				WillRetry *bool  `json:"will_retry"`
+				Message   string `json:"message"`
 			}
 			if json.Unmarshal(e.Value, &v) == nil && v.Key == r.key && v.WillRetry != nil && !*v.WillRetry {
-				r.failed = true
+				r.failed, r.failure = true, v.Message
 			}
 		case "inbox":
 			if e.Key != r.key || e.Headers.Operation != "update" {
