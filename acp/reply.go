@@ -45,15 +45,15 @@ const (
 // prompts from several sessions (or other senders) overlap on one entity, a reply can
 // include text of the run of a neighbouring message.
 type replyFollower struct {
-	api    *entityAPI
-	log    *zap.Logger
-	emit   func(ctx context.Context, text string) // one agent_message_chunk
-	key    string                                 // the inbox message key
-	seq    int64                                  // its sequence number in the main stream
-	offset string                                 // where reading continues
-	failed bool
+	api     *entityAPI
+	log     *zap.Logger
+	emit    func(ctx context.Context, text string) // one agent_message_chunk
+	key     string                                 // the inbox message key
+	seq     int64                                  // its sequence number in the main stream
+	offset  string                                 // where reading continues
+	failed  bool
 	failure string // why, when the run's error event says (its message)
-	chunks int
+	chunks  int
 }
 
 // longPollResult is what the long-poll goroutine hands to follow.
