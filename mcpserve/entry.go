@@ -181,7 +181,7 @@ func (en *entry) sync(ctx context.Context) error {
 			continue
 		}
 		en.seen[row.Name], en.rows[row.Name] = raw, row
-		en.server.AddPrompt(promptOf(row), promptHandler(row))
+		en.server.AddPrompt(promptOf(row), promptHandler(en.url, row))
 	}
 	var gone []string
 	for name := range en.rows {

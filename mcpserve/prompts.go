@@ -2,6 +2,9 @@ package mcpserve
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -101,17 +104,34 @@ func invocation(row slashcmd.Row, args map[string]string) string {
 	return slashcmd.Invocation(row.Name, names, args)
 }
 
-// promptHandler answers prompts/get for one row: the user message that invokes it.
-func promptHandler(row slashcmd.Row) mcp.PromptHandler {
+// promptHandler answers prompts/get for one row of the entity at url: the user message
+// that invokes it, then the instruction that delivers it (deliveryInstruction).
+func promptHandler(url string, row slashcmd.Row) mcp.PromptHandler {
 	return func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		if err := checkArguments(row, req.Params.Arguments); err != nil {
 			return nil, err
 		}
-		res := &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user",
-			Content: &mcp.TextContent{Text: invocation(row, req.Params.Arguments)}}}}
+		res := &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{
+			{Role: "user", Content: &mcp.TextContent{Text: invocation(row, req.Params.Arguments)}},
+			{Role: "user", Content: &mcp.TextContent{Text: deliveryInstruction(url, row, req.Params.Arguments)}}}}
 		if row.Description != nil {
 			res.Description = *row.Description
 		}
 		return res, nil
 	}
+}
+
+// deliveryInstruction is a prompt's second message. Editors (Claude Code, VS Code) put
+// the messages of prompts/get into their model's conversation, where "/pr-review 7"
+// alone reaches nobody: the entity is on the other side of this server. The message
+// asks the model to deliver the invocation with the send tool, giving the exact
+// arguments and a fresh idempotency key, so that a model that calls the tool again
+// (a retry) delivers the command once.
+func deliveryInstruction(url string, row slashcmd.Row, args map[string]string) string {
+	key := make([]byte, 8)
+	_, _ = rand.Read(key)
+	in, _ := json.Marshal(sendInput{Prompt: row.Name, Arguments: args, Key: "prompt-" + hex.EncodeToString(key)})
+	return "This is the command /" + row.Name + " of the entity " + url +
+		", which runs on the server, not here. Deliver it: call this server's send tool with exactly these arguments:\n" +
+		string(in) + "\nThen tell the user it was sent; the entity's reply arrives on its stream."
 }
