@@ -13,6 +13,16 @@ import (
 	"github.com/entityd/entityd/internal/validation"
 )
 
+// newGrant reads the one grant a grant route makes and checks that the caller may make
+// another (the grant quota).
+func (s *Server) newGrant(w http.ResponseWriter, r *http.Request) (authz.GrantRequest, error) {
+	g, err := s.decodeGrant(w, r)
+	if err != nil {
+		return g, err
+	}
+	return g, s.grantQuota(r.Context(), caller(r), 1)
+}
+
 // decodeGrant reads one grant request (unknown members refused).
 func (s *Server) decodeGrant(w http.ResponseWriter, r *http.Request) (authz.GrantRequest, error) {
 	var g authz.GrantRequest

@@ -51,9 +51,10 @@ func (k Kit) ReadBodyReserved(w http.ResponseWriter, r *http.Request, limit int6
 	return k.s.budget.ReadBody(w, r, inflight.KeyFor(r, ""), limit, 1, &h)
 }
 
-// DecodeGrant reads one grant request (unknown members refused).
-func (k Kit) DecodeGrant(w http.ResponseWriter, r *http.Request) (authz.GrantRequest, error) {
-	return k.s.decodeGrant(w, r)
+// NewGrant reads the one grant a grant route makes (unknown members refused) and checks
+// that the caller may make another (the grant quota).
+func (k Kit) NewGrant(w http.ResponseWriter, r *http.Request) (authz.GrantRequest, error) {
+	return k.s.newGrant(w, r)
 }
 
 // GrantQuota is checked before p makes n grants at once.

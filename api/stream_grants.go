@@ -32,11 +32,8 @@ func (s *Server) addStreamGrant(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	g, err := s.decodeGrant(w, r)
+	g, err := s.newGrant(w, r)
 	if err != nil {
-		return err
-	}
-	if err := s.grantQuota(r.Context(), caller(r), 1); err != nil {
 		return err
 	}
 	out, err := s.grants.AddStreamGrant(r.Context(), id.ID, caller(r), g)

@@ -34,11 +34,8 @@ func (s *handlers) addEntityGrant(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	g, err := s.kit.DecodeGrant(w, r)
+	g, err := s.kit.NewGrant(w, r)
 	if err != nil {
-		return err
-	}
-	if err := s.kit.GrantQuota(r, api.Caller(r), 1); err != nil {
 		return err
 	}
 	out, err := s.grants.AddEntityGrant(r.Context(), e.URL, api.Caller(r), g)
@@ -79,11 +76,8 @@ func (s *handlers) addTypeGrant(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	g, err := s.kit.DecodeGrant(w, r)
+	g, err := s.kit.NewGrant(w, r)
 	if err != nil {
-		return err
-	}
-	if err := s.kit.GrantQuota(r, api.Caller(r), 1); err != nil {
 		return err
 	}
 	out, err := s.grants.AddTypeGrant(r.Context(), name, api.Caller(r), g)
