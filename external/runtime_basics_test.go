@@ -133,7 +133,9 @@ func TestSignalsWhileRunning(t *testing.T) {
 	require.Equal(t, "paused", e.status("/agent/p"), "a done does not undo a pause")
 	r = e.do("POST", "/_electric/entities/agent/p/signal", `{"signal":"SIGCONT"}`)
 	require.Equal(t, http.StatusOK, r.status, r.text())
-	require.Equal(t, "idle", e.status("/agent/p"))
+	// resumed: idle, or already running again — SIGCONT (and the SIGSTOP held while it
+	// was paused) are signal wakes, which the dispatcher may have delivered by now
+	require.Contains(t, []string{"idle", "running"}, e.status("/agent/p"))
 }
 
 // TestDispatchLinkedOnSend: an entity spawned before its type had a serve_endpoint is
