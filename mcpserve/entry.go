@@ -39,6 +39,8 @@ type entry struct {
 	mu   sync.Mutex
 	rows map[string]slashcmd.Row // the commands as last loaded, by name
 	seen map[string][]byte       // their JSON, to tell a changed row from an unchanged one
+
+	watch resourceWatch // resources.go
 }
 
 // pageSize bounds a prompts/list page: many clients read only the first page, so it is
@@ -53,15 +55,20 @@ func (s *Service) newEntry(e *entity.Entity) *entry {
 		&mcp.ServerOptions{
 			Instructions: "The prompts are the slash commands of the entity " + e.URL +
 				"; they change while you are connected (notifications/prompts/list_changed). " +
-				"The send tool delivers a message, usually a prompt invocation, to the entity.",
+				"The send tool delivers a message, usually a prompt invocation, to the entity. " +
+				"The resources timeline and state show what the entity wrote (subscribe to follow it).",
 			PageSize:                  pageSize,
 			CompletionHandler:         en.complete,
 			SupportedProtocolVersions: ProtocolVersions,
+			SubscribeHandler:          en.subscribe,
+			UnsubscribeHandler:        en.unsubscribe,
 			Capabilities: &mcp.ServerCapabilities{Prompts: &mcp.PromptCapabilities{ListChanged: true},
-				Tools: &mcp.ToolCapabilities{}, Completions: &mcp.CompletionCapabilities{}},
+				Tools: &mcp.ToolCapabilities{}, Completions: &mcp.CompletionCapabilities{},
+				Resources: &mcp.ResourceCapabilities{Subscribe: true}},
 			Logger: sdkLogger(s.log),
 		})
 	en.addSendTool()
+	en.addResources()
 	// Each stream's events are kept (EventStoreBytes for the entity's sessions, oldest
 	// dropped first) so that a client reconnecting with Last-Event-ID gets what was sent
 	// meanwhile: a list_changed during a reconnect is not lost.

@@ -2,7 +2,8 @@
 // /_electric/entities/<type>/<id>/mcp: its effective slash commands are MCP prompts,
 // kept in step with the entity's slash-command collection stream, so a change reaches
 // connected sessions as notifications/prompts/list_changed; a send tool delivers a
-// composer_input built from a prompt invocation.
+// composer_input built from a prompt invocation; the entity's timeline and state are
+// subscribable resources read from its main stream (resources.go).
 //
 // One MCP server (the official Go SDK's) runs per entity that has sessions, with one
 // goroutine that waits on the collection stream; entities without sessions cost nothing.
@@ -59,6 +60,18 @@ type Options struct {
 	// EventStoreBytes bounds the events kept for resumption (Last-Event-ID) per entity's
 	// MCP server, over all its sessions (1 MiB; the oldest are dropped first).
 	EventStoreBytes int
+	// TimelineEvents and TimelineBytes bound the timeline resource: the newest events of
+	// the main stream, at most this many (100) and this many bytes (256 KiB; the newest
+	// event is always there).
+	TimelineEvents int
+	TimelineBytes  int
+	// StateStreamBytes is the longest main stream the state resource materializes
+	// (16 MiB): reading it means reading the whole stream.
+	StateStreamBytes int64
+	// ResourceUpdateInterval is the least time between two resources/updated
+	// notifications for one entity (200 ms): a reply streamed in many small events
+	// costs a subscribed client a few reads a second.
+	ResourceUpdateInterval time.Duration
 	// Live closes when the server starts shutting down: a session's GET stream, which a
 	// client holds open for as long as it is connected (the TypeScript SDK opens one for
 	// every client), ends then, so that it does not hold the shutdown up to its deadline.
@@ -73,6 +86,18 @@ func (o *Options) setDefaults() {
 	}
 	if o.EventStoreBytes <= 0 {
 		o.EventStoreBytes = 1 << 20
+	}
+	if o.TimelineEvents <= 0 {
+		o.TimelineEvents = 100
+	}
+	if o.TimelineBytes <= 0 {
+		o.TimelineBytes = 256 << 10
+	}
+	if o.StateStreamBytes <= 0 {
+		o.StateStreamBytes = 16 << 20
+	}
+	if o.ResourceUpdateInterval <= 0 {
+		o.ResourceUpdateInterval = 200 * time.Millisecond
 	}
 	if o.MaxSessionsPerEntity <= 0 {
 		o.MaxSessionsPerEntity = 2_000
