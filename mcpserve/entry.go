@@ -41,6 +41,7 @@ type entry struct {
 	seen map[string][]byte       // their JSON, to tell a changed row from an unchanged one
 
 	watch resourceWatch // resources.go
+	ids   sessionIDs    // revive.go
 }
 
 // pageSize bounds a prompts/list page: many clients read only the first page, so it is
@@ -60,6 +61,7 @@ func (s *Service) newEntry(e *entity.Entity) *entry {
 			PageSize:                  pageSize,
 			CompletionHandler:         en.complete,
 			SupportedProtocolVersions: ProtocolVersions,
+			GetSessionID:              en.ids.newID,
 			SubscribeHandler:          en.subscribe,
 			UnsubscribeHandler:        en.unsubscribe,
 			Capabilities: &mcp.ServerCapabilities{Prompts: &mcp.PromptCapabilities{ListChanged: true},
@@ -78,7 +80,7 @@ func (s *Service) newEntry(e *entity.Entity) *entry {
 		&mcp.StreamableHTTPOptions{
 			SessionTimeout:      s.opts.SessionTimeout,
 			MaxRequestBodyBytes: s.opts.MaxBodyBytes,
-			EventStore:          events,
+			EventStore:          lenientEvents{EventStore: events, log: s.log},
 			Logger:              sdkLogger(s.log),
 			// api checks Host and Origin for every mode (browser.go); the SDK's own
 			// loopback check would refuse a deployment behind a proxy on this machine.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
 	"github.com/entityd/entityd/authz"
@@ -126,13 +127,17 @@ type Deps struct {
 	Sender   *inbox.Sender
 	// Checker decides the send tool's write permission (nil: everyone may write).
 	Checker *authz.Checker
+	// Pool keeps sessions in the database (table mcp_sessions) so that they outlive
+	// the process and reach other replicas; nil keeps them in memory only.
+	Pool *pgxpool.Pool
 }
 
 // Service holds the per-entity MCP servers.
 type Service struct {
-	deps Deps
-	opts Options
-	log  *zap.Logger
+	deps  Deps
+	opts  Options
+	log   *zap.Logger
+	store *sessionStore // nil without Deps.Pool
 
 	mu      sync.Mutex
 	entries map[string]*entry // by entity URL
@@ -148,8 +153,12 @@ type Service struct {
 func New(deps Deps, opts Options) *Service {
 	opts.setDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Service{deps: deps, opts: opts, log: opts.Logger.Named("mcp"), entries: map[string]*entry{},
+	s := &Service{deps: deps, opts: opts, log: opts.Logger.Named("mcp"), entries: map[string]*entry{},
 		owned: map[string]int{}, places: map[string]*place{}, ctx: ctx, cancel: cancel}
+	if deps.Pool != nil {
+		s.store = &sessionStore{pool: deps.Pool}
+	}
+	return s
 }
 
 // Start runs the janitor that drops idle entities' servers.
@@ -197,6 +206,12 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer en.release()
 	id := r.Header.Get("Mcp-Session-Id")
+	if id != "" {
+		if err := s.revive(r, en, id); err != nil {
+			w.Header().Set("Retry-After", "5")
+			return err
+		}
+	}
 	switch {
 	case r.Method == http.MethodPost && id == "": // opens a session
 		who, _ := principal.FromContext(r.Context()) // api authenticated the caller
@@ -207,8 +222,11 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) error {
 		}
 		sw := &settleWriter{ResponseWriter: w}
 		sw.settle = func() { s.hold(p, en, sw.Header().Get("Mcp-Session-Id")) }
+		en.ids.opening.Lock() // one at a time: see sessionIDs
 		en.http.ServeHTTP(sw, withSessionOwner(r))
+		en.ids.opening.Unlock()
 		sw.done()
+		s.persist(p)
 	case r.Method == http.MethodDelete:
 		sw := &settleWriter{ResponseWriter: w, settle: func() { s.ended(en, id) }}
 		en.http.ServeHTTP(sw, withSessionOwner(r))
@@ -279,7 +297,7 @@ func (s *Service) drop(en *entry) {
 
 // dropIdle, the janitor's round, drops the servers of entities nobody has used for
 // IdleEntity.
-func (s *Service) dropIdle(context.Context) {
+func (s *Service) dropIdle(ctx context.Context) {
 	now := time.Now()
 	var idle []*entry
 	s.mu.Lock()
@@ -292,6 +310,28 @@ func (s *Service) dropIdle(context.Context) {
 	s.mu.Unlock()
 	for _, en := range idle {
 		en.close()
+	}
+	s.keepSessions(ctx)
+}
+
+// keepSessions, also the janitor's, marks the sessions this process holds as alive in
+// the session store and deletes the rows no process has held for SessionTimeout and a
+// janitor round more (their process died and no client came back).
+func (s *Service) keepSessions(ctx context.Context) {
+	if s.store == nil {
+		return
+	}
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.places))
+	for id := range s.places {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	if err := s.store.touch(ctx, ids); err != nil {
+		s.log.Warn("mcp: marking sessions alive failed", zap.Error(err))
+	}
+	if _, err := s.store.expire(ctx, s.opts.SessionTimeout+s.opts.IdleEntity); err != nil {
+		s.log.Warn("mcp: expiring abandoned sessions failed", zap.Error(err))
 	}
 }
 

@@ -4,8 +4,10 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
 
 	"github.com/entityd/entityd/internal/httpx"
 )
@@ -91,7 +93,37 @@ func (s *Service) hold(p *place, en *entry, id string) {
 		_ = ss.Wait() // the idle timeout, a DELETE or the entry's close
 		stop()
 		p.release()
+		// Ended for good unless the service is stopping: then the session is meant to
+		// outlive the process, and its row stays for the next one (revive.go).
+		if s.store != nil && s.ctx.Err() == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := s.store.forget(ctx, id); err != nil {
+				s.log.Warn("mcp: forgetting an ended session failed; it expires later", zap.Error(err))
+			}
+			cancel()
+		}
 	}()
+}
+
+// persist records the session p holds in the session store (if any) so that it
+// outlives this process. It runs after the response to the initialize, outside the
+// entity's one-at-a-time opening of sessions.
+func (s *Service) persist(p *place) {
+	s.mu.Lock()
+	id, held := p.id, p.id != "" && s.places[p.id] == p
+	s.mu.Unlock()
+	if s.store == nil || !held {
+		return
+	}
+	ss := p.en.session(id)
+	if ss == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.store.save(ctx, id, p.en.url, p.who, ss.InitializeParams()); err != nil {
+		s.log.Warn("mcp: the session will not outlive this process", zap.Error(err))
+	}
 }
 
 // ended gives back the place of session id once the SDK no longer has it (after a

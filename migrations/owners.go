@@ -40,6 +40,7 @@ var Owners = map[string]string{
 	"cron_schedules":          "schedule",
 	"entity_observations":     "membership",
 	"observation_members":     "membership",
+	"mcp_sessions":            "mcpserve",
 }
 
 // Published are read-only views an owner offers to other packages for joins (see

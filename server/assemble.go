@@ -155,7 +155,7 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	a.API.MountRoutes(shapes.Prefix, a.Shapes.Routes)
 	mcpOpts := s.cfg.MCP
 	mcpOpts.MaxBodyBytes, mcpOpts.Logger, mcpOpts.Live = s.cfg.API.MaxBodyBytes, s.log, a.API.Live()
-	a.MCP = mcpserve.New(mcpserve.Deps{Entities: a.Registry, Streams: a.Store, Sender: a.Sender, Checker: a.checker}, mcpOpts)
+	a.MCP = mcpserve.New(mcpserve.Deps{Entities: a.Registry, Streams: a.Store, Sender: a.Sender, Checker: a.checker, Pool: pool}, mcpOpts)
 	a.API.MountRoutes(mcpserve.Prefix, a.MCP.Routes)
 	web, err := console.New()
 	if err != nil {
