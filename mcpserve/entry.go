@@ -62,8 +62,10 @@ func (s *Service) newEntry(e *entity.Entity) *entry {
 			CompletionHandler:         en.complete,
 			SupportedProtocolVersions: ProtocolVersions,
 			GetSessionID:              en.ids.newID,
-			SubscribeHandler:          en.subscribe,
-			UnsubscribeHandler:        en.unsubscribe,
+			// Everything here needs read on the entity: no shared cache may keep it.
+			SetCacheable:       func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
+			SubscribeHandler:   en.subscribe,
+			UnsubscribeHandler: en.unsubscribe,
 			Capabilities: &mcp.ServerCapabilities{Prompts: &mcp.PromptCapabilities{ListChanged: true},
 				Tools: &mcp.ToolCapabilities{}, Completions: &mcp.CompletionCapabilities{},
 				Resources: &mcp.ResourceCapabilities{Subscribe: true}},

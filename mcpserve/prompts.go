@@ -24,7 +24,8 @@ const inputArgument = "input"
 // promptOf is the MCP prompt of an effective command row.
 func promptOf(row slashcmd.Row) *mcp.Prompt {
 	p := &mcp.Prompt{Name: row.Name, Title: "/" + row.Name, Arguments: []*mcp.PromptArgument{}}
-	if row.Description != nil {
+	p.Description = "The slash command /" + row.Name // editors list prompts by description
+	if row.Description != nil && *row.Description != "" {
 		p.Description = *row.Description
 	}
 	if len(row.Arguments) == 0 {

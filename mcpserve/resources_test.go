@@ -153,3 +153,27 @@ func TestTimelineIsBoundedInBytes(t *testing.T) {
 	require.Len(t, tl.Events, 1, "the small older message does not fit beside the big newest one")
 	require.Contains(t, string(tl.Events[0].Event.Value.Payload), `"s":"000`)
 }
+
+// Every list and read is private to the caller (it needed read on the entity), and a
+// command without a description still has one, which editors list prompts by.
+func TestResultsArePrivateAndPromptsDescribed(t *testing.T) {
+	e := setup(t)
+	e.http("PUT", "/_electric/entities/chat/one/slash-commands/bare?owner=ops", `{"name":"bare"}`, "", http.StatusOK)
+	c := e.mustConnect("", "")
+	ctx := context.Background()
+	prompts, err := c.ListPrompts(ctx, &mcp.ListPromptsParams{})
+	require.NoError(t, err)
+	require.Equal(t, "private", prompts.CacheScope)
+	descriptions := map[string]string{}
+	for _, p := range prompts.Prompts {
+		descriptions[p.Name] = p.Description
+	}
+	require.Equal(t, "The slash command /bare", descriptions["bare"])
+	require.Equal(t, "Show how to get started", descriptions["quickstart"])
+	resources, err := c.ListResources(ctx, &mcp.ListResourcesParams{})
+	require.NoError(t, err)
+	require.Equal(t, "private", resources.CacheScope)
+	read, err := c.ReadResource(ctx, &mcp.ReadResourceParams{URI: "entityd://entity/chat/one/state"})
+	require.NoError(t, err)
+	require.Equal(t, "private", read.CacheScope)
+}

@@ -12,9 +12,9 @@ import (
 )
 
 // sessionStore keeps each MCP session's identity in Postgres (table mcp_sessions;
-// queries/sessions.sql), so that a session outlives the process holding it: after a restart, or on another
-// replica, a request naming the session finds it and the session is opened again
-// (revive.go). Only what initialize established is kept — the entity, the principal, the
+// queries/sessions.sql), so that a session outlives the process holding it: after a
+// restart, or on another replica, a request naming the session finds it and the session
+// is opened again (revive.go). Only what initialize established is kept — the entity, the principal, the
 // client's initialize parameters —; subscriptions and unsent events are not.
 type sessionStore struct {
 	pool *pgxpool.Pool
