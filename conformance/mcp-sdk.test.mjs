@@ -7,6 +7,7 @@
 // and end the session.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { base } from "./lib.mjs"
 
@@ -34,6 +35,7 @@ function counter() {
     },
     hit() {
       count++
+      this.last = arguments[0]
       for (const wake of waiting.splice(0)) wake()
     },
     async atLeast(n, what) {
@@ -58,6 +60,7 @@ describe("an entity through the official MCP TypeScript SDK client", () => {
   const mcpURL = `${base}/_electric/entities/${type}/e1/mcp`
   const listChanged = counter()
   const closed = counter()
+  const updated = counter() // resources/updated notifications
   let client, transport, sessionId
   let notificationStream // resolves with the GET notification stream's response
   const requests = [] // [method, status] of every HTTP request the transport made
@@ -66,6 +69,7 @@ describe("an entity through the official MCP TypeScript SDK client", () => {
     const reg = await as("POST", "/_electric/entity-types", {
       name: type,
       description: "MCP SDK client test",
+      inbox_schemas: { note: { type: "object", properties: { n: { type: "integer" } }, required: ["n"] } },
       slash_commands: [
         { name: "pr-review", description: "Review a pull request", arguments: [
           { name: "number", type: "number", required: true, description: "the pull request" },
@@ -90,10 +94,12 @@ describe("an entity through the official MCP TypeScript SDK client", () => {
     })
     client = new Client({ name: "entityd-sdk-test", version: "1.0.0" }, {
       capabilities: {},
+      // resources/updated, by URI
       // no refresh and no debounce: onChanged runs once per notification
       listChanged: { prompts: { autoRefresh: false, debounceMs: 0, onChanged: () => listChanged.hit() } },
     })
     client.onclose = () => closed.hit()
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => updated.hit(n.params.uri))
     await client.connect(transport)
     sessionId = transport.sessionId
   })
@@ -109,7 +115,8 @@ describe("an entity through the official MCP TypeScript SDK client", () => {
     const caps = client.getServerCapabilities()
     // only what this test relies on: other capabilities may be added
     expect(caps.prompts).toEqual({ listChanged: true })
-    expect(caps.tools).toEqual({})
+    expect(caps.tools).toEqual({ listChanged: true })
+    expect(caps.resources).toEqual({ subscribe: true })
     expect(caps.completions).toEqual({})
     expect(client.getInstructions()).toContain(`slash commands of the entity ${entity}`)
     // the notification stream the client opened after initializing
@@ -204,6 +211,38 @@ describe("an entity through the official MCP TypeScript SDK client", () => {
     expect(del.status).toBe(200)
     await listChanged.atLeast(removed + 1, "list_changed after removing /deploy")
     expect((await client.listPrompts()).prompts.map((p) => p.name)).toEqual(["pr-review", "quickstart"])
+  })
+
+  it("sends a typed message with its message-type tool and follows it in the timeline resource", async () => {
+    const timeline = `entityd://entity${entity}/timeline`
+    const state = `entityd://entity${entity}/state`
+    const { resources } = await client.listResources()
+    expect(resources.map((r) => r.uri).sort()).toEqual([state, timeline])
+    await client.subscribeResource({ uri: timeline })
+    const before = updated.count
+
+    const { tools } = await client.listTools()
+    const note = tools.find((t) => t.name === "note")
+    expect(note.inputSchema).toEqual({ type: "object", properties: { n: { type: "integer" } }, required: ["n"] })
+    const sent = await client.callTool({ name: "note", arguments: { n: 42 } })
+    expect(sent.isError).toBeFalsy()
+    expect(sent.structuredContent).toEqual({ txid: expect.any(String), offset: expect.stringMatching(/^\d{16}_\d{16}$/) })
+    const refused = await client.callTool({ name: "note", arguments: { n: "many" } })
+    expect(refused.isError).toBe(true)
+    expect(refused.content[0].text).toContain("SCHEMA_VALIDATION_FAILED")
+
+    await updated.atLeast(before + 1, "resources/updated after the note")
+    expect(updated.last).toBe(timeline)
+    const read = await client.readResource({ uri: timeline })
+    expect(read.contents[0]).toMatchObject({ uri: timeline, mimeType: "application/json" })
+    const doc = JSON.parse(read.contents[0].text)
+    expect(doc.entity).toBe(entity)
+    const last = doc.events.at(-1)
+    expect(last.offset).toBe(sent.structuredContent.offset)
+    expect(last.event.value).toMatchObject({ message_type: "note", payload: { n: 42 }, from: `/principal/${encodeURIComponent(who)}` })
+    const st = JSON.parse((await client.readResource({ uri: state })).contents[0].text)
+    expect(Object.values(st.collections.inbox).map((m) => m.message_type)).toContain("note")
+    await client.unsubscribeResource({ uri: timeline })
   })
 
   it("completes a boolean argument and nothing else", async () => {

@@ -40,6 +40,9 @@ type entry struct {
 	rows map[string]slashcmd.Row // the commands as last loaded, by name
 	seen map[string][]byte       // their JSON, to tell a changed row from an unchanged one
 
+	toolsMu sync.Mutex
+	tools   map[string]messageTool // the message tools, by name (message_tools.go)
+
 	watch resourceWatch // resources.go
 	ids   sessionIDs    // revive.go
 }
@@ -51,12 +54,13 @@ const pageSize = 200
 func (s *Service) newEntry(e *entity.Entity) *entry {
 	ctx, cancel := context.WithCancel(s.ctx)
 	en := &entry{s: s, url: e.URL, ctx: ctx, cancel: cancel, ready: make(chan struct{}), lastUsed: time.Now(),
-		rows: map[string]slashcmd.Row{}, seen: map[string][]byte{}}
+		rows: map[string]slashcmd.Row{}, seen: map[string][]byte{}, tools: map[string]messageTool{}}
 	en.server = mcp.NewServer(&mcp.Implementation{Name: "entityd", Title: "entityd " + e.URL, Version: "1"},
 		&mcp.ServerOptions{
 			Instructions: "The prompts are the slash commands of the entity " + e.URL +
 				"; they change while you are connected (notifications/prompts/list_changed). " +
-				"The send tool delivers a message, usually a prompt invocation, to the entity. " +
+				"The send tool delivers a message, usually a prompt invocation, to the entity; " +
+				"the other tools, if any, send the entity's typed messages. " +
 				"The resources timeline and state show what the entity wrote (subscribe to follow it).",
 			PageSize:                  pageSize,
 			CompletionHandler:         en.complete,
@@ -67,7 +71,7 @@ func (s *Service) newEntry(e *entity.Entity) *entry {
 			SubscribeHandler:   en.subscribe,
 			UnsubscribeHandler: en.unsubscribe,
 			Capabilities: &mcp.ServerCapabilities{Prompts: &mcp.PromptCapabilities{ListChanged: true},
-				Tools: &mcp.ToolCapabilities{}, Completions: &mcp.CompletionCapabilities{},
+				Tools: &mcp.ToolCapabilities{ListChanged: true}, Completions: &mcp.CompletionCapabilities{},
 				Resources: &mcp.ResourceCapabilities{Subscribe: true}},
 			Logger: sdkLogger(s.log),
 		})
@@ -129,6 +133,9 @@ func (en *entry) run() {
 		en.err = err
 		close(en.ready)
 		return
+	}
+	if err := en.syncMessageTools(en.ctx); err != nil {
+		log.Warn("mcp: loading the entity's message types as tools failed", zap.Error(err))
 	}
 	close(en.ready)
 	from, dirty := m.Tail, false

@@ -47,25 +47,9 @@ func (en *entry) addSendTool() {
 // UTF-16 spans, unknown commands flagged) and delivers it with the caller's identity
 // after checking their write permission, exactly as POST …/send would.
 func (en *entry) send(ctx context.Context, req *mcp.CallToolRequest, in sendInput) (*mcp.CallToolResult, sendOutput, error) {
-	p, err := callerOf(req)
+	e, p, err := en.writer(ctx, req)
 	if err != nil {
 		return nil, sendOutput{}, err
-	}
-	e, err := en.s.deps.Entities.Known(ctx, en.url)
-	if err != nil {
-		if errors.Is(err, entity.ErrNotFound) {
-			return nil, sendOutput{}, fmt.Errorf("entity %s no longer exists", en.url)
-		}
-		return nil, sendOutput{}, err
-	}
-	if c := en.s.deps.Checker; c != nil {
-		ok, err := c.Entity(ctx, p, e, authz.Write)
-		if err != nil {
-			return nil, sendOutput{}, err
-		}
-		if !ok {
-			return nil, sendOutput{}, fmt.Errorf("%s may not write to %s", p, en.url)
-		}
 	}
 	text, err := en.messageText(in)
 	if err != nil {
@@ -88,6 +72,32 @@ func (en *entry) send(ctx context.Context, req *mcp.CallToolRequest, in sendInpu
 		return nil, sendOutput{}, sendFailure(err)
 	}
 	return nil, sendOutput{Txid: res.Txid, Offset: res.Offset.String()}, nil
+}
+
+// writer is the entity and the caller of a tool call that sends, once the caller's
+// write permission is checked, exactly as POST …/send checks it.
+func (en *entry) writer(ctx context.Context, req *mcp.CallToolRequest) (*entity.Entity, principal.Principal, error) {
+	p, err := callerOf(req)
+	if err != nil {
+		return nil, p, err
+	}
+	e, err := en.s.deps.Entities.Known(ctx, en.url)
+	if err != nil {
+		if errors.Is(err, entity.ErrNotFound) {
+			return nil, p, fmt.Errorf("entity %s no longer exists", en.url)
+		}
+		return nil, p, err
+	}
+	if c := en.s.deps.Checker; c != nil {
+		ok, err := c.Entity(ctx, p, e, authz.Write)
+		if err != nil {
+			return nil, p, err
+		}
+		if !ok {
+			return nil, p, fmt.Errorf("%s may not write to %s", p, en.url)
+		}
+	}
+	return e, p, nil
 }
 
 // messageText is the composer text of a send: the invocation, then the free text.

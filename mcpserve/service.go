@@ -221,6 +221,9 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		sw := &settleWriter{ResponseWriter: w}
+		if err := en.syncMessageTools(r.Context()); err != nil { // a schema added since
+			s.log.Warn("mcp: refreshing the entity's message tools failed", zap.Error(err))
+		}
 		sw.settle = func() { s.hold(p, en, sw.Header().Get("Mcp-Session-Id")) }
 		en.ids.opening.Lock() // one at a time: see sessionIDs
 		en.http.ServeHTTP(sw, withSessionOwner(r))

@@ -134,6 +134,15 @@ func (s *Service) ended(en *entry, id string) {
 	s.mu.Unlock()
 	if p != nil && p.en == en && en.session(id) == nil {
 		p.release()
+		// before the answer goes out: a request on the ended session that follows it,
+		// here or on another replica, must not find it to revive
+		if s.store != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := s.store.forget(ctx, id); err != nil {
+				s.log.Warn("mcp: forgetting an ended session failed; it expires later", zap.Error(err))
+			}
+			cancel()
+		}
 	}
 }
 
