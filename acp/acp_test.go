@@ -192,7 +192,7 @@ func TestCancel(t *testing.T) {
 	case <-done:
 		t.Fatal("the prompt ended before it was cancelled")
 	}
-	require.True(t, strings.HasPrefix(key, "acp-"+string(id)+"-1-"), key)
+	require.Regexp(t, `^acp-[0-9a-f]{24}-1-[0-9a-f]{8}$`, key) // the session's tag, its first prompt, a nonce
 
 	require.NoError(t, ed.Cancel(ctxT(t), sdk.CancelNotification{SessionId: id}))
 	r := <-done
@@ -352,11 +352,23 @@ func TestSessions(t *testing.T) {
 	require.Equal(t, -32602, requestError(t, err).Code)
 
 	id, s := ed.newSession(t, nil)
+	require.Equal(t, sdk.SessionId("/assistant/x1"), id, "a session id is its entity's URL")
 	s.nextCommands(t)
 	_, err = ed.CloseSession(ctxT(t), sdk.CloseSessionRequest{SessionId: id})
 	require.NoError(t, err)
 	_, err = ed.prompt(t, id, sdk.TextBlock("hi"))
 	require.Equal(t, -32602, requestError(t, err).Code)
+
+	// The closed session's id (the entity's URL) is free again: the next session gets it,
+	// and its commands, however late the closed one's goroutine ends.
+	again, s := ed.newSession(t, nil)
+	require.Equal(t, id, again)
+	require.Equal(t, staticCommands, commands(s.nextCommands(t)))
+
+	// A second session of the entity open at once gets an id of its own.
+	other, s2 := ed.newSession(t, nil)
+	require.Regexp(t, `^/assistant/x1#[0-9a-f]{8}$`, string(other))
+	require.Equal(t, staticCommands, commands(s2.nextCommands(t)))
 
 	// Methods the adapter does not offer.
 	_, err = ed.SetSessionMode(ctxT(t), sdk.SetSessionModeRequest{SessionId: id, ModeId: "x"})
