@@ -32,6 +32,8 @@ func TestInitialize(t *testing.T) {
 	require.NotNil(t, res.AgentInfo)
 	require.Equal(t, "entityd", res.AgentInfo.Name)
 	require.NotNil(t, res.AgentCapabilities.SessionCapabilities.Close)
+	require.True(t, res.AgentCapabilities.LoadSession)
+	require.Nil(t, res.AgentCapabilities.SessionCapabilities.Resume)
 	// A newer client version is answered with the newest the adapter speaks.
 	res, err := ed.Initialize(ctxT(t), sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber + 5})
 	require.NoError(t, err)
@@ -373,7 +375,7 @@ func TestSessions(t *testing.T) {
 	// Methods the adapter does not offer.
 	_, err = ed.SetSessionMode(ctxT(t), sdk.SetSessionModeRequest{SessionId: id, ModeId: "x"})
 	require.Equal(t, -32601, requestError(t, err).Code)
-	_, err = ed.LoadSession(ctxT(t), sdk.LoadSessionRequest{SessionId: id, Cwd: "/work", McpServers: []sdk.McpServer{}})
+	_, err = ed.ResumeSession(ctxT(t), sdk.ResumeSessionRequest{SessionId: id, Cwd: "/work"})
 	require.Equal(t, -32601, requestError(t, err).Code)
 }
 

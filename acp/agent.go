@@ -39,13 +39,14 @@ type agent struct {
 	closed   bool
 	wg       sync.WaitGroup // session goroutines and prompts in flight
 	sessions map[sdk.SessionId]*session
+	conns    map[string]*entityConn // entities other than api's with sessions (entityconn.go)
 }
 
 // session is one ACP session, attached to one entity (see sessionid.go); its prompts run
 // one at a time.
 type session struct {
 	id      sdk.SessionId
-	api     *entityAPI   // the entity's: a.api
+	api     *entityAPI   // the entity's: a.api for session/new, any for session/load
 	feed    *commandFeed // the entity's slash commands
 	tag     string       // random, in the keys of the session's messages
 	ctx     context.Context
@@ -102,6 +103,7 @@ func (a *agent) Initialize(_ context.Context, p sdk.InitializeRequest) (sdk.Init
 		AgentCapabilities: sdk.AgentCapabilities{
 			// Text and resource links only (the baseline every agent supports).
 			PromptCapabilities:  sdk.PromptCapabilities{},
+			LoadSession:         true, // load.go
 			SessionCapabilities: sdk.SessionCapabilities{Close: &sdk.SessionCloseCapabilities{}},
 		},
 		AuthMethods: []sdk.AuthMethod{},
@@ -209,8 +211,9 @@ func (a *agent) ensureEntity(ctx context.Context, spawn bool) error {
 }
 
 // pushCommands sends the session an available_commands_update once announced is closed
-// (its session/new answer is out), and again whenever the entity's commands change,
-// each a full snapshot; a snapshot identical to the last one sent is not sent again.
+// (its session/new answer is out, or its loaded history is), and again whenever the
+// entity's commands change, each a full snapshot; a snapshot identical to the last one
+// sent is not sent again.
 func (a *agent) pushCommands(s *session, announced <-chan struct{}) {
 	defer a.out.forget(string(s.id), announced)
 	select {

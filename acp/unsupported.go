@@ -7,9 +7,9 @@ import (
 )
 
 // The methods of acp.Agent the adapter does not offer. It advertises no auth methods,
-// modes, config options, or session listing/resuming (an entity's history is its
-// stream, which the editor does not need replayed), so a client that calls them anyway
-// gets "method not found".
+// modes, config options, session listing, or session/resume (session/load, which
+// replays the history, covers it), so a client that calls them anyway gets "method not
+// found".
 
 func (a *agent) Authenticate(context.Context, sdk.AuthenticateRequest) (sdk.AuthenticateResponse, error) {
 	return sdk.AuthenticateResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodAuthenticate)
