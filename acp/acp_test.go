@@ -33,6 +33,7 @@ func TestInitialize(t *testing.T) {
 	require.Equal(t, "entityd", res.AgentInfo.Name)
 	require.NotNil(t, res.AgentCapabilities.SessionCapabilities.Close)
 	require.True(t, res.AgentCapabilities.LoadSession)
+	require.NotNil(t, res.AgentCapabilities.SessionCapabilities.List)
 	require.Nil(t, res.AgentCapabilities.SessionCapabilities.Resume)
 	// A newer client version is answered with the newest the adapter speaks.
 	res, err := ed.Initialize(ctxT(t), sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber + 5})

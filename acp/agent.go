@@ -102,9 +102,10 @@ func (a *agent) Initialize(_ context.Context, p sdk.InitializeRequest) (sdk.Init
 		AgentInfo:       &sdk.Implementation{Name: "entityd", Title: &title, Version: a.ver},
 		AgentCapabilities: sdk.AgentCapabilities{
 			// Text and resource links only (the baseline every agent supports).
-			PromptCapabilities:  sdk.PromptCapabilities{},
-			LoadSession:         true, // load.go
-			SessionCapabilities: sdk.SessionCapabilities{Close: &sdk.SessionCloseCapabilities{}},
+			PromptCapabilities: sdk.PromptCapabilities{},
+			LoadSession:        true, // load.go
+			SessionCapabilities: sdk.SessionCapabilities{Close: &sdk.SessionCloseCapabilities{},
+				List: &sdk.SessionListCapabilities{}}, // list.go
 		},
 		AuthMethods: []sdk.AuthMethod{},
 	}, nil

@@ -151,6 +151,69 @@ func TestLoadRefusals(t *testing.T) {
 	require.Equal(t, staticCommands, commands(alice.rec.session("/assistant/secret").nextCommands(t)))
 }
 
+// TestListSessions: the entities of the adapter's type the caller may read, each with
+// its URL as id and title, the cwd the client filters by, its last change and status,
+// in pages of 100 joined by the cursor.
+func TestListSessions(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{QuietLogs: true, Definitions: startServerDefs(t), Admins: []string{"user:alice"}})
+	// A type without a handler: 105 entities spawn without waking anything.
+	status, body := srv.Call(t, http.MethodPost, "/_electric/entity-types", `{"name":"note","description":"notes"}`, "Electric-Principal", "user:alice")
+	require.Equal(t, http.StatusCreated, status, string(body))
+	var urls []string
+	for i := range 105 {
+		url := fmt.Sprintf("/note/n%03d", i)
+		status, body := srv.Call(t, http.MethodPut, "/_electric/entities"+url, "{}", "Electric-Principal", "user:alice")
+		require.Equal(t, http.StatusCreated, status, string(body))
+		urls = append(urls, url)
+	}
+	status, body = srv.Call(t, http.MethodPut, "/_electric/entities/assistant/other", "{}", "Electric-Principal", "user:alice")
+	require.Equal(t, http.StatusCreated, status, string(body))
+
+	ed := startAdapter(t, srv, "note/n000", func(o *acp.Options) { o.Principal = "user:alice" })
+	ed.initialize(t)
+	cwd := "/home/ada/project"
+	first, err := ed.ListSessions(ctxT(t), sdk.ListSessionsRequest{Cwd: &cwd})
+	require.NoError(t, err)
+	require.Len(t, first.Sessions, 100)
+	require.NotNil(t, first.NextCursor)
+	s0 := first.Sessions[0]
+	require.Equal(t, sdk.SessionId("/note/n000"), s0.SessionId)
+	require.Equal(t, cwd, s0.Cwd)
+	require.Equal(t, "/note/n000", *s0.Title)
+	require.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`, *s0.UpdatedAt)
+	require.Equal(t, map[string]any{"entityd": map[string]any{"status": "idle"}}, s0.Meta)
+
+	second, err := ed.ListSessions(ctxT(t), sdk.ListSessionsRequest{Cursor: first.NextCursor})
+	require.NoError(t, err)
+	require.Len(t, second.Sessions, 5)
+	require.Nil(t, second.NextCursor, "the last page")
+	var got []string
+	for _, s := range append(first.Sessions, second.Sessions...) {
+		got = append(got, string(s.SessionId))
+		require.True(t, strings.HasPrefix(s.Cwd, "/"), "without a filter, the adapter's working directory")
+	}
+	require.Equal(t, urls, got, "every note once, in the server's order; no assistant")
+
+	// A listed session loads.
+	require.NoError(t, ed.loadSession(t, second.Sessions[4].SessionId))
+
+	// Bob may read none of alice's notes.
+	bob := startAdapter(t, srv, "note/n000", func(o *acp.Options) { o.Principal = "user:bob" })
+	bob.initialize(t)
+	res, err := bob.ListSessions(ctxT(t), sdk.ListSessionsRequest{})
+	require.NoError(t, err)
+	require.Empty(t, res.Sessions)
+	require.Nil(t, res.NextCursor)
+
+	// A relative cwd filter and a cursor the server does not know are invalid params.
+	rel := "project"
+	_, err = ed.ListSessions(ctxT(t), sdk.ListSessionsRequest{Cwd: &rel})
+	require.Equal(t, -32602, requestError(t, err).Code)
+	gone := "/note/never-was"
+	_, err = ed.ListSessions(ctxT(t), sdk.ListSessionsRequest{Cursor: &gone})
+	require.Equal(t, -32602, requestError(t, err).Code)
+}
+
 // catchUpPages is how many catch-up reads it takes to read an entity's main stream.
 func catchUpPages(t testing.TB, srv *testserver.Server, entity string) int {
 	t.Helper()
