@@ -15,7 +15,7 @@ const ALLOWED_SKIPS = {
   "durable-streams-root.test.mjs": 6,
 }
 
-const files = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ["durable-streams.test.mjs", "durable-streams-root.test.mjs", "electric-shapes-client.test.mjs", "electric-ui-shapes.test.mjs", "remote-handler.test.mjs", "streamdb-client.test.mjs", "slash-commands-client.test.mjs", "browser-safety.test.mjs", "composer-grammar.test.mjs", "ajv-golden.test.mjs", "console.test.mjs"]
+const files = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ["durable-streams.test.mjs", "durable-streams-root.test.mjs", "electric-shapes-client.test.mjs", "electric-ui-shapes.test.mjs", "remote-handler.test.mjs", "streamdb-client.test.mjs", "slash-commands-client.test.mjs", "browser-safety.test.mjs", "composer-grammar.test.mjs", "ajv-golden.test.mjs", "console.test.mjs", "acp-sdk.test.mjs"]
 const out = join(mkdtempSync(join(tmpdir(), "entityd-conformance-")), "results.json")
 const res = spawnSync("npx", ["--no-install", "vitest", "run", "--config", "vitest.config.mjs",
   "--reporter=default", "--reporter=json", `--outputFile.json=${out}`, ...files], { stdio: "inherit" })
