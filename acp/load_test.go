@@ -227,3 +227,28 @@ func catchUpPages(t testing.TB, srv *testserver.Server, entity string) int {
 		offset = h.Get("Stream-Next-Offset")
 	}
 }
+
+// TestLoadEndedEntity: a stopped entity's history can still be loaded and read; a prompt
+// to it is the server's refusal (409, as -32600), not a hang.
+func TestLoadEndedEntity(t *testing.T) {
+	srv := startServer(t)
+	spawn(t, srv, "assistant/old")
+	ed := startAdapter(t, srv, "assistant/old")
+	ed.initialize(t)
+	id, s := ed.newSession(t, nil)
+	s.nextCommands(t)
+	_, err := ed.prompt(t, id, sdk.TextBlock("remember me"))
+	require.NoError(t, err)
+	reply := strings.Join(s.reply(), "")
+	status, _, body := call(t, http.MethodPost, srv.URL+"/_electric/entities/assistant/old/signal", `{"signal":"SIGTERM"}`)
+	require.Equal(t, http.StatusOK, status, string(body))
+
+	later := startAdapter(t, srv, "assistant/old")
+	later.initialize(t)
+	require.NoError(t, later.loadSession(t, id))
+	require.Equal(t, []line{{"user", "remember me"}, {"agent", reply}}, later.rec.session(id).takeTranscript())
+	_, err = later.prompt(t, id, sdk.TextBlock("still there?"))
+	re := requestError(t, err)
+	require.Equal(t, -32600, re.Code)
+	require.Contains(t, re.Message, "entityd: ")
+}
