@@ -32,6 +32,9 @@ func TestInitialize(t *testing.T) {
 	require.NotNil(t, res.AgentInfo)
 	require.Equal(t, "entityd", res.AgentInfo.Name)
 	require.NotNil(t, res.AgentCapabilities.SessionCapabilities.Close)
+	require.True(t, res.AgentCapabilities.LoadSession)
+	require.NotNil(t, res.AgentCapabilities.SessionCapabilities.List)
+	require.Nil(t, res.AgentCapabilities.SessionCapabilities.Resume)
 	// A newer client version is answered with the newest the adapter speaks.
 	res, err := ed.Initialize(ctxT(t), sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber + 5})
 	require.NoError(t, err)
@@ -192,7 +195,7 @@ func TestCancel(t *testing.T) {
 	case <-done:
 		t.Fatal("the prompt ended before it was cancelled")
 	}
-	require.True(t, strings.HasPrefix(key, "acp-"+string(id)+"-1-"), key)
+	require.Regexp(t, `^acp-[0-9a-f]{24}-1-[0-9a-f]{8}$`, key) // the session's tag, its first prompt, a nonce
 
 	require.NoError(t, ed.Cancel(ctxT(t), sdk.CancelNotification{SessionId: id}))
 	r := <-done
@@ -352,16 +355,28 @@ func TestSessions(t *testing.T) {
 	require.Equal(t, -32602, requestError(t, err).Code)
 
 	id, s := ed.newSession(t, nil)
+	require.Equal(t, sdk.SessionId("/assistant/x1"), id, "a session id is its entity's URL")
 	s.nextCommands(t)
 	_, err = ed.CloseSession(ctxT(t), sdk.CloseSessionRequest{SessionId: id})
 	require.NoError(t, err)
 	_, err = ed.prompt(t, id, sdk.TextBlock("hi"))
 	require.Equal(t, -32602, requestError(t, err).Code)
 
+	// The closed session's id (the entity's URL) is free again: the next session gets it,
+	// and its commands, however late the closed one's goroutine ends.
+	again, s := ed.newSession(t, nil)
+	require.Equal(t, id, again)
+	require.Equal(t, staticCommands, commands(s.nextCommands(t)))
+
+	// A second session of the entity open at once gets an id of its own.
+	other, s2 := ed.newSession(t, nil)
+	require.Regexp(t, `^/assistant/x1#[0-9a-f]{8}$`, string(other))
+	require.Equal(t, staticCommands, commands(s2.nextCommands(t)))
+
 	// Methods the adapter does not offer.
 	_, err = ed.SetSessionMode(ctxT(t), sdk.SetSessionModeRequest{SessionId: id, ModeId: "x"})
 	require.Equal(t, -32601, requestError(t, err).Code)
-	_, err = ed.LoadSession(ctxT(t), sdk.LoadSessionRequest{SessionId: id, Cwd: "/work", McpServers: []sdk.McpServer{}})
+	_, err = ed.ResumeSession(ctxT(t), sdk.ResumeSessionRequest{SessionId: id, Cwd: "/work"})
 	require.Equal(t, -32601, requestError(t, err).Code)
 }
 

@@ -39,11 +39,16 @@ type agent struct {
 	closed   bool
 	wg       sync.WaitGroup // session goroutines and prompts in flight
 	sessions map[sdk.SessionId]*session
+	conns    map[string]*entityConn // entities other than api's with sessions (entityconn.go)
 }
 
-// session is one ACP session; its prompts run one at a time.
+// session is one ACP session, attached to one entity (see sessionid.go); its prompts run
+// one at a time.
 type session struct {
 	id      sdk.SessionId
+	api     *entityAPI   // the entity's: a.api for session/new, any for session/load
+	feed    *commandFeed // the entity's slash commands
+	tag     string       // random, in the keys of the session's messages
 	ctx     context.Context
 	cancel  context.CancelFunc
 	prompts atomic.Int64
@@ -97,8 +102,10 @@ func (a *agent) Initialize(_ context.Context, p sdk.InitializeRequest) (sdk.Init
 		AgentInfo:       &sdk.Implementation{Name: "entityd", Title: &title, Version: a.ver},
 		AgentCapabilities: sdk.AgentCapabilities{
 			// Text and resource links only (the baseline every agent supports).
-			PromptCapabilities:  sdk.PromptCapabilities{},
-			SessionCapabilities: sdk.SessionCapabilities{Close: &sdk.SessionCloseCapabilities{}},
+			PromptCapabilities: sdk.PromptCapabilities{},
+			LoadSession:        true, // load.go
+			SessionCapabilities: sdk.SessionCapabilities{Close: &sdk.SessionCloseCapabilities{},
+				List: &sdk.SessionListCapabilities{}}, // list.go
 		},
 		AuthMethods: []sdk.AuthMethod{},
 	}, nil
@@ -111,8 +118,7 @@ func (a *agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 	}
 	defer a.wg.Done()
 	if !filepath.IsAbs(p.Cwd) { // the schema: "MUST be an absolute path"
-		return sdk.NewSessionResponse{}, &sdk.RequestError{Code: -32602, Message: "cwd must be an absolute path",
-			Data: map[string]any{"details": []Detail{{Path: "/cwd", Message: "must be an absolute path"}}}}
+		return sdk.NewSessionResponse{}, notAbsolute("/cwd")
 	}
 	if err := a.ensureEntity(ctx, a.spawn || metaSpawn(p.Meta)); err != nil {
 		return sdk.NewSessionResponse{}, err
@@ -120,31 +126,48 @@ func (a *agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 	if err := a.feed.start(ctx, a.life); err != nil {
 		return sdk.NewSessionResponse{}, toRequestError(err)
 	}
-	id := sdk.SessionId("sess_" + randomHex(12))
 	sctx, cancel := context.WithCancel(a.life)
-	s := &session{id: id, ctx: sctx, cancel: cancel}
-	a.mu.Lock()
-	switch {
-	case a.closed:
-		a.mu.Unlock()
+	s := &session{api: a.api, feed: a.feed, tag: randomHex(12), ctx: sctx, cancel: cancel}
+	if err := a.addSession(s, ""); err != nil {
 		cancel()
-		return sdk.NewSessionResponse{}, sdk.NewInternalError(map[string]any{"error": "the adapter is shutting down"})
-	case len(a.sessions) >= maxSessions:
-		a.mu.Unlock()
-		cancel()
-		return sdk.NewSessionResponse{}, &sdk.RequestError{Code: -32600,
-			Message: fmt.Sprintf("too many sessions (at most %d); close one with session/close", maxSessions)}
+		return sdk.NewSessionResponse{}, err
 	}
-	a.sessions[id] = s
-	a.wg.Add(1)
-	a.mu.Unlock()
-	announced := a.out.afterAnswer(string(id))
+	announced := a.out.afterAnswer(string(s.id))
 	go func() {
 		defer a.wg.Done()
 		a.pushCommands(s, announced)
 	}()
-	a.log.Info("session attached", zap.String("session", string(id)), zap.String("entity", a.api.url()))
-	return sdk.NewSessionResponse{SessionId: id}, nil
+	a.log.Info("session attached", zap.String("session", string(s.id)), zap.String("entity", a.api.url()))
+	return sdk.NewSessionResponse{SessionId: s.id}, nil
+}
+
+// addSession registers s under id, or under a free id of its entity when id is "" (see
+// sessionid.go), and adds the session's goroutine to a.wg: the caller starts it.
+func (a *agent) addSession(s *session, id sdk.SessionId) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case a.closed:
+		return sdk.NewInternalError(map[string]any{"error": "the adapter is shutting down"})
+	case len(a.sessions) >= maxSessions:
+		return &sdk.RequestError{Code: -32600,
+			Message: fmt.Sprintf("too many sessions (at most %d); close one with session/close", maxSessions)}
+	case id == "":
+		id = a.freeSessionIDLocked(s.api.url())
+	case a.sessions[id] != nil:
+		return &sdk.RequestError{Code: -32600, Message: "session " + string(id) + " is already open"}
+	}
+	s.id = id
+	a.sessions[id] = s
+	a.wg.Add(1)
+	return nil
+}
+
+// notAbsolute is the answer to a path parameter that is not absolute (the schema: "MUST
+// be an absolute path").
+func notAbsolute(path string) error {
+	return &sdk.RequestError{Code: -32602, Message: path[1:] + " must be an absolute path",
+		Data: map[string]any{"details": []Detail{{Path: path, Message: "must be an absolute path"}}}}
 }
 
 // metaSpawn reads session/new's {"_meta":{"entityd":{"spawn":true}}}.
@@ -188,11 +211,12 @@ func (a *agent) ensureEntity(ctx context.Context, spawn bool) error {
 	return nil
 }
 
-// pushCommands sends the session an available_commands_update once its session/new
-// answer is out, and again whenever the entity's commands change, each a full snapshot;
-// a snapshot identical to the last one sent is not sent again.
+// pushCommands sends the session an available_commands_update once announced is closed
+// (its session/new answer is out, or its loaded history is), and again whenever the
+// entity's commands change, each a full snapshot; a snapshot identical to the last one
+// sent is not sent again.
 func (a *agent) pushCommands(s *session, announced <-chan struct{}) {
-	defer a.out.forget(string(s.id))
+	defer a.out.forget(string(s.id), announced)
 	select {
 	case <-announced:
 	case <-s.ctx.Done():
@@ -200,7 +224,7 @@ func (a *agent) pushCommands(s *session, announced <-chan struct{}) {
 	}
 	var sent uint64
 	for {
-		snap, changed := a.feed.current()
+		snap, changed := s.feed.current()
 		if snap.ver != sent {
 			err := a.conn.SessionUpdate(s.ctx, sdk.SessionNotification{SessionId: s.id, Update: sdk.SessionUpdate{
 				AvailableCommandsUpdate: &sdk.SessionAvailableCommandsUpdate{AvailableCommands: snap.cmds}}})
@@ -275,7 +299,7 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	if err != nil {
 		return sdk.PromptResponse{}, err
 	}
-	payload, err := composerInput(p.Prompt, a.feed.known)
+	payload, err := composerInput(p.Prompt, s.feed.known)
 	if err != nil {
 		return sdk.PromptResponse{}, toRequestError(err)
 	}
@@ -289,15 +313,15 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	}
 	defer s.end(t)
 
-	key := fmt.Sprintf("acp-%s-%d-%s", s.id, s.prompts.Add(1), randomHex(4))
-	sent, err := a.api.sendComposerInput(t.ctx, key, payload)
+	key := fmt.Sprintf("acp-%s-%d-%s", s.tag, s.prompts.Add(1), randomHex(4))
+	sent, err := s.api.sendComposerInput(t.ctx, key, payload)
 	if err != nil {
 		if t.ctx.Err() != nil {
-			return a.cancelled(), nil
+			return a.cancelled(s), nil
 		}
 		return sdk.PromptResponse{}, toRequestError(err)
 	}
-	f := &replyFollower{api: a.api, key: key, seq: sent.Seq, offset: sent.Offset,
+	f := &replyFollower{api: s.api, key: key, seq: sent.Seq, offset: sent.Offset,
 		log: a.log.With(zap.String("session", string(s.id)), zap.String("key", key)),
 		emit: func(ctx context.Context, text string) {
 			if err := a.conn.SessionUpdate(ctx, agentChunk(s.id, text)); err != nil && ctx.Err() == nil {
@@ -307,7 +331,7 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	outcome, err := f.follow(t.ctx)
 	switch {
 	case t.ctx.Err() != nil:
-		return a.cancelled(), nil
+		return a.cancelled(s), nil
 	case err != nil:
 		return sdk.PromptResponse{}, toRequestError(err)
 	case outcome == runFailed:
@@ -321,12 +345,12 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 // "cancelled". A turn that ended because the connection did (the SDK cancels every
 // request then, and its Done channel is already closed) or the adapter is shutting down
 // sends nothing: nobody is waiting for the answer.
-func (a *agent) cancelled() sdk.PromptResponse {
+func (a *agent) cancelled(s *session) sdk.PromptResponse {
 	select {
 	case <-a.conn.Done():
 	default:
 		if a.life.Err() == nil {
-			a.interruptEntity()
+			a.interruptEntity(s.api)
 		}
 	}
 	return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}
@@ -334,10 +358,10 @@ func (a *agent) cancelled() sdk.PromptResponse {
 
 // interruptEntity sends SIGINT to the entity: its handler gets a SignalWake and can stop
 // what the cancelled prompt started. The prompt answers "cancelled" after it is sent.
-func (a *agent) interruptEntity() {
+func (a *agent) interruptEntity(api *entityAPI) {
 	ctx, cancel := context.WithTimeout(a.life, 10*time.Second)
 	defer cancel()
-	if err := a.api.signal(ctx, "SIGINT"); err != nil {
+	if err := api.signal(ctx, "SIGINT"); err != nil {
 		a.log.Warn("sending SIGINT to the entity", zap.Error(err))
 	}
 }

@@ -16,6 +16,12 @@
 //   - reply.go: the entity's main stream followed from just after the message until the
 //     handler's run for it ends, as agent_message_chunk updates;
 //   - agent.go, unsupported.go: the acp.Agent the SDK calls (sessions, prompts, cancel);
+//   - sessionid.go: a session id is its entity's URL, so a session can be found again;
+//   - load.go, replay.go: session/load — the entity's history read page by page into a
+//     bounded history and replayed as message chunks before the answer;
+//   - list.go: session/list — the entities of the adapter's type, paged;
+//   - entityconn.go: the API client and command feed of an entity other than the
+//     adapter's own, shared by the sessions loaded on it;
 //   - wire.go: stdin and stdout around the SDK (JSON-RPC parse errors, output ordering);
 //   - serve.go: Serve, which wires them to a pair of streams.
 package acp

@@ -82,6 +82,14 @@ func newEntityAPI(o Options) *entityAPI {
 		token: o.Token, principal: o.Principal, http: &http.Client{Transport: t}}
 }
 
+// forEntity is a client of another entity of the same server, with the same
+// credentials and connections (a loaded session may attach to any entity).
+func (c *entityAPI) forEntity(typ, id string) *entityAPI {
+	other := *c
+	other.typ, other.id = typ, id
+	return &other
+}
+
 // url is the entity's URL in the entity API ("/assistant/a1").
 func (c *entityAPI) url() string { return "/" + c.typ + "/" + c.id }
 
@@ -299,10 +307,11 @@ type event struct {
 
 // batch is one answer of a stream read.
 type batch struct {
-	events []event
-	next   string // Stream-Next-Offset: where the next read starts
-	cursor string // Stream-Cursor, echoed on the next long-poll
-	closed bool   // Stream-Closed: nothing will follow
+	events   []event
+	next     string // Stream-Next-Offset: where the next read starts
+	cursor   string // Stream-Cursor, echoed on the next long-poll
+	closed   bool   // Stream-Closed: nothing will follow
+	upToDate bool   // Stream-Up-To-Date: the read reached the stream's tail
 }
 
 // readStream reads the entity stream at suffix ("/main", "/slash-commands") after
@@ -329,7 +338,7 @@ func (c *entityAPI) readStream(ctx context.Context, suffix, offset, cursor strin
 		return nil, err
 	}
 	b := &batch{next: res.Header.Get("Stream-Next-Offset"), cursor: res.Header.Get("Stream-Cursor"),
-		closed: res.Header.Get("Stream-Closed") == "true"}
+		closed: res.Header.Get("Stream-Closed") == "true", upToDate: res.Header.Get("Stream-Up-To-Date") == "true"}
 	if b.next == "" {
 		b.next = offset
 	}
@@ -339,4 +348,31 @@ func (c *entityAPI) readStream(ctx context.Context, suffix, offset, cursor strin
 		}
 	}
 	return b, nil
+}
+
+// entityRow is what the adapter reads of one entity in the entity list.
+type entityRow struct {
+	URL       string `json:"url"`
+	Status    string `json:"status"`
+	UpdatedAt int64  `json:"updated_at"` // Unix milliseconds
+}
+
+// listEntities reads one page of GET /_electric/entities?type=typ: at most limit
+// entities after the one at after ("" for the first page), oldest first, without those
+// the caller may not read; next is where the following page starts ("" when this was
+// the last). A type-level call, on whichever entity's client.
+func (c *entityAPI) listEntities(ctx context.Context, typ, after string, limit int) ([]entityRow, string, error) {
+	q := url.Values{"type": {typ}, "limit": {strconv.Itoa(limit)}}
+	if after != "" {
+		q.Set("after", after)
+	}
+	res, data, err := c.call(ctx, http.MethodGet, "/_electric/entities?"+q.Encode(), nil)
+	if err != nil {
+		return nil, "", err
+	}
+	var rows []entityRow
+	if err := json.Unmarshal(data, &rows); err != nil {
+		return nil, "", fmt.Errorf("entityd: entity list: %w", err)
+	}
+	return rows, res.Header.Get("Entityd-Next-After"), nil
 }

@@ -47,7 +47,13 @@ type recorder struct {
 type sessionLog struct {
 	commands chan []sdk.AvailableCommand
 	chunks   chan string
+
+	mu         sync.Mutex
+	transcript []line // user and agent message chunks, in the order received
 }
+
+// line is one message chunk of a transcript.
+type line struct{ role, text string }
 
 func newRecorder() *recorder { return &recorder{sessions: map[sdk.SessionId]*sessionLog{}} }
 
@@ -68,9 +74,28 @@ func (r *recorder) SessionUpdate(_ context.Context, n sdk.SessionNotification) e
 	case u.AvailableCommandsUpdate != nil:
 		s.commands <- u.AvailableCommandsUpdate.AvailableCommands
 	case u.AgentMessageChunk != nil && u.AgentMessageChunk.Content.Text != nil:
+		s.record(line{"agent", u.AgentMessageChunk.Content.Text.Text})
 		s.chunks <- u.AgentMessageChunk.Content.Text.Text
+	case u.UserMessageChunk != nil && u.UserMessageChunk.Content.Text != nil:
+		s.record(line{"user", u.UserMessageChunk.Content.Text.Text})
 	}
 	return nil
+}
+
+func (s *sessionLog) record(l line) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.transcript = append(s.transcript, l)
+}
+
+// takeTranscript returns the message chunks received so far and forgets them (after a
+// request returned, every notification sent before its answer has been handled).
+func (s *sessionLog) takeTranscript() []line {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.transcript
+	s.transcript = nil
+	return t
 }
 
 var errNotOffered = errors.New("not offered by the test client")

@@ -150,15 +150,34 @@ func (r *replyFollower) finish(ctx context.Context, statusErr error) (runOutcome
 // that ends normally (end_turn) with this text, rather than ACP's "refusal", which says
 // the agent declined and makes editors rewind the turn.
 func (r *replyFollower) failureNotice() string {
-	why := "the entity stopped or its handler gave up on the message"
-	if r.failure != "" {
-		why = r.failure
-	}
-	notice := "entityd: the entity could not handle this message (" + why + ")."
+	notice := couldNotHandle(r.failure)
 	if r.chunks > 0 {
 		notice = "\n\n" + notice
 	}
 	return notice
+}
+
+// couldNotHandle is the notice of a message whose run failed, why being the handler's
+// error ("" when the adapter does not know it).
+func couldNotHandle(why string) string {
+	if why == "" {
+		why = "the entity stopped or its handler gave up on the message"
+	}
+	return "entityd: the entity could not handle this message (" + why + ")."
+}
+
+// gaveUp reads an error event that says the run for the message at key was given up on
+// (will_retry false), with the handler's error message.
+func gaveUp(e event) (key, why string, ok bool) {
+	var v struct {
+		Key       string `json:"key"`
+		WillRetry *bool  `json:"will_retry"`
+		Message   string `json:"message"`
+	}
+	if e.Type != "error" || json.Unmarshal(e.Value, &v) != nil || v.WillRetry == nil || *v.WillRetry {
+		return "", "", false
+	}
+	return v.Key, v.Message, true
 }
 
 // ended reads the wake status: has the run for the message ended?
@@ -185,32 +204,13 @@ func (r *replyFollower) handle(ctx context.Context, events []event) {
 	for _, e := range events {
 		switch e.Type {
 		case "text", "text_delta":
-			if e.Headers.Operation != "" && e.Headers.Operation != "insert" && e.Headers.Operation != "upsert" {
-				continue
-			}
-			var v struct {
-				Text  *string `json:"text"`
-				Delta *string `json:"delta"`
-			}
-			if json.Unmarshal(e.Value, &v) != nil {
-				continue
-			}
-			text := v.Text
-			if e.Type == "text_delta" && v.Delta != nil {
-				text = v.Delta
-			}
-			if text != nil && *text != "" {
-				r.emit(ctx, *text)
+			if text := replyText(e); text != "" {
+				r.emit(ctx, text)
 				r.chunks++
 			}
 		case "error":
-			var v struct {
-				Key       string `json:"key"`
-				WillRetry *bool  `json:"will_retry"`
-				Message   string `json:"message"`
-			}
-			if json.Unmarshal(e.Value, &v) == nil && v.Key == r.key && v.WillRetry != nil && !*v.WillRetry {
-				r.failed, r.failure = true, v.Message
+			if key, why, ok := gaveUp(e); ok && key == r.key {
+				r.failed, r.failure = true, why
 			}
 		case "inbox":
 			if e.Key != r.key || e.Headers.Operation != "update" {
@@ -224,6 +224,34 @@ func (r *replyFollower) handle(ctx context.Context, events []event) {
 			}
 		}
 	}
+}
+
+// replyText is the reply text a text or text_delta event carries ("" for none): a
+// text_delta's delta, or a text event's text member (as older handlers wrote a reply).
+// Only inserts and upserts count: an update restates a row (its status, say) and would
+// repeat the text. A live reply and a replayed history read events through it alike.
+func replyText(e event) string {
+	if e.Type != "text" && e.Type != "text_delta" {
+		return ""
+	}
+	if e.Headers.Operation != "" && e.Headers.Operation != "insert" && e.Headers.Operation != "upsert" {
+		return ""
+	}
+	var v struct {
+		Text  *string `json:"text"`
+		Delta *string `json:"delta"`
+	}
+	if json.Unmarshal(e.Value, &v) != nil {
+		return ""
+	}
+	text := v.Text
+	if e.Type == "text_delta" && v.Delta != nil {
+		text = v.Delta
+	}
+	if text == nil {
+		return ""
+	}
+	return *text
 }
 
 // longPoll reads the main stream live from offset and hands every batch with events (or

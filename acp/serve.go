@@ -20,7 +20,8 @@ const DefaultServer = "http://127.0.0.1:4437"
 type Options struct {
 	// Server is the entityd base URL (DefaultServer when empty).
 	Server string
-	// EntityType and EntityID name the entity every session attaches to.
+	// EntityType and EntityID name the entity session/new attaches sessions to;
+	// session/list lists the entities of EntityType (session/load takes any entity).
 	EntityType, EntityID string
 	// Token is sent as Authorization: Bearer (jwt mode); Principal as Electric-Principal
 	// (dev mode). Either may be empty.

@@ -7,16 +7,11 @@ import (
 )
 
 // The methods of acp.Agent the adapter does not offer. It advertises no auth methods,
-// modes, config options, or session listing/resuming (an entity's history is its
-// stream, which the editor does not need replayed), so a client that calls them anyway
-// gets "method not found".
+// modes, config options, or session/resume (session/load, which replays the history,
+// covers it), so a client that calls them anyway gets "method not found".
 
 func (a *agent) Authenticate(context.Context, sdk.AuthenticateRequest) (sdk.AuthenticateResponse, error) {
 	return sdk.AuthenticateResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodAuthenticate)
-}
-
-func (a *agent) ListSessions(context.Context, sdk.ListSessionsRequest) (sdk.ListSessionsResponse, error) {
-	return sdk.ListSessionsResponse{}, sdk.NewMethodNotFound(sdk.AgentMethodSessionList)
 }
 
 func (a *agent) ResumeSession(context.Context, sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {

@@ -72,11 +72,15 @@ func (o *wireOut) afterAnswer(id string) <-chan struct{} {
 	return ch
 }
 
-// forget drops a session that will not be announced (its session/new failed after all).
-func (o *wireOut) forget(id string) {
+// forget drops the wait of afterAnswer's channel ch for id, if it is still pending (the
+// session ended before its answer went out). Only that channel: a session id is free
+// again once its session is closed, and the next session/new may be waiting under it.
+func (o *wireOut) forget(id string, ch <-chan struct{}) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	delete(o.pending, id)
+	if cur, ok := o.pending[id]; ok && (<-chan struct{})(cur) == ch {
+		delete(o.pending, id)
+	}
 }
 
 // JSON-RPC error answers the guard writes itself (id null: the message had no usable id).

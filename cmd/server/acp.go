@@ -22,7 +22,8 @@ func runACP(args []string) int {
 	fs := flag.NewFlagSet("entityd acp", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: entityd acp --entity <type>/<id> [--server URL] [--token T | --principal P] [--spawn]")
-		fmt.Fprintln(fs.Output(), "An ACP (Agent Client Protocol) agent over stdio that attaches editor sessions to one entity.")
+		fmt.Fprintln(fs.Output(), "An ACP (Agent Client Protocol) agent over stdio that attaches new editor sessions to one entity;")
+		fmt.Fprintln(fs.Output(), "session/list and session/load reach the other entities of its type too.")
 		fs.PrintDefaults()
 	}
 	env := func(name, def string) string {
@@ -31,7 +32,7 @@ func runACP(args []string) int {
 		}
 		return def
 	}
-	entity := fs.String("entity", env("ENTITYD_ENTITY", ""), "the entity every session attaches to, <type>/<id> ($ENTITYD_ENTITY)")
+	entity := fs.String("entity", env("ENTITYD_ENTITY", ""), "the entity new sessions attach to, <type>/<id>; session/list lists its type ($ENTITYD_ENTITY)")
 	server := fs.String("server", env("ENTITYD_URL", acp.DefaultServer), "the entityd server ($ENTITYD_URL)")
 	token := fs.String("token", os.Getenv("ENTITYD_TOKEN"), "jwt mode: sent as Authorization: Bearer <token> ($ENTITYD_TOKEN)")
 	principal := fs.String("principal", os.Getenv("ENTITYD_PRINCIPAL"), "dev mode: sent as the Electric-Principal header, kind:id ($ENTITYD_PRINCIPAL)")
