@@ -361,6 +361,8 @@ func TestSessions(t *testing.T) {
 	require.NoError(t, err)
 	_, err = ed.prompt(t, id, sdk.TextBlock("hi"))
 	require.Equal(t, -32602, requestError(t, err).Code)
+	_, err = ed.CloseSession(ctxT(t), sdk.CloseSessionRequest{SessionId: id})
+	require.Equal(t, -32002, requestError(t, err).Code, "closing it again: resource not found (already closed)")
 
 	// The closed session's id (the entity's URL) is free again: the next session gets it,
 	// and its commands, however late the closed one's goroutine ends.

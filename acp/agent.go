@@ -384,7 +384,9 @@ func (a *agent) CloseSession(_ context.Context, p sdk.CloseSessionRequest) (sdk.
 	delete(a.sessions, p.SessionId)
 	a.mu.Unlock()
 	if s == nil {
-		return sdk.CloseSessionResponse{}, sdk.NewInvalidParams(map[string]any{"error": "unknown session " + string(p.SessionId)})
+		// resource not found, which clients (the TypeScript SDK) read as "already closed"
+		return sdk.CloseSessionResponse{}, &sdk.RequestError{Code: errResourceNotFound,
+			Message: "unknown session " + string(p.SessionId)}
 	}
 	s.interrupt()
 	s.cancel()
