@@ -35,6 +35,8 @@ type agent struct {
 	ver   string // the adapter's version, for agentInfo
 	life  context.Context
 
+	editor editorShared // the sessions' MCP servers (editortools.go)
+
 	mu       sync.Mutex
 	closed   bool
 	wg       sync.WaitGroup // session goroutines and prompts in flight
@@ -47,6 +49,7 @@ type session struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	prompts atomic.Int64
+	tools   *editorTools // its MCP servers and their calls (editortools.go)
 
 	mu   sync.Mutex
 	turn *turn // the prompt in flight, nil when idle
@@ -123,6 +126,7 @@ func (a *agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 	id := sdk.SessionId("sess_" + randomHex(12))
 	sctx, cancel := context.WithCancel(a.life)
 	s := &session{id: id, ctx: sctx, cancel: cancel}
+	s.tools = newEditorTools(a, s, p.Cwd, p.McpServers)
 	a.mu.Lock()
 	switch {
 	case a.closed:
@@ -136,12 +140,16 @@ func (a *agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 			Message: fmt.Sprintf("too many sessions (at most %d); close one with session/close", maxSessions)}
 	}
 	a.sessions[id] = s
-	a.wg.Add(1)
+	a.wg.Add(2)
 	a.mu.Unlock()
 	announced := a.out.afterAnswer(string(id))
 	go func() {
 		defer a.wg.Done()
 		a.pushCommands(s, announced)
+	}()
+	go func() {
+		defer a.wg.Done()
+		s.tools.run(announced)
 	}()
 	a.log.Info("session attached", zap.String("session", string(id)), zap.String("entity", a.api.url()))
 	return sdk.NewSessionResponse{SessionId: id}, nil
@@ -288,6 +296,11 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 		return sdk.PromptResponse{}, err
 	}
 	defer s.end(t)
+	endTurn, err := s.tools.beginTurn(t.ctx) // the session's first tool offer goes first
+	if err != nil {
+		return a.cancelled(), nil
+	}
+	defer endTurn()
 
 	key := fmt.Sprintf("acp-%s-%d-%s", s.id, s.prompts.Add(1), randomHex(4))
 	sent, err := a.api.sendComposerInput(t.ctx, key, payload)
@@ -297,7 +310,7 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 		}
 		return sdk.PromptResponse{}, toRequestError(err)
 	}
-	f := &replyFollower{api: a.api, key: key, seq: sent.Seq, offset: sent.Offset,
+	f := &replyFollower{api: a.api, key: key, seq: sent.Seq, offset: sent.Offset, tools: s.tools,
 		log: a.log.With(zap.String("session", string(s.id)), zap.String("key", key)),
 		emit: func(ctx context.Context, text string) {
 			if err := a.conn.SessionUpdate(ctx, agentChunk(s.id, text)); err != nil && ctx.Err() == nil {
@@ -307,6 +320,7 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	outcome, err := f.follow(t.ctx)
 	switch {
 	case t.ctx.Err() != nil:
+		f.abandonCalls()
 		return a.cancelled(), nil
 	case err != nil:
 		return sdk.PromptResponse{}, toRequestError(err)

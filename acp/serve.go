@@ -29,6 +29,8 @@ type Options struct {
 	Spawn bool
 	// Version is the adapter's version in agentInfo.
 	Version string
+	// MCP bounds the stdio MCP servers sessions name (zero fields: the defaults).
+	MCP MCPLimits
 	// Logger gets the adapter's logs; it must not write to the protocol's stream.
 	Logger *zap.Logger
 }
@@ -68,7 +70,7 @@ func Serve(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 	api := newEntityAPI(o)
 	wout := newWireOut(out)
 	a := &agent{api: api, feed: newCommandFeed(api, log), out: wout, log: log, spawn: o.Spawn,
-		ver: o.Version, life: life, sessions: map[sdk.SessionId]*session{}}
+		ver: o.Version, life: life, sessions: map[sdk.SessionId]*session{}, editor: editorShared{limits: o.MCP}}
 	sdkIn, toSDK := io.Pipe()
 	conn := sdk.NewAgentSideConnection(a, wout, sdkIn)
 	conn.SetLogger(slog.New(zapHandler{log}))

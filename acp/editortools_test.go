@@ -1,0 +1,459 @@
+package acp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/entityd/entityd/acp"
+	"github.com/entityd/entityd/internal/testbin"
+	"github.com/entityd/entityd/internal/testserver"
+	"github.com/entityd/entityd/internal/testwait"
+	"github.com/entityd/entityd/runtime"
+	"github.com/entityd/entityd/wire/editortool"
+)
+
+// toolCaller is an entity type whose handler uses the editor's tools: a prompt
+// "call <server> <tool> [json]" calls one (of the prompt's session, else of the only
+// session offering tools) after a reply text saying so; a result is answered with a text
+// describing it. Offers and results are handed to the test too.
+func toolCaller(offers chan<- runtime.EditorToolset, results chan<- runtime.EditorToolResult) runtime.EntityDefinition {
+	return runtime.EntityDefinition{Type: "toolcaller", Description: "calls its editor's MCP tools",
+		Handler: func(ctx *runtime.Context) error {
+			w, ok := ctx.Wake.(runtime.InboxWake)
+			if !ok {
+				return nil
+			}
+			switch w.Type {
+			case editortool.OfferType:
+				var o runtime.EditorToolset
+				if err := json.Unmarshal(w.Payload, &o); err != nil {
+					return err
+				}
+				offers <- o
+				return nil
+			case editortool.ResultType:
+				r, ok := runtime.EditorToolResultOf(w)
+				if !ok {
+					return fmt.Errorf("not a result: %s", w.Payload)
+				}
+				results <- *r
+				text := r.Text()
+				if len(text) > 120 {
+					text = text[:120] + "…"
+				}
+				return ctx.WriteText(fmt.Sprintf("result %s/%s is_error=%v truncated=%v: %s", r.Server, r.Tool, r.IsError, r.Truncated, text))
+			}
+			ci, ok := w.ComposerInput()
+			if !ok {
+				return nil
+			}
+			if rest, ok := strings.CutPrefix(ci.Source, "raw "); ok {
+				// "raw <id> <value>": an editor_tool_call written as a remote handler might.
+				id, value, _ := strings.Cut(rest, " ")
+				return ctx.WriteEvent(editortool.CallEventType, id, "insert", json.RawMessage(value))
+			}
+			f := strings.SplitN(ci.Source, " ", 4)
+			if len(f) < 3 || f[0] != "call" {
+				return ctx.WriteText("say: call <server> <tool> [json]")
+			}
+			session := ctx.EditorSession()
+			if session == "" {
+				set, ok := ctx.EditorTools()
+				if !ok {
+					return ctx.WriteText("no editor session")
+				}
+				session = set.Session
+			}
+			call := runtime.EditorToolCall{Session: session, Server: f[1], Tool: f[2]}
+			if len(f) == 4 {
+				call.Arguments = json.RawMessage(f[3])
+			}
+			if err := ctx.WriteText("calling " + f[1] + "/" + f[2]); err != nil {
+				return err
+			}
+			_, err := ctx.CallEditorTool(call)
+			return err
+		}}
+}
+
+// toolRecorder is the editor's side for these tests: the recorder, plus every update of
+// a session in order ("chunk: …", "tool_call <id> <status> <title>", "update <id>
+// <status>: <text>") and each tool update on a channel.
+type toolRecorder struct {
+	*recorder
+	mu      sync.Mutex
+	entries map[sdk.SessionId][]string
+	updates map[sdk.SessionId]chan string
+}
+
+func (r *toolRecorder) ch(id sdk.SessionId) chan string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.updates[id]
+	if c == nil {
+		c = make(chan string, 1024)
+		r.updates[id] = c
+	}
+	return c
+}
+
+func (r *toolRecorder) SessionUpdate(ctx context.Context, n sdk.SessionNotification) error {
+	var entry string
+	tool := false
+	switch u := n.Update; {
+	case u.AgentMessageChunk != nil && u.AgentMessageChunk.Content.Text != nil:
+		entry = "chunk: " + u.AgentMessageChunk.Content.Text.Text
+	case u.ToolCall != nil:
+		in, _ := json.Marshal(u.ToolCall.RawInput)
+		entry, tool = fmt.Sprintf("tool_call %s %s %s %s %s", u.ToolCall.ToolCallId, u.ToolCall.Status, u.ToolCall.Title, u.ToolCall.Kind, in), true
+	case u.ToolCallUpdate != nil:
+		var texts []string
+		for _, c := range u.ToolCallUpdate.Content {
+			if c.Content != nil && c.Content.Content.Text != nil {
+				texts = append(texts, c.Content.Content.Text.Text)
+			}
+		}
+		status := ""
+		if u.ToolCallUpdate.Status != nil {
+			status = string(*u.ToolCallUpdate.Status)
+		}
+		entry, tool = fmt.Sprintf("update %s %s: %s", u.ToolCallUpdate.ToolCallId, status, strings.Join(texts, " | ")), true
+	}
+	if entry != "" {
+		r.mu.Lock()
+		r.entries[n.SessionId] = append(r.entries[n.SessionId], entry)
+		r.mu.Unlock()
+	}
+	if tool {
+		r.ch(n.SessionId) <- entry
+	}
+	return r.recorder.SessionUpdate(ctx, n)
+}
+
+// log is the session's updates so far, in order.
+func (r *toolRecorder) log(id sdk.SessionId) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.entries[id]...)
+}
+
+// nextTool is the session's next tool_call or tool_call_update.
+func (r *toolRecorder) nextTool(t testing.TB, id sdk.SessionId) string {
+	t.Helper()
+	return testwait.Recv(t, r.ch(id), "a tool call update", waitLimit)
+}
+
+type toolEditor struct {
+	*editor
+	tools *toolRecorder
+	done  chan error // Serve's return, once the editor closed the adapter's stdin
+	close func()     // closes the adapter's stdin
+}
+
+// startToolAdapter is startAdapter with the toolRecorder as the editor.
+func startToolAdapter(t *testing.T, srv *testserver.Server, entity string, opts ...func(*acp.Options)) *toolEditor {
+	t.Helper()
+	typ, id, err := acp.ParseEntity(entity)
+	require.NoError(t, err)
+	o := acp.Options{Server: srv.URL, EntityType: typ, EntityID: id, Spawn: true,
+		Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))}
+	for _, f := range opts {
+		f(&o)
+	}
+	agentIn, editorOut := io.Pipe()
+	editorIn, agentOut := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- acp.Serve(context.Background(), o, agentIn, agentOut) }()
+	rec := &toolRecorder{recorder: newRecorder(), entries: map[sdk.SessionId][]string{}, updates: map[sdk.SessionId]chan string{}}
+	conn := sdk.NewClientSideConnection(rec, editorOut, editorIn)
+	conn.SetLogger(slog.New(slog.DiscardHandler))
+	var once sync.Once
+	te := &toolEditor{editor: &editor{ClientSideConnection: conn, rec: rec.recorder}, tools: rec, done: done,
+		close: func() { once.Do(func() { _ = editorOut.Close() }) }}
+	t.Cleanup(func() {
+		te.close()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(waitLimit):
+			t.Error("the adapter did not end after its stdin closed")
+		}
+		_ = agentOut.Close()
+	})
+	return te
+}
+
+// mcpServer is the test MCP server named name, writing its pids and calls to dir.
+func mcpServer(t *testing.T, name, dir string, env ...sdk.EnvVariable) sdk.McpServer {
+	bin := testbin.Build(t, "./testdata/mcpserver")
+	return sdk.McpServer{Stdio: &sdk.McpServerStdio{Name: name, Command: bin, Args: []string{},
+		Env: append([]sdk.EnvVariable{{Name: "MCP_TEST_DIR", Value: dir}, {Name: "MCP_TEST_NAME", Value: name}}, env...)}}
+}
+
+func (e *toolEditor) newToolSession(t *testing.T, cwd string, servers ...sdk.McpServer) sdk.SessionId {
+	t.Helper()
+	res, err := e.NewSession(ctxT(t), sdk.NewSessionRequest{Cwd: cwd, McpServers: servers})
+	require.NoError(t, err)
+	return res.SessionId
+}
+
+// pidIn reads a pid file the test server wrote (it writes it first thing).
+func pidIn(t *testing.T, path string) int {
+	t.Helper()
+	var pid int
+	testwait.Until(t, "the pid file "+filepath.Base(path), func() bool {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(string(b))
+		return err == nil
+	}, waitLimit)
+	return pid
+}
+
+// alive reports whether process pid exists and is not a zombie.
+func alive(pid int) bool {
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		s := string(b)
+		if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+			return s[i+2] != 'Z'
+		}
+		return true
+	}
+	return syscall.Kill(pid, 0) == nil
+}
+
+func requireGone(t *testing.T, what string, pids ...int) {
+	t.Helper()
+	for _, pid := range pids {
+		require.True(t, pid > 0)
+		testwait.Until(t, fmt.Sprintf("%s (pid %d) ended", what, pid), func() bool { return !alive(pid) }, waitLimit)
+	}
+}
+
+// callsRun is what the test server ran, in order.
+func callsRun(t *testing.T, dir, name string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name+".calls"))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	require.NoError(t, err)
+	return strings.Fields(string(b))
+}
+
+// callID is the id of a "tool_call <id> …" entry.
+func callID(t *testing.T, entry string) string {
+	t.Helper()
+	f := strings.Fields(entry)
+	require.GreaterOrEqual(t, len(f), 2, entry)
+	require.Equal(t, "tool_call", f[0], entry)
+	return f[1]
+}
+
+// resultMessages are the editor_tool_result messages on the entity's stream, by key.
+func resultMessages(t *testing.T, srv *testserver.Server, entity string) map[string]int {
+	t.Helper()
+	events, _ := mainStream(t, srv, entity)
+	out := map[string]int{}
+	for _, e := range events {
+		if e.Type == "inbox" && e.Headers.Operation == "insert" && strings.Contains(string(e.Value), `"message_type":"editor_tool_result"`) {
+			out[e.Key]++
+		}
+	}
+	return out
+}
+
+// TestEditorToolsRoundTrip: the session's stdio MCP server starts, its tools reach the
+// entity (a server that cannot start and an http one are reported, not fatal); a prompt
+// whose run calls a tool shows it to the editor (pending → in_progress → completed or
+// failed), runs it once on the server, hands the result to the handler, and the turn
+// ends only after the handler's answer to the result; the tool list follows
+// list_changed; session/close withdraws the tools and stops the server.
+func TestEditorToolsRoundTrip(t *testing.T) {
+	offers, results := make(chan runtime.EditorToolset, 64), make(chan runtime.EditorToolResult, 64)
+	srv := startServer(t, toolCaller(offers, results))
+	ed := startToolAdapter(t, srv, "toolcaller/r1")
+	ed.initialize(t)
+	dir, cwd := t.TempDir(), t.TempDir()
+	id := ed.newToolSession(t, cwd,
+		mcpServer(t, "tt", dir, sdk.EnvVariable{Name: "GREETING", Value: "hello"}),
+		sdk.McpServer{Stdio: &sdk.McpServerStdio{Name: "broken", Command: filepath.Join(dir, "no-such-server"), Args: []string{}, Env: []sdk.EnvVariable{}}},
+		sdk.McpServer{Http: &sdk.McpServerHttpInline{Name: "web", Url: "https://example.com/mcp", Headers: []sdk.HttpHeader{}}})
+
+	o := testwait.Recv(t, offers, "the first offer", waitLimit)
+	require.Equal(t, string(id), o.Session)
+	require.Equal(t, int64(1), o.Version)
+	require.Len(t, o.Servers, 3)
+	require.Equal(t, editortool.Server{Name: "tt", Status: editortool.StatusRunning}, o.Servers[0])
+	require.Equal(t, "broken", o.Servers[1].Name)
+	require.Equal(t, editortool.StatusFailed, o.Servers[1].Status)
+	require.Contains(t, o.Servers[1].Error, "no-such-server")
+	require.Equal(t, editortool.Server{Name: "web", Status: editortool.StatusRefused,
+		Error: "an http MCP server; entityd acp runs stdio servers only"}, o.Servers[2])
+	var names []string
+	for _, tool := range o.Tools {
+		require.Equal(t, "tt", tool.Server)
+		names = append(names, tool.Name)
+		if tool.Name == "echo" {
+			require.Equal(t, "Echoes its text", tool.Description)
+			var schema struct {
+				Type       string                     `json:"type"`
+				Properties map[string]json.RawMessage `json:"properties"`
+			}
+			require.NoError(t, json.Unmarshal(tool.InputSchema, &schema))
+			require.Equal(t, "object", schema.Type)
+			require.Contains(t, schema.Properties, "text")
+			require.JSONEq(t, `{"readOnlyHint":true,"idempotentHint":false}`, string(tool.Annotations))
+		}
+	}
+	require.ElementsMatch(t, []string{"add_tool", "big", "block", "crash", "echo", "env", "fail"}, names)
+
+	// The editor was told about the two servers that did not start.
+	reports := map[string]bool{}
+	for len(reports) < 2 {
+		c := testwait.Recv(t, ed.rec.session(id).chunks, "a report of a server that did not start", waitLimit)
+		reports[c] = true
+	}
+	var report string
+	for c := range reports {
+		report += c
+	}
+	require.Contains(t, report, `entityd: MCP server "broken" did not start (`)
+	require.Contains(t, report, `entityd: MCP server "web" did not start (an http MCP server; entityd acp runs stdio servers only); its tools are not offered.`)
+
+	prompt := func(text string) []string {
+		t.Helper()
+		before := len(ed.tools.log(id))
+		stop, err := ed.prompt(t, id, sdk.TextBlock(text))
+		require.NoError(t, err)
+		require.Equal(t, sdk.StopReasonEndTurn, stop)
+		ed.rec.session(id).reply()
+		return ed.tools.log(id)[before:]
+	}
+
+	// A tool that works: the reply text, then the call as the editor sees it, then the
+	// handler's answer to the result — all within the turn, in that order.
+	turn := prompt(`call tt echo {"text":"hi"}`)
+	require.Len(t, turn, 5, "%q", turn)
+	require.Equal(t, "chunk: calling tt/echo", turn[0])
+	call := callID(t, turn[1])
+	require.Equal(t, fmt.Sprintf(`tool_call %s pending tt/echo read {"text":"hi"}`, call), turn[1])
+	require.Equal(t, "update "+call+" in_progress: ", turn[2])
+	require.Equal(t, "update "+call+" completed: echo: hi", turn[3])
+	require.Equal(t, "chunk: result tt/echo is_error=false truncated=false: echo: hi", turn[4])
+	r := testwait.Recv(t, results, "the echo result", waitLimit)
+	require.Equal(t, call, r.CallID)
+	require.Equal(t, string(id), r.Session)
+	require.Equal(t, "echo: hi", r.Text())
+	require.False(t, r.IsError)
+	require.JSONEq(t, `[{"type":"text","text":"echo: hi"}]`, mustJSON(t, r.Content))
+
+	// A tool that fails, the environment and cwd the server got, a server the session
+	// does not have, one that did not start.
+	turn = prompt(`call tt fail {"message":"nope"}`)
+	call = callID(t, turn[1])
+	require.Equal(t, "update "+call+" failed: failed: nope", turn[3])
+	require.Equal(t, "chunk: result tt/fail is_error=true truncated=false: failed: nope", turn[4])
+
+	turn = prompt(`call tt env {"name":"GREETING"}`)
+	require.Equal(t, "chunk: result tt/env is_error=false truncated=false: GREETING=hello cwd="+cwd, turn[len(turn)-1])
+
+	turn = prompt(`call nosuch echo {}`)
+	require.Equal(t, `chunk: result nosuch/echo is_error=true truncated=false: entityd acp: no MCP server "nosuch" in this editor session (it has: tt, broken, web)`,
+		turn[len(turn)-1])
+	turn = prompt(`call broken echo {}`)
+	require.Contains(t, turn[len(turn)-1], `chunk: result broken/echo is_error=true truncated=false: entityd acp: MCP server "broken" is not running (failed: `)
+	// A call the runtime would not write (arguments not an object), as another handler
+	// might write it: the adapter answers it with an error.
+	turn = prompt(`raw bad-1 {"session":"` + string(id) + `","server":"tt","tool":"echo","arguments":[1,2]}`)
+	require.Equal(t, "chunk: result tt/echo is_error=true truncated=false: entityd acp: the arguments of an editor_tool_call must be a JSON object",
+		turn[len(turn)-1])
+	require.Equal(t, "tool_call bad-1 pending tt/echo read [1,2]", turn[0])
+
+	// A result over the limit is cut.
+	turn = prompt(`call tt big {"bytes":300000}`)
+	require.Contains(t, turn[len(turn)-1], "chunk: result tt/big is_error=false truncated=true: xxxx")
+	r = resultFor(t, results, callID(t, turn[1]))
+	require.True(t, r.Truncated)
+	require.Len(t, r.Content, 2)
+	size := 0
+	for _, c := range r.Content {
+		size += len(c)
+	}
+	require.LessOrEqual(t, size, 256<<10)
+	require.Regexp(t, `\[entityd acp: the result was 3000\d\d bytes, over the limit of 262144; it was cut\]$`, r.Text())
+	require.Greater(t, len(r.Text()), 250_000)
+
+	// The tool list follows the server's list_changed.
+	prompt(`call tt add_tool {"name":"late"}`)
+	o = testwait.Recv(t, offers, "the offer after list_changed", waitLimit)
+	require.Equal(t, int64(2), o.Version)
+	require.Contains(t, toolNames(o), "late")
+	turn = prompt(`call tt late {"text":"x"}`)
+	require.Equal(t, "chunk: result tt/late is_error=false truncated=false: late: x", turn[len(turn)-1])
+
+	// Every call ran once on the server (the turn and the shared follower both saw each),
+	// and each result was sent once.
+	require.Equal(t, []string{"echo", "fail", "env", "big", "add_tool", "late"}, callsRun(t, dir, "tt"))
+	sent := resultMessages(t, srv, "toolcaller/r1")
+	require.Len(t, sent, 9)
+	require.Contains(t, sent, editortool.ResultKey("bad-1"))
+	for k, n := range sent {
+		require.Equal(t, 1, n, k)
+	}
+
+	// session/close: the server stops and the entity hears the tools are gone.
+	pid := pidIn(t, filepath.Join(dir, "tt.pid"))
+	require.True(t, alive(pid))
+	_, err := ed.CloseSession(ctxT(t), sdk.CloseSessionRequest{SessionId: id})
+	require.NoError(t, err)
+	o = testwait.Recv(t, offers, "the closing offer", waitLimit)
+	require.True(t, o.Closed)
+	require.Equal(t, int64(3), o.Version)
+	require.Empty(t, o.Tools)
+	requireGone(t, "the MCP server", pid)
+}
+
+// resultFor is the result of call id (earlier results are skipped).
+func resultFor(t *testing.T, results <-chan runtime.EditorToolResult, id string) runtime.EditorToolResult {
+	t.Helper()
+	for {
+		r := testwait.Recv(t, results, "the result of "+id, waitLimit)
+		if r.CallID == id {
+			return r
+		}
+	}
+}
+
+func toolNames(o runtime.EditorToolset) []string {
+	var out []string
+	for _, t := range o.Tools {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}
