@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -222,7 +223,7 @@ func pidIn(t *testing.T, path string) int {
 		if err != nil {
 			return false
 		}
-		pid, err = strconv.Atoi(string(b))
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
 		return err == nil
 	}, waitLimit)
 	return pid
@@ -456,4 +457,198 @@ func mustJSON(t *testing.T, v any) string {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// offerOf waits for the next offer of session id that satisfies ok.
+func offerOf(t *testing.T, offers <-chan runtime.EditorToolset, id sdk.SessionId, what string, ok func(runtime.EditorToolset) bool) runtime.EditorToolset {
+	t.Helper()
+	for {
+		o := testwait.Recv(t, offers, what, waitLimit)
+		if o.Session == string(id) && ok(o) {
+			return o
+		}
+	}
+}
+
+func anyOffer(runtime.EditorToolset) bool { return true }
+
+// TestEditorToolCancel: session/cancel during a call cancels it on the server; the
+// editor sees it failed before the prompt answers "cancelled", and the handler still
+// gets a result saying so (it does not wait forever).
+func TestEditorToolCancel(t *testing.T) {
+	offers, results := make(chan runtime.EditorToolset, 64), make(chan runtime.EditorToolResult, 64)
+	srv := startServer(t, toolCaller(offers, results))
+	ed := startToolAdapter(t, srv, "toolcaller/c1")
+	ed.initialize(t)
+	dir := t.TempDir()
+	id := ed.newToolSession(t, t.TempDir(), mcpServer(t, "tt", dir))
+	offerOf(t, offers, id, "the offer", anyOffer)
+
+	done := make(chan sdk.StopReason, 1)
+	go func() {
+		stop, err := ed.prompt(t, id, sdk.TextBlock(`call tt block {}`))
+		if err != nil {
+			t.Error(err)
+		}
+		done <- stop
+	}()
+	call := callID(t, ed.tools.nextTool(t, id))
+	require.Equal(t, "update "+call+" in_progress: ", ed.tools.nextTool(t, id))
+	require.NoError(t, ed.Cancel(ctxT(t), sdk.CancelNotification{SessionId: id}))
+	require.Equal(t, sdk.StopReasonCancelled, testwait.Recv(t, done, "the cancelled prompt", waitLimit))
+	log := ed.tools.log(id)
+	require.Equal(t, "update "+call+" failed: entityd acp: cancelled: the editor cancelled the prompt", log[len(log)-1],
+		"the call's end reached the editor before the prompt's answer")
+
+	testwait.Until(t, "the server saw the cancellation", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "tt.cancelled"))
+		return err == nil
+	}, waitLimit)
+	r := resultFor(t, results, call)
+	require.True(t, r.IsError)
+	require.Equal(t, "entityd acp: cancelled: the editor cancelled the prompt", r.Text())
+
+	// The session goes on.
+	stop, err := ed.prompt(t, id, sdk.TextBlock(`call tt echo {"text":"after"}`))
+	require.NoError(t, err)
+	require.Equal(t, sdk.StopReasonEndTurn, stop)
+	require.Contains(t, strings.Join(ed.rec.session(id).reply(), ""), "result tt/echo is_error=false truncated=false: echo: after")
+	require.Equal(t, []string{"block", "echo"}, callsRun(t, dir, "tt"))
+}
+
+// TestEditorToolCallBetweenTurns: a call the handler makes while no prompt of the
+// session is in flight (here, for a message sent over HTTP) is run too: one follower of
+// the entity's stream serves the adapter's sessions.
+func TestEditorToolCallBetweenTurns(t *testing.T) {
+	offers, results := make(chan runtime.EditorToolset, 64), make(chan runtime.EditorToolResult, 64)
+	srv := startServer(t, toolCaller(offers, results))
+	ed := startToolAdapter(t, srv, "toolcaller/w1")
+	ed.initialize(t)
+	dir := t.TempDir()
+	id := ed.newToolSession(t, t.TempDir(), mcpServer(t, "tt", dir))
+	offerOf(t, offers, id, "the offer", anyOffer)
+
+	status, _, body := call(t, "POST", srv.URL+"/_electric/entities/toolcaller/w1/send",
+		`{"type":"composer_input","key":"from-elsewhere","payload":{"source":"call tt echo {\"text\":\"idle\"}"}}`)
+	require.Equal(t, 200, status, string(body))
+	first := ed.tools.nextTool(t, id)
+	c := callID(t, first)
+	require.Equal(t, fmt.Sprintf(`tool_call %s pending tt/echo read {"text":"idle"}`, c), first)
+	require.Equal(t, "update "+c+" in_progress: ", ed.tools.nextTool(t, id))
+	require.Equal(t, "update "+c+" completed: echo: idle", ed.tools.nextTool(t, id))
+	r := resultFor(t, results, c)
+	require.Equal(t, "echo: idle", r.Text())
+	require.Equal(t, []string{"echo"}, callsRun(t, dir, "tt"))
+}
+
+// TestEditorToolServersStop: no MCP server process (nor what it started) outlives its
+// session: session/close stops one session's, the adapter's end stops the rest.
+func TestEditorToolServersStop(t *testing.T) {
+	offers, results := make(chan runtime.EditorToolset, 64), make(chan runtime.EditorToolResult, 64)
+	srv := startServer(t, toolCaller(offers, results))
+	ed := startToolAdapter(t, srv, "toolcaller/k1")
+	ed.initialize(t)
+	dir := t.TempDir()
+	child := sdk.EnvVariable{Name: "MCP_TEST_CHILD", Value: "1"}
+	a := ed.newToolSession(t, t.TempDir(), mcpServer(t, "a", dir, child))
+	ed.newToolSession(t, t.TempDir(), mcpServer(t, "b", dir, child))
+	for got := map[string]bool{}; len(got) < 2; { // both sessions' offers, in either order
+		got[testwait.Recv(t, offers, "the sessions' offers", waitLimit).Session] = true
+	}
+	pids := map[string]int{}
+	for _, f := range []string{"a.pid", "a.child.pid", "b.pid", "b.child.pid"} {
+		pids[f] = pidIn(t, filepath.Join(dir, f))
+		require.True(t, alive(pids[f]), f)
+	}
+
+	_, err := ed.CloseSession(ctxT(t), sdk.CloseSessionRequest{SessionId: a})
+	require.NoError(t, err)
+	requireGone(t, "session a's MCP server and its child", pids["a.pid"], pids["a.child.pid"])
+	require.True(t, alive(pids["b.pid"]), "the other session's server runs on")
+
+	ed.close() // the editor goes away
+	require.NoError(t, testwait.Recv(t, ed.done, "the adapter's end", waitLimit))
+	ed.done <- nil // for the cleanup's check
+	require.False(t, alive(pids["b.pid"]), "the server was stopped (and reaped) before the adapter returned")
+	requireGone(t, "session b's server's child (SIGKILLed, ends on its own time)", pids["b.child.pid"])
+}
+
+// TestEditorToolServerFailures: a server that never answers MCP is given up on after
+// StartTimeout (offered as starting first, then as failed) and its process is stopped;
+// servers over MaxServers are refused; a server that exits mid-call fails the call and
+// is withdrawn from the offer.
+func TestEditorToolServerFailures(t *testing.T) {
+	offers, results := make(chan runtime.EditorToolset, 64), make(chan runtime.EditorToolResult, 64)
+	srv := startServer(t, toolCaller(offers, results))
+	ed := startToolAdapter(t, srv, "toolcaller/f1", func(o *acp.Options) {
+		o.MCP = acp.MCPLimits{StartTimeout: time.Second, OfferWait: 200 * time.Millisecond, MaxServers: 1}
+	})
+	ed.initialize(t)
+	dir := t.TempDir()
+	slowPid := filepath.Join(dir, "slow.pid")
+	slow := ed.newToolSession(t, t.TempDir(), sdk.McpServer{Stdio: &sdk.McpServerStdio{Name: "slow", Command: "sh",
+		Args: []string{"-c", `echo $$ > "$PIDFILE"; exec sleep 60`}, Env: []sdk.EnvVariable{{Name: "PIDFILE", Value: slowPid}}}})
+	o := offerOf(t, offers, slow, "the slow session's first offer", anyOffer)
+	require.Equal(t, []editortool.Server{{Name: "slow", Status: "starting"}}, o.Servers)
+	o = offerOf(t, offers, slow, "the slow server given up on", anyOffer)
+	require.Equal(t, editortool.StatusFailed, o.Servers[0].Status)
+	require.Contains(t, o.Servers[0].Error, "no answer within 1s")
+	requireGone(t, "the server that never answered", pidIn(t, slowPid))
+	require.Contains(t, testwait.Recv(t, ed.rec.session(slow).chunks, "the report", waitLimit), `entityd: MCP server "slow" did not start (no answer within 1s`)
+
+	id := ed.newToolSession(t, t.TempDir(), mcpServer(t, "tt", dir), mcpServer(t, "extra", dir))
+	o = offerOf(t, offers, id, "tt running", func(o runtime.EditorToolset) bool { return o.Servers[0].Status == editortool.StatusRunning })
+	require.Equal(t, editortool.Server{Name: "extra", Status: editortool.StatusRefused, Error: "over the limit of 1 MCP servers per session"}, o.Servers[1])
+
+	stop, err := ed.prompt(t, id, sdk.TextBlock(`call tt crash {}`))
+	require.NoError(t, err)
+	require.Equal(t, sdk.StopReasonEndTurn, stop)
+	reply := strings.Join(ed.rec.session(id).reply(), "")
+	require.Contains(t, reply, `result tt/crash is_error=true truncated=false: entityd acp: MCP server "tt" failed the call`)
+	o = offerOf(t, offers, id, "tt withdrawn", func(o runtime.EditorToolset) bool { return o.Servers[0].Status == editortool.StatusExited })
+	require.Empty(t, o.Tools)
+	require.Equal(t, "its process ended", o.Servers[0].Error)
+	// The report of the exit may have come with the reply; look in everything received.
+	testwait.Until(t, "the exit reported to the editor", func() bool {
+		for _, e := range ed.tools.log(id) {
+			if strings.Contains(e, `entityd: MCP server "tt" exited (its process ended); its tools are withdrawn.`) {
+				return true
+			}
+		}
+		return false
+	}, waitLimit)
+}
+
+// TestEditorToolServerEndsWithKilledAdapter: an adapter killed outright (SIGKILL, no
+// cleanup) leaves no MCP server behind: the server's stdin closes (MCP's stdio
+// shutdown) and, on Linux, the kernel sends it the parent-death signal.
+func TestEditorToolServerEndsWithKilledAdapter(t *testing.T) {
+	offers, results := make(chan runtime.EditorToolset, 64), make(chan runtime.EditorToolResult, 64)
+	srv := startServer(t, toolCaller(offers, results))
+	bin := testbin.Build(t, "github.com/entityd/entityd/cmd/server")
+	cmd := exec.Command(bin, "acp", "--entity", "toolcaller/x1", "--server", srv.URL, "--spawn")
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+
+	rec := &toolRecorder{recorder: newRecorder(), entries: map[sdk.SessionId][]string{}, updates: map[sdk.SessionId]chan string{}}
+	conn := sdk.NewClientSideConnection(rec, stdin, stdout)
+	conn.SetLogger(slog.New(slog.DiscardHandler))
+	ed := &editor{ClientSideConnection: conn, rec: rec.recorder}
+	ed.initialize(t)
+	dir := t.TempDir()
+	res, err := ed.NewSession(ctxT(t), sdk.NewSessionRequest{Cwd: t.TempDir(), McpServers: []sdk.McpServer{mcpServer(t, "k", dir)}})
+	require.NoError(t, err)
+	offerOf(t, offers, res.SessionId, "the offer", anyOffer)
+	pid := pidIn(t, filepath.Join(dir, "k.pid"))
+	require.True(t, alive(pid))
+
+	require.NoError(t, cmd.Process.Kill())
+	testwait.Closed(t, exited, "the killed adapter", waitLimit)
+	requireGone(t, "the killed adapter's MCP server", pid)
 }
