@@ -138,7 +138,7 @@ func newEditorTools(a *agent, s *session, cwd string, servers []sdk.McpServer) *
 		switch {
 		case m.Stdio != nil:
 			sv.name, sv.cfg = m.Stdio.Name, m.Stdio
-			sv.status = statusStarting
+			sv.status = editortool.StatusStarting
 		case m.Http != nil:
 			sv.name, sv.status, sv.err = m.Http.Name, editortool.StatusRefused, "an http MCP server; entityd acp runs stdio servers only"
 		case m.Sse != nil:
@@ -166,10 +166,6 @@ func newEditorTools(a *agent, s *session, cwd string, servers []sdk.McpServer) *
 	return et
 }
 
-// statusStarting is a server not settled yet (never offered as such: an offer made
-// before it settles says "starting").
-const statusStarting = "starting"
-
 // run starts the servers, keeps the entity's offer current and, once the session
 // ends, stops the calls and the servers and withdraws the offer. announced is closed
 // once the session/new answer is out (updates to the editor wait for it).
@@ -181,7 +177,7 @@ func (et *editorTools) run(announced <-chan struct{}) {
 	settled := make(chan struct{})
 	var starting sync.WaitGroup
 	for _, sv := range et.servers {
-		if sv.status != statusStarting {
+		if sv.status != editortool.StatusStarting {
 			continue
 		}
 		starting.Add(1)

@@ -171,7 +171,10 @@ func (sv *toolServer) follow() {
 			if !sv.ended {
 				sv.status, sv.err, sv.tools = editortool.StatusExited, "its process ended", nil
 			}
+			pid := sv.pid
+			sv.pid = 0 // its group id may be reused once empty: never signal it later
 			sv.mu.Unlock()
+			killGroup(pid) // what the server started and left behind
 			et.poke()
 			return
 		case <-sv.relist:
@@ -201,18 +204,19 @@ func (sv *toolServer) client() (*mcp.ClientSession, string) {
 	switch sv.status {
 	case editortool.StatusRunning:
 		return sv.cs, ""
-	case statusStarting:
+	case editortool.StatusStarting:
 		return nil, fmt.Sprintf("MCP server %q is still starting", sv.name)
 	}
 	return nil, fmt.Sprintf("MCP server %q is not running (%s: %s)", sv.name, sv.status, sv.err)
 }
 
 // stop closes the server (stdin closed, then SIGTERM, then SIGKILL, as MCP's stdio
-// shutdown says) and kills whatever is left of its process group.
+// shutdown says) and kills whatever is left of its process group, once.
 func (sv *toolServer) stop() {
 	sv.mu.Lock()
 	sv.ended = true
 	cs, pid := sv.cs, sv.pid
+	sv.cs, sv.pid = nil, 0
 	sv.mu.Unlock()
 	if cs == nil {
 		return

@@ -35,10 +35,11 @@ const (
 
 // Server statuses in an Offer.
 const (
-	StatusRunning = "running" // started; its tools are in the offer
-	StatusFailed  = "failed"  // could not start (Error says why); no tools
-	StatusExited  = "exited"  // started, then its process ended; no tools
-	StatusRefused = "refused" // not started: a transport the adapter does not run, or over a limit
+	StatusStarting = "starting" // not ready yet (an offer made while it starts); no tools
+	StatusRunning  = "running"  // started; its tools are in the offer
+	StatusFailed   = "failed"   // could not start (Error says why); no tools
+	StatusExited   = "exited"   // started, then its process ended; no tools
+	StatusRefused  = "refused"  // not started: a transport the adapter does not run, or over a limit
 )
 
 // Offer is the tools one editor session offers, as a whole: each offer replaces the
