@@ -209,7 +209,7 @@ func mcpServer(t *testing.T, name, dir string, env ...sdk.EnvVariable) sdk.McpSe
 
 func (e *toolEditor) newToolSession(t *testing.T, cwd string, servers ...sdk.McpServer) sdk.SessionId {
 	t.Helper()
-	res, err := e.NewSession(ctxT(t), sdk.NewSessionRequest{Cwd: cwd, McpServers: servers})
+	res, err := e.NewSession(ctxT(t), sdk.NewSessionRequest{Cwd: cwd, McpServers: append([]sdk.McpServer{}, servers...)})
 	require.NoError(t, err)
 	return res.SessionId
 }
@@ -589,7 +589,7 @@ func TestEditorToolServerFailures(t *testing.T) {
 	slow := ed.newToolSession(t, t.TempDir(), sdk.McpServer{Stdio: &sdk.McpServerStdio{Name: "slow", Command: "sh",
 		Args: []string{"-c", `echo $$ > "$PIDFILE"; exec sleep 60`}, Env: []sdk.EnvVariable{{Name: "PIDFILE", Value: slowPid}}}})
 	o := offerOf(t, offers, slow, "the slow session's first offer", anyOffer)
-	require.Equal(t, []editortool.Server{{Name: "slow", Status: "starting"}}, o.Servers)
+	require.Equal(t, []editortool.Server{{Name: "slow", Status: editortool.StatusStarting}}, o.Servers)
 	o = offerOf(t, offers, slow, "the slow server given up on", anyOffer)
 	require.Equal(t, editortool.StatusFailed, o.Servers[0].Status)
 	require.Contains(t, o.Servers[0].Error, "no answer within 1s")
@@ -651,4 +651,49 @@ func TestEditorToolServerEndsWithKilledAdapter(t *testing.T) {
 	require.NoError(t, cmd.Process.Kill())
 	testwait.Closed(t, exited, "the killed adapter", waitLimit)
 	requireGone(t, "the killed adapter's MCP server", pid)
+}
+
+// TestAssistantUsesEditorTools: the demo assistant offers /tool while an editor session
+// offers tools; /tool lists them, /tool <server>/<tool> {json} calls one and the reply
+// quotes the result; the command goes when the session does.
+func TestAssistantUsesEditorTools(t *testing.T) {
+	srv := startServer(t)
+	ed := startToolAdapter(t, srv, "assistant/demo")
+	ed.initialize(t)
+	other := ed.newToolSession(t, t.TempDir()) // no servers: it sees the command come and go
+	require.Equal(t, staticCommands, commands(ed.rec.session(other).nextCommands(t)))
+	dir := t.TempDir()
+	id := ed.newToolSession(t, t.TempDir(), mcpServer(t, "tt", dir))
+	withTool := func(list []sdk.AvailableCommand) bool {
+		for _, c := range list {
+			if c.Name == "tool" {
+				return true
+			}
+		}
+		return false
+	}
+	var cmds []sdk.AvailableCommand
+	for cmds = ed.rec.session(id).nextCommands(t); !withTool(cmds); cmds = ed.rec.session(id).nextCommands(t) {
+	}
+	require.Contains(t, commands(cmds), cmd{name: "tool", description: "Call a tool of your editor's MCP servers (/tool alone lists them)",
+		hint: "[tool] [arguments]"})
+
+	stop, err := ed.prompt(t, id, sdk.TextBlock("/tool"))
+	require.NoError(t, err)
+	require.Equal(t, sdk.StopReasonEndTurn, stop)
+	list := strings.Join(ed.rec.session(id).reply(), "")
+	require.Contains(t, list, "Your editor offers 7 tool(s):")
+	require.Contains(t, list, "\n- tt/echo — Echoes its text")
+
+	stop, err = ed.prompt(t, id, sdk.TextBlock(`/tool echo {"text":"demo"}`))
+	require.NoError(t, err)
+	require.Equal(t, sdk.StopReasonEndTurn, stop)
+	require.Equal(t, "Calling tt/echo in your editor…tt/echo returned:\necho: demo", strings.Join(ed.rec.session(id).reply(), ""))
+	require.Equal(t, []string{"echo"}, callsRun(t, dir, "tt"))
+
+	_, err = ed.CloseSession(ctxT(t), sdk.CloseSessionRequest{SessionId: id})
+	require.NoError(t, err)
+	for cmds = ed.rec.session(other).nextCommands(t); withTool(cmds); cmds = ed.rec.session(other).nextCommands(t) {
+	}
+	require.Equal(t, staticCommands, commands(cmds))
 }
