@@ -86,8 +86,9 @@ const closeTimeout = 3 * time.Second
 
 // editorShared is the adapter's part of editor tools that its sessions share.
 type editorShared struct {
-	limits MCPLimits
-	watch  callWatch
+	limits  MCPLimits
+	confirm bool // ask the editor (session/request_permission) before each call
+	watch   callWatch
 }
 
 // editorTools is one session's MCP servers and the calls of its tools.
@@ -114,6 +115,7 @@ type editorTools struct {
 	turn      bool                 // a prompt is in flight
 	turnSeq   int64                // its message's seq (0: not sent yet)
 	deferred  []deferredCall       // calls the watcher left to the turn
+	always    map[string]bool      // "server/tool" → the person allowed (true) or rejected (false) it for the session
 }
 
 // deferredCall is a call the shared follower saw while a turn, which reads the same
@@ -131,7 +133,8 @@ func newEditorTools(a *agent, s *session, cwd string, servers []sdk.McpServer) *
 	et := &editorTools{a: a, session: s.id, ctx: s.ctx, cwd: cwd, lim: lim,
 		log:     a.log.With(zap.String("session", string(s.id))),
 		changed: make(chan struct{}, 1), offered: make(chan struct{}),
-		running: make(chan struct{}, lim.MaxConcurrentCalls), calls: map[string]*toolCall{}, reported: map[string]string{}}
+		running: make(chan struct{}, lim.MaxConcurrentCalls), calls: map[string]*toolCall{}, reported: map[string]string{},
+		always: map[string]bool{}}
 	names := map[string]bool{}
 	for i, m := range servers {
 		sv := &toolServer{et: et, relist: make(chan struct{}, 1)}

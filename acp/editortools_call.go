@@ -126,13 +126,17 @@ func (et *editorTools) runCall(c *toolCall) {
 	et.update(sdk.StartToolCall(sdk.ToolCallId(c.id), title, opts...))
 
 	res := editortool.Result{CallID: c.id, Session: c.call.Session, Server: c.call.Server, Tool: c.call.Tool}
-	select {
-	case et.running <- struct{}{}:
-		et.update(sdk.UpdateToolCall(sdk.ToolCallId(c.id), sdk.WithUpdateStatus(sdk.ToolCallStatusInProgress)))
-		et.execute(c, &res)
-		<-et.running
-	case <-c.ctx.Done():
-		et.cancelled(c, &res)
+	if declined := et.permit(c, title); declined != "" {
+		res.IsError, res.Content = true, []json.RawMessage{editortool.TextContent("entityd acp: " + declined)}
+	} else {
+		select {
+		case et.running <- struct{}{}:
+			et.update(sdk.UpdateToolCall(sdk.ToolCallId(c.id), sdk.WithUpdateStatus(sdk.ToolCallStatusInProgress)))
+			et.execute(c, &res)
+			<-et.running
+		case <-c.ctx.Done():
+			et.cancelled(c, &res)
+		}
 	}
 	status := sdk.ToolCallStatusCompleted
 	if res.IsError {
@@ -158,6 +162,68 @@ func (et *editorTools) runCall(c *toolCall) {
 	}
 	c.seq = sent.Seq
 	log.Info("ran an editor tool", zap.Bool("is_error", res.IsError), zap.Int64("result_seq", sent.Seq))
+}
+
+// Permission options offered when the adapter asks before a call (--confirm-tools).
+const (
+	optAllowOnce    = "allow_once"
+	optAllowAlways  = "allow_always"
+	optRejectOnce   = "reject_once"
+	optRejectAlways = "reject_always"
+)
+
+// permit asks the editor whether to run the call (session/request_permission), when
+// the adapter was told to; an "always" answer holds for the tool for the rest of the
+// session. It returns why the call is not run, or "" to run it.
+func (et *editorTools) permit(c *toolCall, title string) string {
+	if !et.a.editor.confirm || c.bad != "" {
+		return ""
+	}
+	key := c.call.Server + "/" + c.call.Tool
+	et.mu.Lock()
+	allowed, decided := et.always[key]
+	et.mu.Unlock()
+	if decided {
+		if allowed {
+			return ""
+		}
+		return "the person at the editor rejected " + key + " for this session"
+	}
+	kind := et.kind(c.call)
+	tc := sdk.ToolCallUpdate{ToolCallId: sdk.ToolCallId(c.id), Title: &title, Kind: &kind}
+	if len(c.call.Arguments) > 0 {
+		tc.RawInput = c.call.Arguments
+	}
+	req := sdk.RequestPermissionRequest{SessionId: et.session, ToolCall: tc,
+		Options: []sdk.PermissionOption{
+			{OptionId: optAllowOnce, Name: "Allow", Kind: sdk.PermissionOptionKindAllowOnce},
+			{OptionId: optAllowAlways, Name: "Always allow " + key, Kind: sdk.PermissionOptionKindAllowAlways},
+			{OptionId: optRejectOnce, Name: "Reject", Kind: sdk.PermissionOptionKindRejectOnce},
+			{OptionId: optRejectAlways, Name: "Always reject " + key, Kind: sdk.PermissionOptionKindRejectAlways},
+		}}
+	resp, err := et.a.conn.RequestPermission(c.ctx, req)
+	switch {
+	case c.ctx.Err() != nil:
+		return "cancelled: " + c.reason()
+	case err != nil:
+		return "the editor did not answer the permission request: " + err.Error()
+	case resp.Outcome.Selected == nil:
+		return "cancelled: the editor cancelled the permission request"
+	}
+	switch resp.Outcome.Selected.OptionId {
+	case optAllowOnce:
+		return ""
+	case optAllowAlways:
+		et.mu.Lock()
+		et.always[key] = true
+		et.mu.Unlock()
+		return ""
+	case optRejectAlways:
+		et.mu.Lock()
+		et.always[key] = false
+		et.mu.Unlock()
+	}
+	return "the person at the editor rejected the call"
 }
 
 // kind is the ACP tool kind of a call: "read" for a tool its server marks read-only.

@@ -101,6 +101,7 @@ type toolRecorder struct {
 	mu      sync.Mutex
 	entries map[sdk.SessionId][]string
 	updates map[sdk.SessionId]chan string
+	answers []string // to permission requests, in order
 }
 
 func (r *toolRecorder) ch(id sdk.SessionId) chan string {
@@ -145,6 +146,39 @@ func (r *toolRecorder) SessionUpdate(ctx context.Context, n sdk.SessionNotificat
 		r.ch(n.SessionId) <- entry
 	}
 	return r.recorder.SessionUpdate(ctx, n)
+}
+
+// RequestPermission answers with the next answer the test queued ("" or none queued:
+// refuse to answer), recording the request as an entry "permission <id> <title> <options>".
+func (r *toolRecorder) RequestPermission(_ context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
+	var opts []string
+	for _, o := range p.Options {
+		opts = append(opts, string(o.OptionId)+"="+o.Name)
+	}
+	title := ""
+	if p.ToolCall.Title != nil {
+		title = *p.ToolCall.Title
+	}
+	r.mu.Lock()
+	r.entries[p.SessionId] = append(r.entries[p.SessionId],
+		fmt.Sprintf("permission %s %s [%s]", p.ToolCall.ToolCallId, title, strings.Join(opts, ", ")))
+	var answer string
+	if len(r.answers) > 0 {
+		answer, r.answers = r.answers[0], r.answers[1:]
+	}
+	r.mu.Unlock()
+	if answer == "" {
+		return sdk.RequestPermissionResponse{}, errNotOffered
+	}
+	return sdk.RequestPermissionResponse{Outcome: sdk.RequestPermissionOutcome{
+		Selected: &sdk.RequestPermissionOutcomeSelected{OptionId: sdk.PermissionOptionId(answer), Outcome: "selected"}}}, nil
+}
+
+// answer queues answers to permission requests.
+func (r *toolRecorder) answer(options ...string) {
+	r.mu.Lock()
+	r.answers = append(r.answers, options...)
+	r.mu.Unlock()
 }
 
 // log is the session's updates so far, in order.
@@ -696,4 +730,72 @@ func TestAssistantUsesEditorTools(t *testing.T) {
 	for cmds = ed.rec.session(other).nextCommands(t); withTool(cmds); cmds = ed.rec.session(other).nextCommands(t) {
 	}
 	require.Equal(t, staticCommands, commands(cmds))
+}
+
+// TestEditorToolConfirm: with ConfirmTools the editor is asked before each call
+// (session/request_permission, the call pending meanwhile); "allow always" holds for the
+// tool, a rejection is the handler's error result, and a rejected call never runs.
+func TestEditorToolConfirm(t *testing.T) {
+	offers, results := make(chan runtime.EditorToolset, 64), make(chan runtime.EditorToolResult, 64)
+	srv := startServer(t, toolCaller(offers, results))
+	ed := startToolAdapter(t, srv, "toolcaller/p1", func(o *acp.Options) { o.ConfirmTools = true })
+	ed.initialize(t)
+	dir := t.TempDir()
+	id := ed.newToolSession(t, t.TempDir(), mcpServer(t, "tt", dir))
+	offerOf(t, offers, id, "the offer", anyOffer)
+	prompt := func(text string) []string {
+		t.Helper()
+		before := len(ed.tools.log(id))
+		stop, err := ed.prompt(t, id, sdk.TextBlock(text))
+		require.NoError(t, err)
+		require.Equal(t, sdk.StopReasonEndTurn, stop)
+		ed.rec.session(id).reply()
+		return ed.tools.log(id)[before:]
+	}
+
+	// The editor handles a request and the notifications before it concurrently, so the
+	// permission entry and the tool_call entry come in either order; what follows the
+	// answer comes after it.
+	ed.tools.answer("allow_always")
+	turn := prompt(`call tt echo {"text":"one"}`)
+	c := callID(t, find(t, turn, "tool_call "))
+	asked := index(turn, "permission ")
+	require.Equal(t, fmt.Sprintf("permission %s tt/echo [allow_once=Allow, allow_always=Always allow tt/echo, "+
+		"reject_once=Reject, reject_always=Always reject tt/echo]", c), turn[asked])
+	require.Greater(t, index(turn, "update "+c+" in_progress"), asked)
+	require.Equal(t, "chunk: result tt/echo is_error=false truncated=false: echo: one", turn[len(turn)-1])
+
+	turn = prompt(`call tt echo {"text":"two"}`) // allowed always: not asked again
+	require.Equal(t, -1, index(turn, "permission "), "%q", turn)
+	require.Equal(t, "chunk: result tt/echo is_error=false truncated=false: echo: two", turn[len(turn)-1])
+
+	ed.tools.answer("reject_once")
+	turn = prompt(`call tt env {"name":"HOME"}`)
+	c = callID(t, find(t, turn, "tool_call "))
+	require.Greater(t, index(turn, "update "+c+" failed: entityd acp: the person at the editor rejected the call"), index(turn, "permission "+c+" tt/env ["))
+	require.Equal(t, -1, index(turn, "update "+c+" in_progress"), "a rejected call does not start")
+	require.Equal(t, "chunk: result tt/env is_error=true truncated=false: entityd acp: the person at the editor rejected the call", turn[len(turn)-1])
+
+	turn = prompt(`call tt fail {"message":"x"}`) // no answer queued: the editor errs
+	require.Contains(t, turn[len(turn)-1], "is_error=true truncated=false: entityd acp: the editor did not answer the permission request")
+
+	require.Equal(t, []string{"echo", "echo"}, callsRun(t, dir, "tt"), "rejected calls never ran")
+}
+
+// index is the position of the first entry starting with prefix (-1: none).
+func index(entries []string, prefix string) int {
+	for i, e := range entries {
+		if strings.HasPrefix(e, prefix) {
+			return i
+		}
+	}
+	return -1
+}
+
+// find is the first entry starting with prefix.
+func find(t *testing.T, entries []string, prefix string) string {
+	t.Helper()
+	i := index(entries, prefix)
+	require.GreaterOrEqual(t, i, 0, "no %q in %q", prefix, entries)
+	return entries[i]
 }
