@@ -140,17 +140,14 @@ func (a *agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 			Message: fmt.Sprintf("too many sessions (at most %d); close one with session/close", maxSessions)}
 	}
 	a.sessions[id] = s
-	a.wg.Add(2)
+	a.wg.Add(1)
 	a.mu.Unlock()
 	announced := a.out.afterAnswer(string(id))
 	go func() {
 		defer a.wg.Done()
 		a.pushCommands(s, announced)
 	}()
-	go func() {
-		defer a.wg.Done()
-		s.tools.run(announced)
-	}()
+	a.startEditorTools(s, announced)
 	a.log.Info("session attached", zap.String("session", string(id)), zap.String("entity", a.api.url()))
 	return sdk.NewSessionResponse{SessionId: id}, nil
 }

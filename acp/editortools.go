@@ -169,6 +169,19 @@ func newEditorTools(a *agent, s *session, cwd string, servers []sdk.McpServer) *
 	return et
 }
 
+// startEditorTools runs the session's editor tools (s.tools, from newEditorTools with
+// the servers session/new or session/load named) in a goroutine Serve waits for.
+// announced is closed once the answer that announces the session is out.
+func (a *agent) startEditorTools(s *session, announced <-chan struct{}) {
+	if s.tools == nil || !a.enter() {
+		return
+	}
+	go func() {
+		defer a.wg.Done()
+		s.tools.run(announced)
+	}()
+}
+
 // run starts the servers, keeps the entity's offer current and, once the session
 // ends, stops the calls and the servers and withdraws the offer. announced is closed
 // once the session/new answer is out (updates to the editor wait for it).
@@ -369,6 +382,9 @@ func (et *editorTools) stop() {
 // beginTurn marks a prompt in flight once the first offer is out; the returned func
 // ends the turn and runs the calls left to it that it did not run.
 func (et *editorTools) beginTurn(ctx context.Context) (func(), error) {
+	if et == nil { // a session made without editor tools
+		return func() {}, nil
+	}
 	if err := et.awaitOffer(ctx); err != nil {
 		return nil, err
 	}
@@ -389,6 +405,9 @@ func (et *editorTools) beginTurn(ctx context.Context) (func(), error) {
 
 // turnSent records the seq of the turn's message: calls before it are not the turn's.
 func (et *editorTools) turnSent(seq int64) {
+	if et == nil {
+		return
+	}
 	et.mu.Lock()
 	et.turnSeq = seq
 	var now []deferredCall

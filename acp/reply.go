@@ -78,9 +78,7 @@ type longPollResult struct {
 // follow runs until the turn's runs end (the outcome) or ctx ends (ctx's error).
 func (r *replyFollower) follow(ctx context.Context) (runOutcome, error) {
 	r.keys, r.seen = map[string]bool{r.key: true}, map[string]bool{}
-	if r.tools != nil {
-		r.tools.turnSent(r.seq)
-	}
+	r.tools.turnSent(r.seq)
 	for {
 		outcome, more, err := r.followLive(ctx)
 		if err != nil || !more {
