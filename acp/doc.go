@@ -16,6 +16,9 @@
 //   - reply.go: the entity's main stream followed from just after the message until the
 //     handler's run for it ends, as agent_message_chunk updates;
 //   - agent.go, unsupported.go: the acp.Agent the SDK calls (sessions, prompts, cancel);
+//   - editortools*.go: the stdio MCP servers a session names, run here and offered to the
+//     entity's handler, whose editor_tool_call events are run once each and answered with
+//     editor_tool_result messages (editortools.go tells the whole flow);
 //   - wire.go: stdin and stdout around the SDK (JSON-RPC parse errors, output ordering);
 //   - serve.go: Serve, which wires them to a pair of streams.
 package acp
