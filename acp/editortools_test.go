@@ -58,7 +58,15 @@ func toolCaller(offers chan<- runtime.EditorToolset, results chan<- runtime.Edit
 				if len(text) > 120 {
 					text = text[:120] + "…"
 				}
-				return ctx.WriteText(fmt.Sprintf("result %s/%s is_error=%v truncated=%v: %s", r.Server, r.Tool, r.IsError, r.Truncated, text))
+				if err := ctx.WriteText(fmt.Sprintf("result %s/%s is_error=%v truncated=%v: %s", r.Server, r.Tool, r.IsError, r.Truncated, text)); err != nil {
+					return err
+				}
+				if text == "echo: chain" { // a result that asks for another call
+					_, err := ctx.CallEditorTool(runtime.EditorToolCall{Session: r.Session, Server: "tt", Tool: "echo",
+						Arguments: map[string]string{"text": "chained"}})
+					return err
+				}
+				return nil
 			}
 			ci, ok := w.ComposerInput()
 			if !ok {
@@ -401,6 +409,14 @@ func TestEditorToolsRoundTrip(t *testing.T) {
 	require.False(t, r.IsError)
 	require.JSONEq(t, `[{"type":"text","text":"echo: hi"}]`, mustJSON(t, r.Content))
 
+	// The handler's answer to a result calls again: the turn waits for that call too.
+	turn = prompt(`call tt echo {"text":"chain"}`)
+	require.Len(t, turn, 9, "%q", turn)
+	require.Equal(t, "chunk: result tt/echo is_error=false truncated=false: echo: chain", turn[4])
+	second := callID(t, turn[5])
+	require.Equal(t, fmt.Sprintf(`tool_call %s pending tt/echo read {"text":"chained"}`, second), turn[5])
+	require.Equal(t, "chunk: result tt/echo is_error=false truncated=false: echo: chained", turn[8])
+
 	// A tool that fails, the environment and cwd the server got, a server the session
 	// does not have, one that did not start.
 	turn = prompt(`call tt fail {"message":"nope"}`)
@@ -447,9 +463,9 @@ func TestEditorToolsRoundTrip(t *testing.T) {
 
 	// Every call ran once on the server (the turn and the shared follower both saw each),
 	// and each result was sent once.
-	require.Equal(t, []string{"echo", "fail", "env", "big", "add_tool", "late"}, callsRun(t, dir, "tt"))
+	require.Equal(t, []string{"echo", "echo", "echo", "fail", "env", "big", "add_tool", "late"}, callsRun(t, dir, "tt"))
 	sent := resultMessages(t, srv, "toolcaller/r1")
-	require.Len(t, sent, 9)
+	require.Len(t, sent, 11)
 	require.Contains(t, sent, editortool.ResultKey("bad-1"))
 	for k, n := range sent {
 		require.Equal(t, 1, n, k)
