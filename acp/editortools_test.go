@@ -544,6 +544,7 @@ func TestEditorToolCancel(t *testing.T) {
 	}()
 	call := callID(t, ed.tools.nextTool(t, id))
 	require.Equal(t, "update "+call+" in_progress: ", ed.tools.nextTool(t, id))
+	testwait.Until(t, "the server got the call", func() bool { return len(callsRun(t, dir, "tt")) == 1 }, waitLimit)
 	require.NoError(t, ed.Cancel(ctxT(t), sdk.CancelNotification{SessionId: id}))
 	require.Equal(t, sdk.StopReasonCancelled, testwait.Recv(t, done, "the cancelled prompt", waitLimit))
 	log := ed.tools.log(id)
@@ -631,7 +632,7 @@ func TestEditorToolServerFailures(t *testing.T) {
 	offers, results := make(chan runtime.EditorToolset, 64), make(chan runtime.EditorToolResult, 64)
 	srv := startServer(t, toolCaller(offers, results))
 	ed := startToolAdapter(t, srv, "toolcaller/f1", func(o *acp.Options) {
-		o.MCP = acp.MCPLimits{StartTimeout: time.Second, OfferWait: 200 * time.Millisecond, MaxServers: 1}
+		o.MCP = acp.MCPLimits{StartTimeout: 2 * time.Second, OfferWait: 200 * time.Millisecond, MaxServers: 1}
 	})
 	ed.initialize(t)
 	dir := t.TempDir()
@@ -642,9 +643,9 @@ func TestEditorToolServerFailures(t *testing.T) {
 	require.Equal(t, []editortool.Server{{Name: "slow", Status: editortool.StatusStarting}}, o.Servers)
 	o = offerOf(t, offers, slow, "the slow server given up on", anyOffer)
 	require.Equal(t, editortool.StatusFailed, o.Servers[0].Status)
-	require.Contains(t, o.Servers[0].Error, "no answer within 1s")
+	require.Contains(t, o.Servers[0].Error, "no answer within 2s")
 	requireGone(t, "the server that never answered", pidIn(t, slowPid))
-	require.Contains(t, testwait.Recv(t, ed.rec.session(slow).chunks, "the report", waitLimit), `entityd: MCP server "slow" did not start (no answer within 1s`)
+	require.Contains(t, testwait.Recv(t, ed.rec.session(slow).chunks, "the report", waitLimit), `entityd: MCP server "slow" did not start (no answer within 2s`)
 
 	id := ed.newToolSession(t, t.TempDir(), mcpServer(t, "tt", dir), mcpServer(t, "extra", dir))
 	o = offerOf(t, offers, id, "tt running", func(o runtime.EditorToolset) bool { return o.Servers[0].Status == editortool.StatusRunning })
