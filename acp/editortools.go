@@ -109,8 +109,9 @@ type editorTools struct {
 	closed    bool                 // the session ended: no new calls
 	calls     map[string]*toolCall // by id
 	finished  []string             // ids of finished calls, oldest first
-	version   int64                // of the last offer sent
-	lastOffer []byte               // its JSON without the version
+	version   int64                // of the last offer made (starts at the clock's microseconds, see newEditorTools)
+	offers    int                  // offers made
+	lastOffer []byte               // the last one sent, as JSON without the version
 	reported  map[string]string    // server → the status last told to the editor
 	turn      bool                 // a prompt is in flight
 	turnSeq   int64                // its message's seq (0: not sent yet)
@@ -134,7 +135,11 @@ func newEditorTools(a *agent, s *session, cwd string, servers []sdk.McpServer) *
 		log:     a.log.With(zap.String("session", string(s.id))),
 		changed: make(chan struct{}, 1), offered: make(chan struct{}),
 		running: make(chan struct{}, lim.MaxConcurrentCalls), calls: map[string]*toolCall{}, reported: map[string]string{},
-		always: map[string]bool{}}
+		always: map[string]bool{},
+		// Versions (and so the offers' keys) start from the clock, not from 1: a session
+		// attached again under the same id (session/load, another adapter) offers with
+		// new keys and higher versions than the offers of its earlier life.
+		version: time.Now().UnixMicro()}
 	names := map[string]bool{}
 	for i, m := range servers {
 		sv := &toolServer{et: et, relist: make(chan struct{}, 1)}
@@ -290,6 +295,7 @@ func (et *editorTools) offer() {
 		return
 	}
 	et.version++
+	et.offers++
 	o.Version = et.version
 	et.mu.Unlock()
 	payload, err := json.Marshal(o)
@@ -357,7 +363,7 @@ func (et *editorTools) stop() {
 	for _, c := range et.calls {
 		c.abort("the editor session ended")
 	}
-	sent := et.version > 0
+	sent := et.offers > 0
 	et.version++
 	version := et.version
 	et.mu.Unlock()

@@ -43,8 +43,10 @@ const (
 )
 
 // Offer is the tools one editor session offers, as a whole: each offer replaces the
-// session's previous one (Version grows). A session whose servers all failed still gets
-// an offer, with no tools and the failures in Servers.
+// session's offers of lower Version (versions grow; the adapter starts them from its
+// clock, so a session attached again under the same id offers above its earlier life).
+// A session whose servers all failed still gets an offer, with no tools and the
+// failures in Servers.
 type Offer struct {
 	Session string `json:"session"`
 	Version int64  `json:"version"`
