@@ -35,6 +35,8 @@ type agent struct {
 	ver   string // the adapter's version, for agentInfo
 	life  context.Context
 
+	editor editorShared // the sessions' MCP servers (editortools.go)
+
 	mu       sync.Mutex
 	closed   bool
 	wg       sync.WaitGroup // session goroutines and prompts in flight
@@ -52,6 +54,7 @@ type session struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	prompts atomic.Int64
+	tools   *editorTools // its MCP servers and their calls (editortools.go)
 
 	mu   sync.Mutex
 	turn *turn // the prompt in flight, nil when idle
@@ -132,11 +135,13 @@ func (a *agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 		cancel()
 		return sdk.NewSessionResponse{}, err
 	}
+	s.tools = newEditorTools(a, s, p.Cwd, p.McpServers)
 	announced := a.out.afterAnswer(string(s.id))
 	go func() {
 		defer a.wg.Done()
 		a.pushCommands(s, announced)
 	}()
+	a.startEditorTools(s, announced)
 	a.log.Info("session attached", zap.String("session", string(s.id)), zap.String("entity", a.api.url()))
 	return sdk.NewSessionResponse{SessionId: s.id}, nil
 }
@@ -312,6 +317,11 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 		return sdk.PromptResponse{}, err
 	}
 	defer s.end(t)
+	endTurn, err := s.tools.beginTurn(t.ctx) // the session's first tool offer goes first
+	if err != nil {
+		return a.cancelled(s), nil
+	}
+	defer endTurn()
 
 	key := fmt.Sprintf("acp-%s-%d-%s", s.tag, s.prompts.Add(1), randomHex(4))
 	sent, err := s.api.sendComposerInput(t.ctx, key, payload)
@@ -321,7 +331,7 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 		}
 		return sdk.PromptResponse{}, toRequestError(err)
 	}
-	f := &replyFollower{api: s.api, key: key, seq: sent.Seq, offset: sent.Offset,
+	f := &replyFollower{api: s.api, key: key, seq: sent.Seq, offset: sent.Offset, tools: s.tools,
 		log: a.log.With(zap.String("session", string(s.id)), zap.String("key", key)),
 		emit: func(ctx context.Context, text string) {
 			if err := a.conn.SessionUpdate(ctx, agentChunk(s.id, text)); err != nil && ctx.Err() == nil {
@@ -331,6 +341,7 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	outcome, err := f.follow(t.ctx)
 	switch {
 	case t.ctx.Err() != nil:
+		f.abandonCalls()
 		return a.cancelled(s), nil
 	case err != nil:
 		return sdk.PromptResponse{}, toRequestError(err)

@@ -22,6 +22,9 @@
 //   - list.go: session/list — the entities of the adapter's type, paged;
 //   - entityconn.go: the API client and command feed of an entity other than the
 //     adapter's own, shared by the sessions loaded on it;
+//   - editortools*.go: the stdio MCP servers a session names, run here and offered to the
+//     entity's handler, whose editor_tool_call events are run once each and answered with
+//     editor_tool_result messages (editortools.go tells the whole flow);
 //   - wire.go: stdin and stdout around the SDK (JSON-RPC parse errors, output ordering);
 //   - serve.go: Serve, which wires them to a pair of streams.
 package acp

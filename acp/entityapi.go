@@ -203,8 +203,16 @@ type sendResult struct {
 
 // sendComposerInput sends payload (a composer_input, raw JSON) with an idempotency key.
 func (c *entityAPI) sendComposerInput(ctx context.Context, key string, payload []byte) (*sendResult, error) {
-	body := make([]byte, 0, len(payload)+len(key)+64)
-	body = append(body, `{"type":"composer_input","key":`...)
+	return c.send(ctx, "composer_input", key, payload)
+}
+
+// send sends payload (raw JSON) as a message of type typ with an idempotency key.
+func (c *entityAPI) send(ctx context.Context, typ, key string, payload []byte) (*sendResult, error) {
+	body := make([]byte, 0, len(payload)+len(key)+len(typ)+64)
+	t, _ := json.Marshal(typ)
+	body = append(body, `{"type":`...)
+	body = append(body, t...)
+	body = append(body, `,"key":`...)
 	k, _ := json.Marshal(key)
 	body = append(body, k...)
 	body = append(body, `,"payload":`...)
@@ -302,6 +310,7 @@ type event struct {
 	Headers struct {
 		Operation string `json:"operation"`
 		Control   string `json:"control"`
+		Offset    string `json:"offset"` // the offset just after the event
 	} `json:"headers"`
 }
 

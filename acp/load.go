@@ -70,11 +70,13 @@ func (a *agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 	}
 	// The commands go out once the history has: the client is ready for this session's
 	// updates (it asked to load it), so nothing waits for the answer here.
+	s.tools = newEditorTools(a, s, p.Cwd, p.McpServers)
 	replayed := make(chan struct{})
 	go func() {
 		defer a.wg.Done()
 		a.pushCommands(s, replayed)
 	}()
+	a.startEditorTools(s, replayed)
 	h, err := readHistory(ctx, api)
 	if err == nil {
 		err = a.replay(ctx, s, h)

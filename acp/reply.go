@@ -7,6 +7,8 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 	"go.uber.org/zap"
+
+	"github.com/entityd/entityd/wire/editortool"
 )
 
 // The fallback status check: a run that writes nothing appends nothing to the stream, so
@@ -40,6 +42,11 @@ const (
 // failed when an error event for the message says will_retry false, the message's inbox
 // row is updated to status "failed", or the status lists it among its failures.
 //
+// Editor tool calls of the session (editor_tool_call events, editortools.go) that the
+// reply's runs write are run as they are seen, and the turn goes on: it ends only once
+// every such call's result was delivered and the run for the last result has ended (the
+// target seq moves to that message), and a last read finds no new call.
+//
 // Text is not matched to the message's run (a Go handler's run is run-<the message's
 // seq>, but a handler written with Electric's runtime numbers its runs itself): while
 // prompts from several sessions (or other senders) overlap on one entity, a reply can
@@ -54,6 +61,12 @@ type replyFollower struct {
 	failed  bool
 	failure string // why, when the run's error event says (its message)
 	chunks  int
+	closed  bool // the stream closed (the entity ended)
+
+	tools   *editorTools    // the session's editor tools (nil: calls are not looked for)
+	keys    map[string]bool // the messages whose runs are the turn's: the prompt, then each result
+	pending []*toolCall     // calls seen in the turn whose results are not delivered yet
+	seen    map[string]bool // ids of the calls seen in the turn
 }
 
 // longPollResult is what the long-poll goroutine hands to follow.
@@ -62,8 +75,21 @@ type longPollResult struct {
 	err error
 }
 
-// follow runs until the run ends (its outcome) or ctx ends (ctx's error).
+// follow runs until the turn's runs end (the outcome) or ctx ends (ctx's error).
 func (r *replyFollower) follow(ctx context.Context) (runOutcome, error) {
+	r.keys, r.seen = map[string]bool{r.key: true}, map[string]bool{}
+	r.tools.turnSent(r.seq)
+	for {
+		outcome, more, err := r.followLive(ctx)
+		if err != nil || !more {
+			return outcome, err
+		}
+	}
+}
+
+// followLive follows the stream live from r.offset until the runs end (more: the last
+// read found calls to wait for; follow again) or ctx ends.
+func (r *replyFollower) followLive(ctx context.Context) (runOutcome, bool, error) {
 	lpCtx, stopLP := context.WithCancel(ctx)
 	results := make(chan longPollResult)
 	done := make(chan struct{})
@@ -83,10 +109,10 @@ func (r *replyFollower) follow(ctx context.Context) (runOutcome, error) {
 	for {
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return 0, false, ctx.Err()
 		case res := <-results:
 			if res.err != nil {
-				return 0, res.err
+				return 0, false, res.err
 			}
 			r.handle(ctx, res.b.events)
 			r.offset = res.b.next
@@ -97,8 +123,16 @@ func (r *replyFollower) follow(ctx context.Context) (runOutcome, error) {
 			if res.b.closed {
 				// The entity ended (stopped or killed) before its run for the message.
 				stop()
-				r.failed = true
+				r.failed, r.closed = true, true
 				return r.finish(ctx, nil)
+			}
+			interval = statusFirstCheck
+			resetTimer(timer, interval)
+		case <-r.nextCall():
+			r.collect()
+			if ended, err := r.ended(ctx); err != nil || ended {
+				stop()
+				return r.finish(ctx, err)
 			}
 			interval = statusFirstCheck
 			resetTimer(timer, interval)
@@ -113,6 +147,52 @@ func (r *replyFollower) follow(ctx context.Context) (runOutcome, error) {
 	}
 }
 
+// nextCall is closed once the first pending call is done (nil: none pending).
+func (r *replyFollower) nextCall() <-chan struct{} {
+	if len(r.pending) == 0 {
+		return nil
+	}
+	return r.pending[0].done
+}
+
+// collect takes the calls that are done: the turn now waits for the runs of their
+// results.
+func (r *replyFollower) collect() {
+	kept := r.pending[:0]
+	for _, c := range r.pending {
+		select {
+		case <-c.done:
+			if c.seq > 0 {
+				r.seq = max(r.seq, c.seq)
+				r.keys[c.resultKey()] = true
+			}
+		default:
+			kept = append(kept, c)
+		}
+	}
+	r.pending = kept
+}
+
+// abandonCalls cancels the turn's calls in flight (the turn was cancelled) and waits a
+// little for their last updates and results ("cancelled") to go out.
+func (r *replyFollower) abandonCalls() {
+	if len(r.pending) == 0 {
+		return
+	}
+	for _, c := range r.pending {
+		c.abort("the editor cancelled the prompt")
+	}
+	bound := time.NewTimer(closeTimeout)
+	defer bound.Stop()
+	for _, c := range r.pending {
+		select {
+		case <-c.done:
+		case <-bound.C:
+			return
+		}
+	}
+}
+
 func resetTimer(t *time.Timer, d time.Duration) {
 	t.Stop()
 	select {
@@ -123,15 +203,16 @@ func resetTimer(t *time.Timer, d time.Duration) {
 }
 
 // finish reads what the stream holds after the position reached (the run's writes the
-// long-poll had not delivered) and reports the outcome.
-func (r *replyFollower) finish(ctx context.Context, statusErr error) (runOutcome, error) {
+// long-poll had not delivered) and reports the outcome; more when that read found
+// calls of the turn to wait for.
+func (r *replyFollower) finish(ctx context.Context, statusErr error) (runOutcome, bool, error) {
 	if statusErr != nil {
-		return 0, statusErr
+		return 0, false, statusErr
 	}
 	for range 64 { // the run's writes are a few chunks at most; bound the loop anyway
 		b, err := r.api.readStream(ctx, "/main", r.offset, "", false)
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		r.handle(ctx, b.events)
 		progressed := b.next != r.offset
@@ -140,10 +221,13 @@ func (r *replyFollower) finish(ctx context.Context, statusErr error) (runOutcome
 			break
 		}
 	}
-	if r.failed {
-		return runFailed, nil
+	if len(r.pending) > 0 && !r.closed {
+		return 0, true, nil
 	}
-	return runDone, nil
+	if r.failed {
+		return runFailed, false, nil
+	}
+	return runDone, false, nil
 }
 
 // failureNotice is what the editor is told when the run for the message failed: a turn
@@ -180,8 +264,12 @@ func gaveUp(e event) (key, why string, ok bool) {
 	return v.Key, v.Message, true
 }
 
-// ended reads the wake status: has the run for the message ended?
+// ended reads the wake status: has the run for the message (or the last result the turn
+// waits for) ended? Never while calls of the turn are pending.
 func (r *replyFollower) ended(ctx context.Context) (bool, error) {
+	if len(r.pending) > 0 {
+		return false, nil
+	}
 	st, err := r.api.wake(ctx)
 	if err != nil {
 		if ctx.Err() != nil || !retryable(err) {
@@ -192,7 +280,7 @@ func (r *replyFollower) ended(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	for _, f := range st.Failures {
-		if f.Seq == r.seq || f.Key == r.key {
+		if f.Seq == r.seq || r.keys[f.Key] {
 			r.failed = true
 		}
 	}
@@ -209,11 +297,19 @@ func (r *replyFollower) handle(ctx context.Context, events []event) {
 				r.chunks++
 			}
 		case "error":
-			if key, why, ok := gaveUp(e); ok && key == r.key {
+			if key, why, ok := gaveUp(e); ok && r.keys[key] {
 				r.failed, r.failure = true, why
 			}
+		case editortool.CallEventType:
+			if r.tools == nil || !isCall(e) {
+				continue
+			}
+			if c := r.tools.dispatch(e.Key, e.Value); c != nil && !r.seen[c.id] {
+				r.seen[c.id] = true
+				r.pending = append(r.pending, c)
+			}
 		case "inbox":
-			if e.Key != r.key || e.Headers.Operation != "update" {
+			if !r.keys[e.Key] || e.Headers.Operation != "update" {
 				continue
 			}
 			var v struct {

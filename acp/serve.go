@@ -30,6 +30,11 @@ type Options struct {
 	Spawn bool
 	// Version is the adapter's version in agentInfo.
 	Version string
+	// MCP bounds the stdio MCP servers sessions name (zero fields: the defaults).
+	MCP MCPLimits
+	// ConfirmTools asks the editor (session/request_permission) before each call of an
+	// MCP tool; "always" answers hold per tool for the session.
+	ConfirmTools bool
 	// Logger gets the adapter's logs; it must not write to the protocol's stream.
 	Logger *zap.Logger
 }
@@ -69,7 +74,7 @@ func Serve(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 	api := newEntityAPI(o)
 	wout := newWireOut(out)
 	a := &agent{api: api, feed: newCommandFeed(api, log), out: wout, log: log, spawn: o.Spawn,
-		ver: o.Version, life: life, sessions: map[sdk.SessionId]*session{}}
+		ver: o.Version, life: life, sessions: map[sdk.SessionId]*session{}, editor: editorShared{limits: o.MCP, confirm: o.ConfirmTools}}
 	sdkIn, toSDK := io.Pipe()
 	conn := sdk.NewAgentSideConnection(a, wout, sdkIn)
 	conn.SetLogger(slog.New(zapHandler{log}))

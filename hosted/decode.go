@@ -11,6 +11,7 @@ import (
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wire"
+	"github.com/entityd/entityd/wire/editortool"
 )
 
 // Limits of one done's effects (the callback body is bounded too).
@@ -141,10 +142,10 @@ func (r *Runner) checkRun(ctx context.Context, d *runtime.Effects) (checkedRun, 
 }
 
 // builtinEventTypes are written by Context helpers (WriteText, StartRun, FailRun,
-// InsertContext, RemoveContext) and by a given-up run's failure events, and are not
-// subject to the type's state schemas.
+// InsertContext, RemoveContext, CallEditorTool) and by a given-up run's failure events,
+// and are not subject to the type's state schemas.
 var builtinEventTypes = map[string]bool{"run": true, "text": true, "text_delta": true, "error": true,
-	"context_inserted": true, "context_removed": true}
+	"context_inserted": true, "context_removed": true, editortool.CallEventType: true}
 
 func (r *Runner) checkEvent(ctx context.Context, raw json.RawMessage, e *entity.Entity, t *entity.Type) error {
 	var ev wire.StreamEvent

@@ -10,7 +10,7 @@ import (
 // database driver and none of the server's packages. These are all the project packages
 // the SDK, the wire packages and the out-of-process demo may link.
 var sdkMayLink = map[string]bool{
-	"runtime": true, "wire": true, "wire/composer": true, "slashcmd": true,
+	"runtime": true, "wire": true, "wire/composer": true, "wire/editortool": true, "slashcmd": true,
 	"internal/entitypath": true, "internal/rawjson": true, "internal/validation": true,
 	"internal/schemas": true, "internal/textpolicy": true,
 	// the periodic loop (an external handler's wake heartbeat) and its clock: standard

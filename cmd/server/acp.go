@@ -21,7 +21,7 @@ import (
 func runACP(args []string) int {
 	fs := flag.NewFlagSet("entityd acp", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: entityd acp --entity <type>/<id> [--server URL] [--token T | --principal P] [--spawn]")
+		fmt.Fprintln(fs.Output(), "usage: entityd acp --entity <type>/<id> [--server URL] [--token T | --principal P] [--spawn] [--confirm-tools]")
 		fmt.Fprintln(fs.Output(), "An ACP (Agent Client Protocol) agent over stdio that attaches new editor sessions to one entity;")
 		fmt.Fprintln(fs.Output(), "session/list and session/load reach the other entities of its type too.")
 		fs.PrintDefaults()
@@ -37,6 +37,8 @@ func runACP(args []string) int {
 	token := fs.String("token", os.Getenv("ENTITYD_TOKEN"), "jwt mode: sent as Authorization: Bearer <token> ($ENTITYD_TOKEN)")
 	principal := fs.String("principal", os.Getenv("ENTITYD_PRINCIPAL"), "dev mode: sent as the Electric-Principal header, kind:id ($ENTITYD_PRINCIPAL)")
 	spawn := fs.Bool("spawn", false, "spawn the entity (no args) on session/new if it does not exist")
+	confirmTools := fs.Bool("confirm-tools", false, "ask the editor before each call of a session's MCP tool (session/request_permission)")
+	callTimeout := fs.Duration("mcp-call-timeout", 0, "bound on one MCP tool call (0: 5m)")
 	logLevel := fs.String("log-level", env("ENTITYD_LOG_LEVEL", "info"), "log level: debug, info, warn, error ($ENTITYD_LOG_LEVEL)")
 	logFormat := fs.String("log-format", "json", "log format on stderr: json or console")
 	if err := fs.Parse(args); err != nil {
@@ -64,7 +66,8 @@ func runACP(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err = acp.Serve(ctx, acp.Options{Server: *server, EntityType: typ, EntityID: id, Token: *token,
-		Principal: *principal, Spawn: *spawn, Version: buildVersion(), Logger: log.Named("acp")}, os.Stdin, os.Stdout)
+		Principal: *principal, Spawn: *spawn, Version: buildVersion(), Logger: log.Named("acp"),
+		ConfirmTools: *confirmTools, MCP: acp.MCPLimits{CallTimeout: *callTimeout}}, os.Stdin, os.Stdout)
 	if err != nil {
 		log.Error("entityd acp stopped with an error", zap.Error(err))
 		return 1

@@ -10,6 +10,7 @@ import (
 
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/wire/composer"
+	"github.com/entityd/entityd/wire/editortool"
 )
 
 func strp(s string) *string { return &s }
@@ -20,6 +21,12 @@ func truep() *bool { b := true; return &b }
 // one text, see runtime.Context.WriteText, which Electric's UI shows) that says how it
 // read the message — the primary command, further commands (modifiers), the references
 // (files, symbols, branches) and the plain text — without calling any model.
+//
+// When an editor attached through `entityd acp` offers tools (the stdio MCP servers of
+// its session, an editor_tools message), the assistant registers a dynamic /tool
+// command: "/tool" lists them, "/tool <server>/<tool> {json arguments}" calls one on the
+// editor's machine, and the result (an editor_tool_result message) is answered with its
+// text — see editortools.go.
 //
 // On every wake it also runs the skills loader over skillsDir: the skills there become
 // dynamic slash commands (owner "skills", on top of the static ones of the same name),
@@ -48,9 +55,18 @@ func Definition(skillsDir string) runtime.EntityDefinition {
 			if !ok {
 				return nil
 			}
+			switch msg.Type {
+			case editortool.OfferType:
+				return offerToolCommand(ctx)
+			case editortool.ResultType:
+				return describeResult(ctx, msg)
+			}
 			ci, ok := msg.ComposerInput()
 			if !ok {
 				return ctx.WriteText(fmt.Sprintf("Received a %q message.", msg.Type))
+			}
+			if cmds := ci.SlashCommandNodes(); len(cmds) > 0 && cmds[0].Name == toolCommand {
+				return callTool(ctx, strings.TrimSpace(ci.TextAfterNode(cmds[0])))
 			}
 			reply := describe(ci)
 			if loaded != nil {

@@ -1,0 +1,5 @@
+package acp
+
+import "syscall"
+
+func setParentDeathSignal(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGKILL }
