@@ -16,6 +16,7 @@ import (
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/wire"
 	"github.com/entityd/entityd/wire/composer"
+	"github.com/entityd/entityd/wire/editortool"
 )
 
 // Message tools: every inbox message type the entity declares — its type's
@@ -61,8 +62,9 @@ func (en *entry) syncMessageTools(ctx context.Context) error {
 	en.toolsMu.Lock()
 	defer en.toolsMu.Unlock()
 	for _, name := range slices.Sorted(maps.Keys(declared)) {
-		if name == "send" || name == composer.InputType || !toolName.MatchString(name) {
-			continue // send is the composer's tool; a name MCP refuses is not offered
+		if name == "send" || name == composer.InputType || name == editortool.OfferType ||
+			name == editortool.ResultType || !toolName.MatchString(name) {
+			continue // send is the composer's tool; the editor tools' messages are the ACP adapter's; a name MCP refuses is not offered
 		}
 		tool := toolOf(declared[name])
 		if old, ok := en.tools[name]; ok && bytes.Equal(old.schema, tool.schema) {

@@ -17,6 +17,7 @@ const typedType = `{"name":"typed","description":"d","inbox_schemas":{
    "definitions":{"n":{"type":"integer"}},"properties":{"n":{"$ref":"#/definitions/n"}},"required":["n"],"additionalProperties":false},
  "ping":{"type":"string"},
  "send":{"type":"object"},
+ "editor_tool_result":{"type":"object"},
  "bad name!":{"type":"object"}}}`
 
 func toolNames(t *testing.T, cs *mcp.ClientSession) map[string]*mcp.Tool {
@@ -45,7 +46,7 @@ func TestMessageTypesAreTools(t *testing.T) {
 	t.Cleanup(func() { _ = cs.Close() })
 
 	tools := toolNames(t, cs)
-	require.ElementsMatch(t, []string{"send", "note", "ping"}, keys(tools), "send stays the composer's; a bad name is left out")
+	require.ElementsMatch(t, []string{"send", "note", "ping"}, keys(tools), "send stays the composer's, the ACP adapter's messages are no tools, a bad name is left out")
 	schema, _ := json.Marshal(tools["note"].InputSchema)
 	require.JSONEq(t, `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object",
 	  "definitions":{"n":{"type":"integer"}},"properties":{"n":{"$ref":"#/definitions/n"}},"required":["n"],"additionalProperties":false}`, string(schema))
