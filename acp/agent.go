@@ -143,7 +143,15 @@ func (a *agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 	}()
 	a.startEditorTools(s, announced)
 	a.log.Info("session attached", zap.String("session", string(s.id)), zap.String("entity", a.api.url()))
-	return sdk.NewSessionResponse{SessionId: s.id}, nil
+	return sdk.NewSessionResponse{SessionId: s.id, Meta: streamSessionMeta(s)}, nil
+}
+
+// streamSessionMeta is a session's _meta.entityd.stream_session: the random tag that
+// names it on the entity's stream (its prompts' keys, its editor_tools offers and the
+// editor_tool_call events for it), where its ACP id, the entity's URL, would not fit a
+// key and is shared by every adapter attached to the entity.
+func streamSessionMeta(s *session) map[string]any {
+	return map[string]any{"entityd": map[string]any{"stream_session": s.tag}}
 }
 
 // addSession registers s under id, or under a free id of its entity when id is "" (see

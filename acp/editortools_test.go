@@ -253,7 +253,25 @@ func (e *toolEditor) newToolSession(t *testing.T, cwd string, servers ...sdk.Mcp
 	t.Helper()
 	res, err := e.NewSession(ctxT(t), sdk.NewSessionRequest{Cwd: cwd, McpServers: append([]sdk.McpServer{}, servers...)})
 	require.NoError(t, err)
+	remember(t, res)
 	return res.SessionId
+}
+
+// streamSessions maps a session's ACP id to the tag that names it on the entity's stream
+// (session/new's _meta.entityd.stream_session): offers, calls and results carry the tag.
+var streamSessions sync.Map
+
+func remember(t *testing.T, res sdk.NewSessionResponse) {
+	t.Helper()
+	tag, _ := res.Meta["entityd"].(map[string]any)["stream_session"].(string)
+	require.Regexp(t, `^[0-9a-f]{24}$`, tag, "session/new's _meta.entityd.stream_session")
+	streamSessions.Store(res.SessionId, tag)
+}
+
+func tagOf(id sdk.SessionId) string {
+	tag, _ := streamSessions.Load(id)
+	s, _ := tag.(string)
+	return s
 }
 
 // pidIn reads a pid file the test server wrote (it writes it first thing).
@@ -342,7 +360,7 @@ func TestEditorToolsRoundTrip(t *testing.T) {
 		sdk.McpServer{Http: &sdk.McpServerHttpInline{Name: "web", Url: "https://example.com/mcp", Headers: []sdk.HttpHeader{}}})
 
 	o := testwait.Recv(t, offers, "the first offer", waitLimit)
-	require.Equal(t, string(id), o.Session)
+	require.Equal(t, tagOf(id), o.Session)
 	first := o.Version
 	require.Greater(t, first, time.Now().Add(-time.Hour).UnixMicro(), "versions start at the clock")
 	require.Len(t, o.Servers, 3)
@@ -405,7 +423,7 @@ func TestEditorToolsRoundTrip(t *testing.T) {
 	require.Equal(t, "chunk: result tt/echo is_error=false truncated=false: echo: hi", turn[4])
 	r := testwait.Recv(t, results, "the echo result", waitLimit)
 	require.Equal(t, call, r.CallID)
-	require.Equal(t, string(id), r.Session)
+	require.Equal(t, tagOf(id), r.Session)
 	require.Equal(t, "echo: hi", r.Text())
 	require.False(t, r.IsError)
 	require.JSONEq(t, `[{"type":"text","text":"echo: hi"}]`, mustJSON(t, r.Content))
@@ -435,7 +453,7 @@ func TestEditorToolsRoundTrip(t *testing.T) {
 	require.Contains(t, turn[len(turn)-1], `chunk: result broken/echo is_error=true truncated=false: entityd acp: MCP server "broken" is not running (failed: `)
 	// A call the runtime would not write (arguments not an object), as another handler
 	// might write it: the adapter answers it with an error.
-	turn = prompt(`raw bad-1 {"session":"` + string(id) + `","server":"tt","tool":"echo","arguments":[1,2]}`)
+	turn = prompt(`raw bad-1 {"session":"` + tagOf(id) + `","server":"tt","tool":"echo","arguments":[1,2]}`)
 	require.Equal(t, "chunk: result tt/echo is_error=true truncated=false: entityd acp: the arguments of an editor_tool_call must be a JSON object",
 		turn[len(turn)-1])
 	require.Equal(t, "tool_call bad-1 pending tt/echo read [1,2]", turn[0])
@@ -515,7 +533,7 @@ func offerOf(t *testing.T, offers <-chan runtime.EditorToolset, id sdk.SessionId
 	t.Helper()
 	for {
 		o := testwait.Recv(t, offers, what, waitLimit)
-		if o.Session == string(id) && ok(o) {
+		if o.Session == tagOf(id) && ok(o) {
 			return o
 		}
 	}
@@ -696,6 +714,7 @@ func TestEditorToolServerEndsWithKilledAdapter(t *testing.T) {
 	dir := t.TempDir()
 	res, err := ed.NewSession(ctxT(t), sdk.NewSessionRequest{Cwd: t.TempDir(), McpServers: []sdk.McpServer{mcpServer(t, "k", dir)}})
 	require.NoError(t, err)
+	remember(t, res)
 	offerOf(t, offers, res.SessionId, "the offer", anyOffer)
 	pid := pidIn(t, filepath.Join(dir, "k.pid"))
 	require.True(t, alive(pid))

@@ -93,7 +93,7 @@ func (a *agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 	close(replayed)
 	a.log.Info("session loaded", zap.String("session", string(s.id)), zap.String("entity", api.url()),
 		zap.Int("messages", len(h.msgs)), zap.Int("omitted", h.omitted))
-	return sdk.LoadSessionResponse{}, nil
+	return sdk.LoadSessionResponse{Meta: streamSessionMeta(s)}, nil
 }
 
 // loadError is the answer to a load that failed: an entity that does not exist, or that
