@@ -25,7 +25,7 @@ var (
 )
 
 // serverBinary builds this command once per test run.
-func serverBinary(t *testing.T) string {
+func serverBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "entityd-bin-")
@@ -45,14 +45,14 @@ func serverBinary(t *testing.T) string {
 
 // process is a real entityd process on a loopback port.
 type process struct {
-	t    *testing.T
+	t    testing.TB
 	cmd  *exec.Cmd
 	URL  string
 	done chan struct{}
 	log  string
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer l.Close()
@@ -60,7 +60,7 @@ func freePort(t *testing.T) int {
 }
 
 // startProcess starts entityd against dbURL on port and waits until it is healthy.
-func startProcess(t *testing.T, dbURL string, port int, extra ...string) *process {
+func startProcess(t testing.TB, dbURL string, port int, extra ...string) *process {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "server.log")
 	logFile, err := os.Create(logPath)
