@@ -2,6 +2,8 @@
 // processes (runtime's SIGKILL and multi-process tests). It serves one entity type,
 // "probe", whose handler records every inbox message it is given:
 //
+//   - it counts the probe_run rows in the entity's state (those of the runs committed
+//     before it started: see below);
 //   - it takes a Postgres session advisory lock keyed by the entity URL, with
 //     pg_try_advisory_lock on a connection it keeps for the whole run; when the lock is
 //     taken already, another run of the same entity is in progress somewhere (in this
@@ -10,7 +12,14 @@
 //   - it inserts (entity, key, pid, attempt) into probe_deliveries (outside the wake's
 //     transaction, so a run whose acknowledgement never commits is recorded too);
 //   - it sleeps (--sleep, or the payload's "sleep_ms" when larger), unlocks, and writes
-//     the text "ack <key>", which commits with the wake's acknowledgement.
+//     a probe_run row of its own (key "<pid>-<n>", value {key, pid, seen}: seen is the
+//     count from the start) and the text "ack <key>", which commit with the wake's
+//     acknowledgement.
+//
+// Runs that overlap show in probe_overlaps, whether or not they could commit (the
+// runtime's fence refuses a stale run's writes). Committed runs that overlapped show in
+// the stream: when runs commit one after the other, the n-th probe_run committed saw
+// n-1 before it; one that started before another committed saw too few.
 //
 // The tables are created when missing. The listening address is printed to stdout as
 // "LISTENING <addr>" once the server serves; logs go to stderr.
@@ -27,6 +36,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -149,6 +160,7 @@ type probe struct {
 	sleep time.Duration
 	pid   int
 	log   *zap.Logger
+	runs  atomic.Int64 // names the runs of this process
 }
 
 func (p *probe) handle(ctx *runtime.Context) error {
@@ -163,6 +175,10 @@ func (p *probe) handle(ctx *runtime.Context) error {
 	if json.Unmarshal(msg.Payload, &opts) == nil && time.Duration(opts.SleepMS)*time.Millisecond > sleep {
 		sleep = time.Duration(opts.SleepMS) * time.Millisecond
 	}
+	// the runs committed before this one started; read before the lock is taken, so that
+	// this run's span from here to its commit covers the time it holds the lock
+	seen := len(ctx.State().Keys("probe_run"))
+	run := strconv.Itoa(p.pid) + "-" + strconv.FormatInt(p.runs.Add(1), 10)
 	conn, err := p.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -200,6 +216,9 @@ func (p *probe) handle(ctx *runtime.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+	if err := ctx.WriteEvent("probe_run", run, "insert", map[string]any{"key": msg.Key, "pid": p.pid, "seen": seen}); err != nil {
+		return err
 	}
 	return ctx.WriteText("ack " + msg.Key)
 }
