@@ -125,3 +125,29 @@ func TestSessionsOutliveTheProcess(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, 0, d.MCP.Sessions())
 }
+
+// A client's initialize parameters are kept only up to a bound: a session whose
+// parameters are larger still works, but no row is written for it.
+func TestOversizedInitializeIsNotKept(t *testing.T) {
+	e := setup(t)
+	mc := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1", Title: strings.Repeat("x", 70<<10)}, nil)
+	cs, err := mc.Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint: e.srv.URL + "/_electric/entities/chat/one/mcp", MaxRetries: -1}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	require.Len(t, (&client{ClientSession: cs}).promptNames(t), 2)
+	small := e.mustConnect("", "")
+	require.Len(t, small.promptNames(t), 2)
+	// the row is written just after the initialize's answer: wait for the small one's
+	require.Eventually(t, func() bool { return sessionRows(t, e.srv) >= 1 }, 5*time.Second, 10*time.Millisecond)
+	var ids []string
+	rows, err := e.srv.Pool.Query(context.Background(), `SELECT id FROM mcp_sessions`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var id string
+		require.NoError(t, rows.Scan(&id))
+		ids = append(ids, id)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{small.ID()}, ids, "only the session with small parameters is kept")
+}

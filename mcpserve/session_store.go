@@ -20,6 +20,11 @@ type sessionStore struct {
 	pool *pgxpool.Pool
 }
 
+// maxSavedInitialize bounds the initialize parameters kept per session: a request body
+// may be 1 MiB, and a principal may hold 100 sessions; real clients send well under 4 KiB.
+// A session whose parameters are larger works, but does not outlive its process.
+const maxSavedInitialize = 64 << 10
+
 // savedSession is a stored session.
 type savedSession struct {
 	entityURL  string
@@ -32,6 +37,9 @@ func (st *sessionStore) save(ctx context.Context, id, entityURL, principal strin
 	params, err := json.Marshal(initialize)
 	if err != nil {
 		return err
+	}
+	if len(params) > maxSavedInitialize {
+		return fmt.Errorf("mcp: the client's initialize parameters are %d bytes, more than the %d kept", len(params), maxSavedInitialize)
 	}
 	_, err = st.pool.Exec(ctx, sqlSaveSession, id, entityURL, principal, params)
 	if err != nil {
