@@ -92,16 +92,14 @@ func (s *Service) hold(p *place, en *entry, id string) {
 		stop := context.AfterFunc(en.ctx, func() { _ = ss.Close() })
 		_ = ss.Wait() // the idle timeout, a DELETE or the entry's close
 		stop()
-		p.release()
 		// Ended for good unless the service is stopping: then the session is meant to
-		// outlive the process, and its row stays for the next one (revive.go).
-		if s.store != nil && s.ctx.Err() == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			if err := s.store.forget(ctx, id); err != nil {
-				s.log.Warn("mcp: forgetting an ended session failed; it expires later", zap.Error(err))
-			}
-			cancel()
+		// outlive the process, and its row stays for the next one (revive.go). The row
+		// goes before the place: while the place is held no request revives the session,
+		// so one racing the end (the client's GET reconnecting) finds no row afterwards.
+		if s.ctx.Err() == nil {
+			s.forget(id)
 		}
+		p.release()
 	}()
 }
 
@@ -133,16 +131,22 @@ func (s *Service) ended(en *entry, id string) {
 	p := s.places[id]
 	s.mu.Unlock()
 	if p != nil && p.en == en && en.session(id) == nil {
+		// before the answer goes out, and before the place (see hold): a request on the
+		// ended session that follows it, here or on another replica, finds nothing to revive
+		s.forget(id)
 		p.release()
-		// before the answer goes out: a request on the ended session that follows it,
-		// here or on another replica, must not find it to revive
-		if s.store != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			if err := s.store.forget(ctx, id); err != nil {
-				s.log.Warn("mcp: forgetting an ended session failed; it expires later", zap.Error(err))
-			}
-			cancel()
-		}
+	}
+}
+
+// forget deletes session id from the session store (if any): it ended for good.
+func (s *Service) forget(id string) {
+	if s.store == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.store.forget(ctx, id); err != nil {
+		s.log.Warn("mcp: forgetting an ended session failed; it expires later", zap.Error(err))
 	}
 }
 
