@@ -2,7 +2,6 @@ package wake
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -34,15 +33,16 @@ func registerHolder(ctx context.Context, pool streamdb.DB, id string, lease time
 	return err
 }
 
-// heartbeat renews this process's lease for every entity it holds in one statement,
-// and reports whether the lease had lapsed first (by the clock claims are judged with):
-// then other processes may have claimed what it held.
-func heartbeat(ctx context.Context, pool streamdb.DB, id string, lease time.Duration, now *time.Time) (lapsed bool, err error) {
-	err = pool.QueryRow(ctx, sqlHeartbeat, id, lease.String(), now).Scan(&lapsed)
-	if errors.Is(err, pgx.ErrNoRows) { // the holder's row is gone
-		return true, registerHolder(ctx, pool, id, lease, now)
+// heartbeat renews this process's lease for every entity it holds in one statement.
+func heartbeat(ctx context.Context, pool streamdb.DB, id string, lease time.Duration, now *time.Time) error {
+	tag, err := pool.Exec(ctx, sqlHeartbeat, id, lease.String(), now)
+	if err != nil {
+		return err
 	}
-	return lapsed, err
+	if tag.RowsAffected() == 0 {
+		return registerHolder(ctx, pool, id, lease, now)
+	}
+	return nil
 }
 
 // unregisterHolder releases everything this process holds and removes its lease.

@@ -22,14 +22,12 @@ import (
 )
 
 // scriptedRunner runs handlers of type "t": each run is recorded (at the time of clock,
-// nil: the wall clock), then answered by script, or by runScript with the run's context
-// (neither: write an "ack <key>" text event).
+// nil: the wall clock), then answered by script (nil: write an "ack <key>" text event).
 type scriptedRunner struct {
-	mu        sync.Mutex
-	runs      []run
-	script    func(job *Job) (Effects, error)
-	runScript func(ctx context.Context, job *Job) (Effects, error)
-	clock     clock.Clock
+	mu     sync.Mutex
+	runs   []run
+	script func(job *Job) (Effects, error)
+	clock  clock.Clock
 }
 
 type run struct {
@@ -42,7 +40,7 @@ type run struct {
 
 func (r *scriptedRunner) Handles(entityType string) bool { return entityType == "t" }
 
-func (r *scriptedRunner) Run(ctx context.Context, job *Job) (Effects, error) {
+func (r *scriptedRunner) Run(_ context.Context, job *Job) (Effects, error) {
 	key := ""
 	switch w := job.Wake.(type) {
 	case wire.InboxWake:
@@ -57,9 +55,6 @@ func (r *scriptedRunner) Run(ctx context.Context, job *Job) (Effects, error) {
 	r.mu.Unlock()
 	if r.script != nil {
 		return r.script(job)
-	}
-	if r.runScript != nil {
-		return r.runScript(ctx, job)
 	}
 	return &testEffects{events: [][]byte{textEvent("ack " + key)}}, nil
 }

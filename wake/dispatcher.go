@@ -80,12 +80,6 @@ type Dispatcher struct {
 	workers   map[string]*worker
 	byStream  map[int64]entityRef
 	notEntity map[int64]struct{}
-	waiting   map[string]struct{} // entities to claim once the lease is surely valid again
-
-	// leaseMu guards term and the moves of leaseOK that end or start terms (lease.go).
-	leaseMu    sync.Mutex
-	term       *leaseTerm
-	leaseMoved chan struct{} // a heartbeat moved leaseOK
 
 	changes    chan []streamdb.Change
 	pokes      chan entityRef
@@ -118,17 +112,32 @@ func New(streams *streamdb.Store, runner Runner, types []string, opts Options) *
 		opts: opts, streams: streams, pool: streams.DB(), runner: runner, log: opts.Logger.Named("wake"),
 		clock: streams.Clock(), holder: "h-" + hex.EncodeToString(id[:]), types: types,
 		workers: map[string]*worker{}, byStream: map[int64]entityRef{}, notEntity: map[int64]struct{}{},
-		waiting: map[string]struct{}{},
 		changes: make(chan []streamdb.Change, 4096), pokes: make(chan entityRef, 1024),
-		rescan: make(chan struct{}, 1), timerPoke: make(chan struct{}, 1), leaseMoved: make(chan struct{}, 1),
-		term: newLeaseTerm(),
+		rescan: make(chan struct{}, 1), timerPoke: make(chan struct{}, 1),
 	}
-	d.term.end() // no term before Start
 	d.heartbeats = &lifecycle.Every{Interval: opts.Heartbeat, Clock: d.clock, Run: d.renewLease}
 	d.sweeps = &lifecycle.Every{Interval: opts.SweepInterval, Clock: d.clock, Wake: d.rescan, Run: d.sweep}
 	d.timers = &lifecycle.Every{Interval: timerPoll, Clock: d.clock, RunAtStart: true, Wake: d.timerPoke, RunNext: d.fireTimers}
 	streams.OnCommit(d.observe)
 	return d
+}
+
+func (d *Dispatcher) renewedLease(sent time.Time) {
+	d.leaseOK.Store(sent.Add(d.opts.Lease * 3 / 4).UnixNano())
+}
+
+// waitForLease returns when this process's lease is surely valid, so that no handler
+// run starts after another process may have taken its entities over (a heartbeat that
+// keeps failing — a partition, a starved pool — pauses delivery instead).
+func (d *Dispatcher) waitForLease(ctx context.Context) error {
+	for d.clock.Now().UnixNano() >= d.leaseOK.Load() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // Poke makes the dispatcher look at an entity now (after a change that is not a stream
@@ -151,17 +160,14 @@ func (d *Dispatcher) Holder() string { return d.holder }
 
 // Start registers this process as a holder and starts finding and delivering work.
 func (d *Dispatcher) Start(ctx context.Context) error {
-	sent := d.clock.Now()
 	if err := registerHolder(ctx, d.pool, d.holder, d.opts.Lease, d.clock.SQL()); err != nil {
 		return err
 	}
-	d.startTerm(sent)
+	d.renewedLease(d.clock.Now())
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.stop = cancel
 	d.started.Store(true)
 	d.heartbeats.Go(runCtx, &d.wg)
-	d.wg.Add(1)
-	go func() { defer d.wg.Done(); d.watchLease(runCtx) }()
 	d.sweeps.Go(runCtx, &d.wg)
 	d.timers.Go(runCtx, &d.wg)
 	d.wg.Add(1)
@@ -220,6 +226,18 @@ func poke(ch chan struct{}) {
 	case ch <- struct{}{}:
 	default:
 	}
+}
+
+// renewLease is the heartbeat, every Options.Heartbeat.
+func (d *Dispatcher) renewLease(ctx context.Context) {
+	sent := d.clock.Now()
+	if err := heartbeat(ctx, d.pool, d.holder, d.opts.Lease, d.clock.SQL()); err != nil {
+		if ctx.Err() == nil {
+			d.warn(&d.logs.heartbeat, "lease heartbeat failed; handlers wait until it succeeds", zap.Error(err))
+		}
+		return
+	}
+	d.renewedLease(sent)
 }
 
 // loop hands commits and pokes to workers, or claims their entities.
@@ -350,20 +368,10 @@ func (d *Dispatcher) claimAndStart(ctx context.Context, urls []string) {
 	if len(fresh) == 0 {
 		return
 	}
-	// A claim is good only while the lease term it was made in lasts (lease.go). While
-	// the lease is not surely valid, entities wait for the next term, when the sweep
-	// claims them: some of them may be held by this process (a worker let go when its
-	// term ended), which the sweep's query would not find.
-	term := d.liveTerm()
-	if term == nil {
-		d.await(fresh)
-		return
-	}
 	got, err := claim(ctx, d.pool, d.holder, fresh, d.clock.SQL())
 	if err != nil {
 		if ctx.Err() == nil {
 			d.warn(&d.logs.claim, "claim failed", zap.Error(err))
-			d.await(fresh)
 		}
 		return
 	}
@@ -374,7 +382,7 @@ func (d *Dispatcher) claimAndStart(ctx context.Context, urls []string) {
 			_ = release(context.WithoutCancel(ctx), d.pool, d.holder, c.url, c.epoch)
 			continue
 		}
-		w := newWorker(d, c, term)
+		w := newWorker(d, c)
 		d.workers[c.url] = w
 		d.byStream[c.streamID] = entityRef{url: c.url, entityType: c.entityType}
 		d.workWG.Add(1)
@@ -403,30 +411,10 @@ func (d *Dispatcher) workerDone(ctx context.Context, w *worker, reclaim bool) {
 	}
 }
 
-// await keeps entities to claim when the lease is surely valid again.
-func (d *Dispatcher) await(urls []string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, u := range urls {
-		d.waiting[u] = struct{}{}
-	}
-}
-
-// sweep claims the entities that waited for a lease term, and unheld entities with
-// pending work.
+// sweep claims unheld entities with pending work.
 func (d *Dispatcher) sweep(ctx context.Context) {
-	if len(d.types) == 0 || d.liveTerm() == nil {
+	if len(d.types) == 0 {
 		return
-	}
-	d.mu.Lock()
-	waiting := make([]string, 0, len(d.waiting))
-	for u := range d.waiting {
-		waiting = append(waiting, u)
-	}
-	clear(d.waiting)
-	d.mu.Unlock()
-	if len(waiting) > 0 {
-		d.claimAndStart(ctx, waiting)
 	}
 	for ctx.Err() == nil {
 		urls, err := pendingUnheld(ctx, d.pool, d.types, 500, d.clock.SQL())

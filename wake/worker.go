@@ -26,7 +26,6 @@ type worker struct {
 	typ      string
 	streamID int64
 	fence    fence
-	term     *leaseTerm // the lease term of the claim: the claim is good while it lasts
 	pokeCh   chan struct{}
 	log      *zap.Logger
 
@@ -44,9 +43,9 @@ type worker struct {
 	trouble  time.Duration // the last pause after a machinery failure (0: none since progress)
 }
 
-func newWorker(d *Dispatcher, c claimed, term *leaseTerm) *worker {
+func newWorker(d *Dispatcher, c claimed) *worker {
 	w := &worker{d: d, url: c.url, typ: c.entityType, streamID: c.streamID, pokeCh: make(chan struct{}, 1),
-		fence: fence{url: c.url, holder: d.holder, epoch: c.epoch}, term: term, scanned: c.scanned, attempts: c.attempts,
+		fence: fence{url: c.url, holder: d.holder, epoch: c.epoch}, scanned: c.scanned, attempts: c.attempts,
 		consumed: c.consumed, log: d.log.With(zap.String("entity", c.url))}
 	if c.retryAt != nil {
 		w.retryAt = *c.retryAt
@@ -90,12 +89,6 @@ func (w *worker) run(ctx context.Context) {
 		case errors.Is(err, ErrEntityEnded):
 			w.releaseQuietly(ctx)
 			return
-		case errors.Is(err, errLeaseLost):
-			// Another process may hold the entity now; this one claims it again (with a
-			// new epoch, if nobody else did) once its lease is renewed.
-			w.log.Info("lease not surely valid; letting go of the entity until it is renewed")
-			reclaim = true
-			return
 		case err != nil:
 			if !w.recoverFrom(ctx, err) {
 				return
@@ -110,11 +103,6 @@ func (w *worker) run(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-			return
-		case <-w.term.done():
-			// Claimed again in the next term (and released, if idle, from there), so that
-			// the entity is not left held by this process without a worker.
-			reclaim = true
 			return
 		case <-w.pokeCh:
 		case <-idle.C:
@@ -223,8 +211,8 @@ func (w *worker) step(ctx context.Context) (bool, error) {
 	if w.attempts > 0 && !clock.Sleep(ctx, w.d.clock, clock.Until(w.d.clock, w.retryAt)) {
 		return false, nil
 	}
-	if err := w.d.leaseHolds(w.term); err != nil {
-		return false, err
+	if err := w.d.waitForLease(ctx); err != nil {
+		return false, nil
 	}
 	if err := w.deliver(ctx, it); err != nil {
 		return false, err
@@ -273,14 +261,7 @@ func (w *worker) readMore(ctx context.Context) (int, error) {
 
 // deliver runs the handler for it and acknowledges or records the failure.
 func (w *worker) deliver(ctx context.Context, it *item) error {
-	// A run outlives neither its timeout nor its lease term: when the term ends, another
-	// process may claim the entity, and the run is cancelled so as not to overlap with
-	// that process's runs. (Its writes would be refused anyway, by the fence.)
-	termCtx, cancelRun := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer cancelRun(nil)
-	stopWatch := context.AfterFunc(w.term.ctx, func() { cancelRun(errLeaseLost) })
-	defer stopWatch()
-	runCtx, cancel := context.WithTimeout(termCtx, w.d.opts.HandlerTimeout)
+	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.d.opts.HandlerTimeout)
 	defer cancel()
 	steer := make(chan wire.InboxWake)
 	feeder := w.startSteerFeeder(runCtx, steer)
@@ -297,12 +278,6 @@ func (w *worker) deliver(ctx context.Context, it *item) error {
 	consumedNow := feeder.stop()
 
 	ackCtx := context.WithoutCancel(ctx)
-	if runErr != nil && w.term.over() {
-		// The run failed, most likely cancelled, after its lease term ended: that is not
-		// an attempt of the message (the next holder runs it again), and nothing is
-		// recorded under a claim that may be void.
-		return errLeaseLost
-	}
 	if runErr != nil {
 		// Nothing the failed run did is kept, so the steer messages it was handed were not
 		// handled: the retry is handed them again (or they become wakes of their own).

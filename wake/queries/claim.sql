@@ -7,11 +7,7 @@ INSERT INTO wake_holders (holder_id, lease_until, hostname)
   ON CONFLICT (holder_id) DO UPDATE SET lease_until = excluded.lease_until
 
 -- name: Heartbeat
--- Renews the lease and answers whether it had lapsed first (old is the row before the
--- update): if so, other processes may have claimed what the holder held.
-UPDATE wake_holders h SET lease_until = coalesce($3::timestamptz, now()) + $2::interval
-  FROM wake_holders old WHERE h.holder_id = $1 AND old.holder_id = $1
-  RETURNING old.lease_until <= coalesce($3::timestamptz, now())
+UPDATE wake_holders SET lease_until = coalesce($3::timestamptz, now()) + $2::interval WHERE holder_id = $1
 
 -- name: ReleaseHeldBy
 UPDATE entity_wake SET holder = NULL, updated_at = now() WHERE holder = $1
