@@ -115,7 +115,7 @@ describe("entityd acp through the official ACP TypeScript SDK", () => {
 
       // The replay comes before the answer: the exchange, user message then reply.
       const loaded = await ctx.request("session/load", { sessionId: url, cwd: "/tmp", mcpServers: [] })
-      expect(loaded).toEqual({})
+      expect(loaded).toEqual({ _meta: { entityd: { stream_session: expect.stringMatching(/^[0-9a-f]{24}$/) } } })
       expect(transcript(later.updates(url))).toEqual([["user", "/pr-review 42"], ["agent", live]])
       await waitFor(() => commandNames(later.updates(url)).length > 0, "available_commands_update after the load")
       expect(commandNames(later.take(url))).toEqual([["pr-review", "quickstart", "search"]])

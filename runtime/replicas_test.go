@@ -52,11 +52,9 @@ func trySend(base, url, key string, i int) (bool, error) {
 // entities are picked up by the others after its lease.
 //
 // Runs that overlapped without both committing are only counted (the probe's advisory
-// lock per entity detects them across processes): a replica stalled longer than its
-// lease's margin in the middle of a run (a frozen process cannot cancel it) may still be
-// running it when another replica takes the entity over, and the fence refuses the
-// stale run's writes. A replica whose lease lapsed runs nothing on its old claims
-// (wake's TestNoRunOnAClaimLostWhileTheLeaseLapsed).
+// lock per entity detects them across processes): a replica whose heartbeats stalled
+// past its lease may still be running an entity when another replica takes it over, and
+// the fence refuses the stale run's writes.
 func TestThreeReplicasSurviveASIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three server processes")
