@@ -101,7 +101,7 @@ func (en *entry) readTimeline(ctx context.Context, req *mcp.ReadResourceRequest)
 	}
 	var out rawjson.Object
 	out.String("entity", en.url).String("stream", m.Path).String("offset", m.Tail.String())
-	out.Raw("events", joinArray(events[keep:]))
+	out.Raw("events", streamdb.JoinJSON(events[keep:]))
 	return text(req.Params.URI, out.Bytes()), nil
 }
 
@@ -149,22 +149,6 @@ func (en *entry) mainStream(ctx context.Context) (*streamdb.Meta, error) {
 
 func text(uri string, body []byte) *mcp.ReadResourceResult {
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(body)}}}
-}
-
-func joinArray(items [][]byte) []byte {
-	n := 2
-	for _, it := range items {
-		n += len(it) + 1
-	}
-	b := make([]byte, 0, n)
-	b = append(b, '[')
-	for i, it := range items {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, it...)
-	}
-	return append(b, ']')
 }
 
 // resourceWatch sends resources/updated while sessions are subscribed: the first
