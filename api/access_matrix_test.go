@@ -246,6 +246,7 @@ var specAccess = func() map[string]string {
 		"DELETE /_electric/entities/{type}/{id}":                        "entity:delete",
 		"POST /_electric/entities/{type}/{id}/send":                     "entity:write",
 		"POST /_electric/entities/{type}/{id}/signal":                   "entity:signal",
+		"POST /_electric/entities/{type}/{id}/fork":                     "entity:fork",
 		"PATCH /_electric/entities/{type}/{id}/inbox/{messageKey}":      "entity:write",
 		"DELETE /_electric/entities/{type}/{id}/inbox/{messageKey}":     "entity:write",
 		"POST /_electric/entities/{type}/{id}/tags/{tagKey}":            "entity:write",

@@ -78,6 +78,7 @@ var routeRules = withDSPrefixes(map[string]accessRule{
 	"DELETE /_electric/entities/{type}/{id}":                       onEntity(authz.Delete),
 	"POST /_electric/entities/{type}/{id}/send":                    onEntity(authz.Write),
 	"POST /_electric/entities/{type}/{id}/signal":                  onEntity(authz.Signal),
+	"POST /_electric/entities/{type}/{id}/fork":                    onEntity(authz.Fork),
 	"PATCH /_electric/entities/{type}/{id}/inbox/{messageKey}":     onEntity(authz.Write),
 	"DELETE /_electric/entities/{type}/{id}/inbox/{messageKey}":    onEntity(authz.Write),
 	"POST /_electric/entities/{type}/{id}/tags/{tagKey}":           onEntity(authz.Write),

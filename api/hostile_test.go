@@ -432,7 +432,7 @@ func hostileCases(token string) []hostileCase {
 		c("dispatch: private webhook", "POST", types,
 			`{"name":"d","description":"d","default_dispatch_policy":{"targets":[{"type":"webhook","url":"https://192.168.1.1/x"}]}}`, bad, invalid),
 	}
-	return cases
+	return append(cases, hostileForkCases(ent)...)
 }
 
 // TestHostileInput sends every hostile case and checks that it is refused as documented,

@@ -224,11 +224,14 @@ var isolationExpected = map[string]map[string]string{
 // entity, "ok-" a 2xx whose body does not; "pass" is any answer but 401, 403 or a 5xx.
 var routeExpected = map[string]string{
 	//                                                  anon owner reader writer deleter manager stranger admin token bobtoken lookalike
-	"PUT /__ds/subscriptions/{id}":                "401 403 403 403 403 403 403 pass 401 401 401",
-	"PUT /v1/stream/__ds/subscriptions/{id}":      "401 403 403 403 403 403 403 pass 401 401 401",
-	"POST /__ds/subscriptions/{id}/claim":         "401 403 403 403 403 403 403 pass 401 401 401",
-	"GET /_electric/electric/v1/shape":            "401 ok+ ok+ ok- ok- ok- ok- ok+ 401 401 401",
-	"POST /_electric/entities/{type}/{id}/mcp":    "401 ok  ok  401 401 401 401 ok  401 401 401",
+	"PUT /__ds/subscriptions/{id}":             "401 403 403 403 403 403 403 pass 401 401 401",
+	"PUT /v1/stream/__ds/subscriptions/{id}":   "401 403 403 403 403 403 403 pass 401 401 401",
+	"POST /__ds/subscriptions/{id}/claim":      "401 403 403 403 403 403 403 pass 401 401 401",
+	"GET /_electric/electric/v1/shape":         "401 ok+ ok+ ok- ok- ok- ok- ok+ 401 401 401",
+	"POST /_electric/entities/{type}/{id}/mcp": "401 ok  ok  401 401 401 401 ok  401 401 401",
+	// a fork is a copy of the stream the forker then owns: only the fork permission (the
+	// owner's, an admin's) makes one; read, write, delete or manage alone do not
+	"POST /_electric/entities/{type}/{id}/fork":   "401 ok  401 401 401 401 401 ok  401 401 401",
 	"GET /_electric/entities/{type}/{id}/mcp":     "401 pass pass 401 401 401 401 pass 401 401 401",
 	"GET /_electric/runners/{id}":                 "401 ok  403 403 403 403 403 ok  401 401 401",
 	"POST /_electric/runners/{id}/claim":          "401 ok  403 403 403 403 403 pass 401 401 401", // admin: 409, the owner holds the wake
@@ -580,6 +583,8 @@ func (f *isolationFixture) route(t *testing.T, key, caller string) isoResponse {
 		}
 		return f.call(t, caller, method, path, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",
 			"capabilities":{},"clientInfo":{"name":"matrix","version":"1"}}}`, "Accept", "application/json, text/event-stream")
+	case "/_electric/entities/{type}/{id}/fork":
+		return f.call(t, caller, method, "/_electric/entities/vault/v1/fork", `{"instance_id":"iso-fork-`+n+`"}`)
 	case "/_electric/runners/{id}":
 		return f.call(t, caller, method, "/_electric/runners/alr", "")
 	case "/_electric/runners/{id}/claim":

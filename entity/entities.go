@@ -444,6 +444,9 @@ func (r *Registry) List(ctx context.Context, f Filter) ([]*Entity, error) {
 var SendAdmission = &streamdb.Admission{
 	SQL: sqlSendAdmission, // one primary-key lookup per target; see queries/entities.sql
 	Judge: func(status string) streamdb.Verdict {
+		if status == forkingStatus {
+			return streamdb.Refused(ErrForkInProgress)
+		}
 		if Status(status).AcceptsWrites() {
 			return streamdb.Admitted(status) // paused: the send may resume it (UnpauseOnAdmit)
 		}

@@ -16,6 +16,8 @@ var (
 	ErrDuplicate      = errors.New("an entity already exists at this URL")
 	ErrParentNotFound = errors.New("parent entity not found")
 	ErrNotRunning     = errors.New("entity is not accepting writes")
+	// ErrForkInProgress refuses a send to, or a second fork of, an entity being forked.
+	ErrForkInProgress = errors.New("entity subtree is being forked")
 )
 
 // SchemaKeyExistsError refuses a schema amendment that would replace an existing key.

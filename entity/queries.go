@@ -51,3 +51,12 @@ var (
 		"statuses": sqlArray(append(NotAcceptingWrites(), string(StatusPaused))),
 	})
 )
+
+// fork.go
+var (
+	sqlForkSubtree        = queries.Get("ForkSubtree")
+	sqlLockForkSubtree    = queries.Get("LockForkSubtree")
+	sqlTakeForkLocks      = queries.Get("TakeForkLocks")
+	sqlReleaseForkLocks   = queries.Get("ReleaseForkLocks")
+	sqlInsertForkedEntity = queries.Get("InsertForkedEntity")
+)

@@ -16,6 +16,7 @@ var queries = sqlfile.MustLoad("wakereg", queryFiles)
 var (
 	// registration.go
 	sqlInsert                 = queries.Get("Insert")
+	sqlCopyForFork            = queries.Get("CopyForFork")
 	sqlDeleteManifestOthers   = queries.Get("DeleteManifestOthers")
 	sqlDeleteManifest         = queries.Get("DeleteManifest")
 	sqlDeleteSubscriberSource = queries.Get("DeleteSubscriberSource")

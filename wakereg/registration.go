@@ -46,6 +46,19 @@ func RegisterTx(ctx context.Context, tx *streamdb.Tx, reg *Registration) error {
 	return err
 }
 
+// CopyForFork gives the copies of forked entities (urls: source URL → copy URL) the
+// wake registrations their sources subscribe with, inside the fork's transaction;
+// createdBy (when set) is counted as their creator.
+func CopyForFork(ctx context.Context, tx *streamdb.Tx, urls map[string]string, createdBy string) error {
+	from := make([]string, 0, len(urls))
+	to := make([]string, 0, len(urls))
+	for f, t := range urls {
+		from, to = append(from, f), append(to, t)
+	}
+	_, err := tx.Exec(ctx, sqlCopyForFork, from, to, createdBy)
+	return err
+}
+
 // RemoveEntityTx drops every registration the entity at url is the subscriber or the
 // source of; it runs in the transaction that kills or stops the entity.
 func RemoveEntityTx(ctx context.Context, tx *streamdb.Tx, url string) error {

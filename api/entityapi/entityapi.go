@@ -94,6 +94,7 @@ func (a *API) Routes(r chi.Router, kit api.Kit, wrap func(httpx.HandlerFunc) htt
 		r.Delete("/{type}/{id}", wrap(s.killEntity))
 		r.Post("/{type}/{id}/send", wrap(s.send))
 		r.Post("/{type}/{id}/signal", wrap(s.signal))
+		r.Post("/{type}/{id}/fork", wrap(s.fork))
 		r.Patch("/{type}/{id}/inbox/{messageKey}", wrap(s.patchInbox))
 		r.Delete("/{type}/{id}/inbox/{messageKey}", wrap(s.deleteInbox))
 		r.Post("/{type}/{id}/tags/{tagKey}", wrap(s.setTag))

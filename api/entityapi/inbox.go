@@ -70,6 +70,8 @@ func inboxEditError(err error) error {
 		return httpx.New(http.StatusNotFound, api.CodeNotFound, "Inbox message not found")
 	case errors.Is(err, entity.ErrNotRunning):
 		return httpx.New(http.StatusConflict, api.CodeNotRunning, "Entity is not accepting writes")
+	case errors.Is(err, entity.ErrForkInProgress):
+		return forkInProgress()
 	}
 	return err
 }

@@ -150,6 +150,8 @@ func sendError(err error) error {
 	switch {
 	case errors.Is(err, entity.ErrNotRunning):
 		return httpx.New(http.StatusConflict, api.CodeNotRunning, "Entity is not accepting writes")
+	case errors.Is(err, entity.ErrForkInProgress):
+		return forkInProgress()
 	case errors.Is(err, inbox.ErrKeyReused):
 		return httpx.New(http.StatusConflict, CodeIdempotencyKeyReused,
 			"This key was already used for a different message to this entity; use a new key for a new message")

@@ -45,9 +45,14 @@ SELECT {{entityColumns}} FROM entities
 -- apart with OFFSET 0), whatever the statistics say: the planner otherwise prefers the
 -- status index, which reads every killed entity once there are many. {{statuses}} is
 -- the statuses to report, from the status machine in status.go.
-SELECT e.url, e.status FROM unnest($1::text[]) AS u(url)
+-- An entity under a fork (a live entity_fork_locks row, fork.go) is reported as
+-- 'forking', whatever its status: another primary-key lookup, in a table that is empty
+-- but while forks run.
+SELECT e.url, CASE WHEN f.url IS NULL THEN e.status ELSE 'forking' END FROM unnest($1::text[]) AS u(url)
   CROSS JOIN LATERAL (SELECT url, status FROM entities WHERE url = u.url OFFSET 0) AS e
-  WHERE e.status = ANY('{{statuses}}'::text[])
+  LEFT JOIN LATERAL (SELECT url FROM entity_fork_locks
+    WHERE url = u.url AND expires_at > now() OFFSET 0) AS f ON true
+  WHERE (e.status = ANY('{{statuses}}'::text[]) OR f.url IS NOT NULL)
     AND $2::text[] IS NOT NULL AND $3::bigint[] IS NOT NULL
 
 -- fragment: entityColumns

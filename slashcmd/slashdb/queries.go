@@ -21,6 +21,10 @@ var (
 	sqlUpsertLayers = queries.Get("UpsertLayers")
 	sqlDeleteLayers = queries.Get("DeleteLayers")
 
+	// fork.go
+	sqlCopyCommands = queries.Get("CopyCommands")
+	sqlCopyLayers   = queries.Get("CopyLayers")
+
 	// seed.go
 	sqlSeedStatic = queries.Get("SeedStatic")
 

@@ -29,3 +29,21 @@ DELETE FROM wake_registrations WHERE subscriber_url = $1 OR source_url = $1
 
 -- name: CountCreatedBy
 SELECT count(*) FROM (SELECT 1 FROM wake_registrations WHERE created_by = $1 LIMIT $2) mine
+
+-- name: CopyForFork
+-- The registrations whose subscribers are forked ($1, in order with their copies $2) for
+-- the copies: a source forked along names its copy and starts at the copy's tail; another
+-- source keeps its place. Debounced changes under way stay with the originals.
+INSERT INTO wake_registrations (subscriber_url, source_url, source_stream, condition, debounce_ms, timeout_ms,
+        include_response, manifest_key, one_shot, from_seq, from_pos, timeout_at, timeout_consumed, created_by)
+SELECT s.to_url, coalesce(src.to_url, w.source_url),
+       CASE WHEN src.to_url IS NULL THEN w.source_stream ELSE src.to_url || '/main' END,
+       w.condition, w.debounce_ms, w.timeout_ms, w.include_response, w.manifest_key, w.one_shot,
+       CASE WHEN src.to_url IS NULL THEN w.from_seq ELSE coalesce(h.tail_seq, 0) END,
+       CASE WHEN src.to_url IS NULL THEN w.from_pos ELSE coalesce(h.tail_pos, 0) END,
+       w.timeout_at, w.timeout_consumed, coalesce(nullif($3, ''), w.created_by)
+FROM wake_registrations w
+JOIN unnest($1::text[], $2::text[]) AS s(from_url, to_url) ON w.subscriber_url = s.from_url
+LEFT JOIN unnest($1::text[], $2::text[]) AS src(from_url, to_url) ON w.source_url = src.from_url
+LEFT JOIN stream_heads h ON h.path = src.to_url || '/main'
+ON CONFLICT DO NOTHING
