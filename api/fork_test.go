@@ -14,7 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/testserver"
 	"github.com/entityd/entityd/internal/testwait"
+	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -446,4 +448,56 @@ func TestForkUnderAParentWithWake(t *testing.T) {
 	require.NoError(t, h.srv.Pool.QueryRow(context.Background(),
 		`SELECT count(*) FROM wake_registrations WHERE subscriber_url = '/chat/src2' AND source_url = '/chat/watched'`).Scan(&n))
 	require.Equal(t, 1, n)
+}
+
+// TestForkOfAGoHandledEntity: a copy of an entity whose type has an in-process handler
+// is not woken for the inbox history it inherits: its handler sees only what is sent to
+// the copy afterwards.
+func TestForkOfAGoHandledEntity(t *testing.T) {
+	type seen struct{ url, payload string }
+	got := make(chan seen, 16)
+	def := runtime.EntityDefinition{Type: "echo", Description: "records its messages", Handler: func(ctx *runtime.Context) error {
+		if w, ok := ctx.Wake.(runtime.InboxWake); ok {
+			got <- seen{ctx.Entity.URL, string(w.Payload)}
+		}
+		return nil
+	}}
+	h := setup(t, testserver.Options{QuietLogs: true, Definitions: []runtime.EntityDefinition{def}})
+	h.mustSpawn("echo", "src", nil)
+	h.mustSend("/echo/src", `{"payload":"one"}`)
+	h.mustSend("/echo/src", `{"payload":"two"}`)
+	for _, want := range []string{`"one"`, `"two"`} {
+		select {
+		case s := <-got:
+			require.Equal(t, seen{"/echo/src", want}, s)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the source's handler did not get %s", want)
+		}
+	}
+	testwait.Until(t, "the source to be idle", func() bool { return h.status("/echo/src") == "idle" }, 10*time.Second)
+
+	h.mustFork("/echo/src", `{"instance_id":"copy"}`)
+	h.mustSend("/echo/copy", `{"payload":"three"}`)
+	select {
+	case s := <-got:
+		require.Equal(t, seen{"/echo/copy", `"three"`}, s, "the copy's first wake is its own message, not its history")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the copy's handler did not get its message")
+	}
+}
+
+// TestForkInheritedInboxEdits: a message the copy inherited is its own to edit (the edit
+// finds it through the fork), and editing it in the copy leaves the source's as it was.
+func TestForkInheritedInboxEdits(t *testing.T) {
+	h := setup(t)
+	h.registerType(`{"name":"chat","description":"d"}`)
+	h.mustSpawn("chat", "src", nil)
+	h.mustSend("/chat/src", `{"key":"k1","mode":"paused","payload":"held"}`)
+	h.mustFork("/chat/src", `{"instance_id":"copy"}`)
+
+	r := h.do(http.MethodPatch, entitiesPath+"/chat/copy/inbox/k1", `{"payload":"edited in the copy"}`)
+	requireStatus(t, r, http.StatusOK)
+	requireStatus(t, h.do(http.MethodPatch, entitiesPath+"/chat/copy/inbox/nope", `{"payload":"x"}`), http.StatusNotFound)
+	require.Contains(t, string(h.readStream("/chat/copy").Last.Body), "edited in the copy")
+	require.NotContains(t, string(h.readStream("/chat/src").Last.Body), "edited in the copy")
 }

@@ -96,7 +96,11 @@ type ForkRequest struct {
 type ForkResult struct {
 	Root     *Entity
 	Entities []*Entity // the root copy first, then the descendants' copies, parents first
-	Txid     int64
+	// Sources maps each copy's URL to its source's; ForkSeq each copy's URL to the last
+	// message it shares with its source.
+	Sources map[string]string
+	ForkSeq map[string]int64
+	Txid    int64
 }
 
 // errForkRetry sends the copy back to waiting: the subtree changed or became active

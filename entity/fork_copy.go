@@ -28,7 +28,7 @@ func (r *Registry) copySubtree(ctx context.Context, req ForkRequest, tree []*Ent
 	var res *ForkResult
 	var afters []func()
 	err := r.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
-		res, afters = &ForkResult{}, nil
+		res, afters = &ForkResult{Sources: map[string]string{}, ForkSeq: map[string]int64{}}, nil
 		locked, err := r.lockSubtree(ctx, tx, tree, waitFor, cut == nil)
 		if err != nil {
 			return err
@@ -109,6 +109,7 @@ func (r *Registry) copySubtree(ctx context.Context, req ForkRequest, tree []*Ent
 				}
 			}
 			res.Entities = append(res.Entities, e)
+			res.Sources[e.URL], res.ForkSeq[e.URL] = src.URL, m.ForkSeq
 		}
 		res.Root = res.Entities[0]
 		if _, err := tx.Exec(ctx, sqlReleaseForkLocks, forkID); err != nil {

@@ -121,33 +121,63 @@ type stateEvent struct {
 	} `json:"headers"`
 }
 
+// runScanWindow is how many messages lastCompletedRun reads at a time, from the tail
+// back: the last completed run is usually among the last few events.
+const runScanWindow = 512
+
 // lastCompletedRun is the message number of the last run event whose status is
 // completed: the latest_completed_run anchor (what the UI's "fork from here" offers).
+// It reads the stream backwards, a window at a time, and stops at the first match.
 func (r *Registry) lastCompletedRun(ctx context.Context, m *streamdb.Meta) (int64, error) {
-	var last int64
-	err := r.scanStream(ctx, m, m.Tail.Seq, func(seq int64, data []byte) error {
-		if !bytes.Contains(data, []byte(`"run"`)) {
-			return nil
+	for hi := m.Tail.Seq; hi > 0; hi -= runScanWindow {
+		lo := max(hi-runScanWindow, 0)
+		var from, to streamdb.Offset
+		err := r.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
+			var err error
+			if from, err = tx.OffsetAfter(ctx, m.ID, lo); err != nil {
+				return err
+			}
+			to, err = tx.OffsetAfter(ctx, m.ID, hi)
+			return err
+		})
+		if err != nil {
+			return 0, err
 		}
-		var ev stateEvent
-		if json.Unmarshal(data, &ev) != nil || ev.Type != "run" || ev.Headers.Operation == "delete" {
-			return nil
+		var window []streamdb.Message
+		for from.Seq < to.Seq {
+			msgs, err := r.streams.Read(ctx, m, from, to)
+			if err != nil {
+				return 0, err
+			}
+			if len(msgs) == 0 {
+				return 0, fmt.Errorf("entity: fork: %s ended at %d before %d", m.Path, from.Seq, to.Seq)
+			}
+			window = append(window, msgs...)
+			from = msgs[len(msgs)-1].End
 		}
-		var v struct {
-			Status string `json:"status"`
+		for i := len(window) - 1; i >= 0; i-- {
+			if completedRun(window[i].Data) {
+				return window[i].End.Seq, nil
+			}
 		}
-		if json.Unmarshal(ev.Value, &v) == nil && v.Status == "completed" {
-			last = seq
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, err
 	}
-	if last == 0 {
-		return 0, &ForkPointerError{Message: "Source " + m.Path + " has no completed run to fork from"}
+	return 0, &ForkPointerError{Message: "Source " + m.Path + " has no completed run to fork from"}
+}
+
+// completedRun reports whether data is a run event (not a delete) whose status is
+// completed.
+func completedRun(data []byte) bool {
+	if !bytes.Contains(data, []byte(`"run"`)) {
+		return false
 	}
-	return last, nil
+	var ev stateEvent
+	if json.Unmarshal(data, &ev) != nil || ev.Type != "run" || ev.Headers.Operation == "delete" {
+		return false
+	}
+	var v struct {
+		Status string `json:"status"`
+	}
+	return json.Unmarshal(ev.Value, &v) == nil && v.Status == "completed"
 }
 
 // stateRows are the rows of one collection (manifest, child_status) after a stream's

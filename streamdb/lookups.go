@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/jackc/pgx/v5"
 
@@ -22,6 +23,18 @@ func (s *Store) OffsetAt(ctx context.Context, id, seq int64) (Offset, error) {
 		return Start, nil
 	}
 	pos, err := queries.OffsetAt(ctx, s.pool, dbsqlc.OffsetAtParams{StreamID: id, Seq: seq})
+	if errors.Is(err, pgx.ErrNoRows) {
+		// a fork's first messages are its source's: follow the fork chain
+		var off Offset
+		err = s.WithTx(ctx, func(ctx context.Context, tx *Tx) error {
+			var err error
+			off, err = tx.OffsetAfter(ctx, id, seq)
+			return err
+		})
+		if err == nil {
+			return off, nil
+		}
+	}
 	if err != nil {
 		return Offset{}, fmt.Errorf("streamdb: offset of message %d of stream %d: %w", seq, id, err)
 	}
@@ -38,12 +51,40 @@ func (s *Store) LastEvent(ctx context.Context, id int64, typ, key string) (data 
 	prefix = rawjson.AppendString(prefix, key)
 	data, err = queries.LastEvent(ctx, s.pool, dbsqlc.LastEventParams{StreamID: id, Prefix: prefix, PrefixLen: int32(len(prefix))})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, false, nil
+		return s.lastInheritedEvent(ctx, id, prefix)
 	}
 	if err != nil {
 		return nil, false, err
 	}
 	return data, true, nil
+}
+
+// lastInheritedEvent is LastEvent in what a fork inherits: its source's messages up to
+// the fork point, and so on down the fork chain (ok false for a stream that is no fork).
+func (s *Store) lastInheritedEvent(ctx context.Context, id int64, prefix []byte) ([]byte, bool, error) {
+	m, err := s.lookupByID(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	bound := int64(math.MaxInt64)
+	for m.IsFork() {
+		bound = min(bound, m.ForkSeq)
+		if m, err = s.lookupByID(ctx, m.ForkSourceID); err != nil {
+			return nil, false, err
+		}
+		data, err := queries.LastEventUpTo(ctx, s.pool, dbsqlc.LastEventUpToParams{StreamID: m.ID, MaxSeq: bound,
+			Prefix: prefix, PrefixLen: int32(len(prefix))})
+		if err == nil {
+			return data, true, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return nil, false, err
+		}
+	}
+	return nil, false, nil
 }
 
 // DedupeHash is the body hash recorded for keyed appends with key on stream id (ok

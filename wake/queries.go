@@ -24,6 +24,10 @@ var (
 	sqlInsertFailure = queries.Get("InsertFailure")
 	sqlCheckFence    = queries.Get("CheckFence")
 
+	// fork.go
+	sqlForkScan = queries.Get("ForkScan")
+	sqlForkHeld = queries.Get("ForkHeld")
+
 	// claim.go
 	sqlRegisterHolder = queries.Get("RegisterHolder")
 	sqlHeartbeat      = queries.Get("Heartbeat")

@@ -16,6 +16,7 @@ import (
 	"github.com/entityd/entityd/internal/jsonbody"
 	"github.com/entityd/entityd/internal/validation"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/wake"
 	"github.com/entityd/entityd/wakereg"
 )
 
@@ -114,6 +115,11 @@ func (s *handlers) fork(w http.ResponseWriter, r *http.Request) error {
 	req.InTx = func(ctx context.Context, tx *streamdb.Tx, res *entity.ForkResult, urls map[string]string) error {
 		if err := wakereg.CopyForFork(ctx, tx, urls, p.String()); err != nil {
 			return err
+		}
+		for _, c := range res.Entities {
+			if err := wake.ForkTx(ctx, tx, res.Sources[c.URL], c.URL, res.ForkSeq[c.URL]); err != nil {
+				return err
+			}
 		}
 		if wakeInTx != nil {
 			return wakeInTx(ctx, tx, res.Root)

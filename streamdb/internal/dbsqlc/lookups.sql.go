@@ -63,3 +63,30 @@ func (q *Queries) LastEvent(ctx context.Context, db DBTX, arg LastEventParams) (
 	err := row.Scan(&data)
 	return data, err
 }
+
+const lastEventUpTo = `-- name: LastEventUpTo :one
+SELECT data FROM stream_messages
+  WHERE stream_id = $1 AND seq <= $2::int8
+    AND substring(data FROM 1 FOR $3::int4) = $4::bytea
+  ORDER BY seq DESC LIMIT 1
+`
+
+type LastEventUpToParams struct {
+	StreamID  int64
+	MaxSeq    int64
+	PrefixLen int32
+	Prefix    []byte
+}
+
+// LastEvent in the part of a fork source that the fork inherits (messages up to max_seq).
+func (q *Queries) LastEventUpTo(ctx context.Context, db DBTX, arg LastEventUpToParams) ([]byte, error) {
+	row := db.QueryRow(ctx, lastEventUpTo,
+		arg.StreamID,
+		arg.MaxSeq,
+		arg.PrefixLen,
+		arg.Prefix,
+	)
+	var data []byte
+	err := row.Scan(&data)
+	return data, err
+}
