@@ -77,40 +77,6 @@ func (r *Registry) pointerSeq(ctx context.Context, m *streamdb.Meta, p *ForkPoin
 	return base + p.Sub, nil
 }
 
-// scanStream calls fn with each message of m up to and including message upto, in order.
-func (r *Registry) scanStream(ctx context.Context, m *streamdb.Meta, upto int64, fn func(seq int64, data []byte) error) error {
-	var tail streamdb.Offset
-	if upto >= m.Tail.Seq {
-		tail = m.Tail
-	} else {
-		var err error
-		err = r.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
-			tail, err = tx.OffsetAfter(ctx, m.ID, upto)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-	}
-	from := streamdb.Start
-	for from.Seq < tail.Seq {
-		msgs, err := r.streams.Read(ctx, m, from, tail)
-		if err != nil {
-			return err
-		}
-		if len(msgs) == 0 {
-			return fmt.Errorf("entity: fork: %s ended at %d before %d", m.Path, from.Seq, tail.Seq)
-		}
-		for _, msg := range msgs {
-			if err := fn(msg.End.Seq, msg.Data); err != nil {
-				return err
-			}
-		}
-		from = msgs[len(msgs)-1].End
-	}
-	return nil
-}
-
 // stateEvent is what the fork reads of a State Protocol event.
 type stateEvent struct {
 	Type    string          `json:"type"`
@@ -193,17 +159,8 @@ func (r *Registry) collectState(ctx context.Context, m *streamdb.Meta, upto int6
 		out[t] = stateRows{}
 		needles[i] = []byte(`"` + t + `"`)
 	}
-	err := r.scanStream(ctx, m, upto, func(_ int64, data []byte) error {
-		hit := false
-		for _, n := range needles {
-			if bytes.Contains(data, n) {
-				hit = true
-				break
-			}
-		}
-		if !hit {
-			return nil
-		}
+	// only the messages naming one of the types leave Postgres
+	err := r.streams.ScanContaining(ctx, m, upto, needles, func(_ int64, data []byte) error {
 		var ev stateEvent
 		if json.Unmarshal(data, &ev) != nil {
 			return nil

@@ -114,6 +114,25 @@ func BenchmarkFork100k(b *testing.B) {
 	}))
 	midStr := mid.String()
 
+	// a second entity of the same size with one child: its fork rewrites the child's
+	// manifest entry, so it reads the parent's stream
+	_, err = e.registry.Spawn(e.ctx, typ, entity.SpawnRequest{Type: "chat", InstanceID: "boss"})
+	require.NoError(b, err)
+	_, err = e.registry.Spawn(e.ctx, typ, entity.SpawnRequest{Type: "chat", InstanceID: "kid", Parent: "/chat/boss"})
+	require.NoError(b, err)
+	for i := 0; i < events; i += batch {
+		msgs := make([][]byte, 0, batch)
+		for j := i; j < i+batch; j++ {
+			ev := fmt.Sprintf(`{"type":"text","key":"t%d","value":{"text":"event number %d of a long conversation"},"headers":{"operation":"insert"}}`, j, j)
+			if j == 10 {
+				ev = `{"type":"manifest","key":"child:chat:kid","value":{"key":"child:chat:kid","kind":"child","id":"kid","entity_type":"chat","entity_url":"/chat/kid"},"headers":{"operation":"insert"}}`
+			}
+			msgs = append(msgs, []byte(ev))
+		}
+		_, err := e.store.Append(e.ctx, &streamdb.AppendRequest{Path: entitypath.Main("/chat/boss"), Messages: msgs})
+		require.NoError(b, err)
+	}
+
 	for _, bc := range []struct {
 		name string
 		req  func() entity.ForkRequest
@@ -125,12 +144,13 @@ func BenchmarkFork100k(b *testing.B) {
 		{"latest_completed_run", func() entity.ForkRequest {
 			return entity.ForkRequest{Source: "/chat/big", LatestCompletedRun: true}
 		}},
+		{"head_with_child", func() entity.ForkRequest { return entity.ForkRequest{Source: "/chat/boss"} }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
 				res, err := e.registry.Fork(e.ctx, bc.req())
 				require.NoError(b, err)
-				require.Len(b, res.Entities, 1)
+				require.NotEmpty(b, res.Entities)
 			}
 		})
 	}

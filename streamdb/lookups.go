@@ -103,3 +103,46 @@ func (s *Store) CountOwned(ctx context.Context, owner string, limit int) (int, e
 	n, err := queries.CountOwned(ctx, s.pool, dbsqlc.CountOwnedParams{Owner: owner, MaxCount: int64(limit)})
 	return int(n), err
 }
+
+// ScanContaining calls fn, in order, with each message of m up to and including
+// message upto that contains one of needles (following m's fork chain). Only those
+// messages leave Postgres: a scan for a few kinds of events in a long stream (a fork
+// looking for its source's manifest entries) costs one pass in the database.
+func (s *Store) ScanContaining(ctx context.Context, m *Meta, upto int64, needles [][]byte, fn func(seq int64, data []byte) error) error {
+	upto = min(upto, m.Tail.Seq)
+	// the chain, from m down to the stream whose messages come first
+	type segment struct{ id, after, to int64 }
+	var segs []segment
+	for {
+		if !m.IsFork() {
+			segs = append(segs, segment{m.ID, 0, upto})
+			break
+		}
+		if upto > m.ForkSeq {
+			segs = append(segs, segment{m.ID, m.ForkSeq, upto})
+		}
+		upto = min(upto, m.ForkSeq)
+		src, err := s.lookupByID(ctx, m.ForkSourceID)
+		if err != nil {
+			return fmt.Errorf("streamdb: fork source of %s: %w", m.Path, err)
+		}
+		m = src
+	}
+	for i := len(segs) - 1; i >= 0; i-- {
+		g := segs[i]
+		if g.to <= g.after {
+			continue
+		}
+		rows, err := queries.MessagesContaining(ctx, s.pool, dbsqlc.MessagesContainingParams{
+			StreamID: g.id, AfterSeq: g.after, ToSeq: g.to, Needles: needles})
+		if err != nil {
+			return fmt.Errorf("streamdb: scan messages: %w", err)
+		}
+		for _, r := range rows {
+			if err := fn(r.Seq, r.Data); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -90,3 +90,49 @@ func (q *Queries) LastEventUpTo(ctx context.Context, db DBTX, arg LastEventUpToP
 	err := row.Scan(&data)
 	return data, err
 }
+
+const messagesContaining = `-- name: MessagesContaining :many
+SELECT seq, data FROM stream_messages
+  WHERE stream_id = $1 AND seq > $2::int8 AND seq <= $3::int8
+    AND EXISTS (SELECT 1 FROM unnest($4::bytea[]) AS n WHERE position(n IN data) > 0)
+  ORDER BY seq
+`
+
+type MessagesContainingParams struct {
+	StreamID int64
+	AfterSeq int64
+	ToSeq    int64
+	Needles  [][]byte
+}
+
+type MessagesContainingRow struct {
+	Seq  int64
+	Data []byte
+}
+
+// The messages of one stream in (after_seq, to_seq] that contain one of needles, in order:
+// a scan for a few kinds of events that ships only those out of Postgres.
+func (q *Queries) MessagesContaining(ctx context.Context, db DBTX, arg MessagesContainingParams) ([]*MessagesContainingRow, error) {
+	rows, err := db.Query(ctx, messagesContaining,
+		arg.StreamID,
+		arg.AfterSeq,
+		arg.ToSeq,
+		arg.Needles,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []*MessagesContainingRow
+	for rows.Next() {
+		var i MessagesContainingRow
+		if err := rows.Scan(&i.Seq, &i.Data); err != nil {
+			return nil, err
+		}
+		items = append(items, &i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
