@@ -91,11 +91,16 @@ type stateEvent struct {
 // back: the last completed run is usually among the last few events.
 const runScanWindow = 512
 
+// runScanWindows is how many windows lastCompletedRun reads before it asks Postgres.
+const runScanWindows = 4
+
 // lastCompletedRun is the message number of the last run event whose status is
 // completed: the latest_completed_run anchor (what the UI's "fork from here" offers).
-// It reads the stream backwards, a window at a time, and stops at the first match.
+// It reads the stream backwards, a window at a time, and stops at the first match; past
+// runScanWindows windows, the rest is searched in one pass in Postgres.
 func (r *Registry) lastCompletedRun(ctx context.Context, m *streamdb.Meta) (int64, error) {
-	for hi := m.Tail.Seq; hi > 0; hi -= runScanWindow {
+	hi := m.Tail.Seq
+	for n := 0; hi > 0 && n < runScanWindows; hi, n = hi-runScanWindow, n+1 {
 		lo := max(hi-runScanWindow, 0)
 		var from, to streamdb.Offset
 		err := r.streams.WithTx(ctx, func(ctx context.Context, tx *streamdb.Tx) error {
@@ -126,6 +131,21 @@ func (r *Registry) lastCompletedRun(ctx context.Context, m *streamdb.Meta) (int6
 				return window[i].End.Seq, nil
 			}
 		}
+	}
+	var last int64
+	if hi > 0 {
+		err := r.streams.ScanContaining(ctx, m, hi, [][]byte{[]byte(`"run"`)}, func(seq int64, data []byte) error {
+			if completedRun(data) {
+				last = seq
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	if last > 0 {
+		return last, nil
 	}
 	return 0, &ForkPointerError{Message: "Source " + m.Path + " has no completed run to fork from"}
 }

@@ -124,6 +124,9 @@ func BenchmarkFork100k(b *testing.B) {
 		msgs := make([][]byte, 0, batch)
 		for j := i; j < i+batch; j++ {
 			ev := fmt.Sprintf(`{"type":"text","key":"t%d","value":{"text":"event number %d of a long conversation"},"headers":{"operation":"insert"}}`, j, j)
+			if j == 5 {
+				ev = `{"type":"run","key":"r0","value":{"key":"r0","status":"completed"},"headers":{"operation":"update"}}`
+			}
 			if j == 10 {
 				ev = `{"type":"manifest","key":"child:chat:kid","value":{"key":"child:chat:kid","kind":"child","id":"kid","entity_type":"chat","entity_url":"/chat/kid"},"headers":{"operation":"insert"}}`
 			}
@@ -145,6 +148,9 @@ func BenchmarkFork100k(b *testing.B) {
 			return entity.ForkRequest{Source: "/chat/big", LatestCompletedRun: true}
 		}},
 		{"head_with_child", func() entity.ForkRequest { return entity.ForkRequest{Source: "/chat/boss"} }},
+		{"latest_completed_run_far_back", func() entity.ForkRequest {
+			return entity.ForkRequest{Source: "/chat/boss", Pointer: nil, LatestCompletedRun: true}
+		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
