@@ -130,6 +130,9 @@ func (s *handlers) fork(w http.ResponseWriter, r *http.Request) error {
 	// subscriptions the copies may get, as for a spawn.
 	ctx := httpx.WithOrigin(r.Context(), httpx.RequestOrigin(r))
 	res, err := s.registry.Fork(ctx, req)
+	if errors.Is(err, entity.ErrTooManyTags) {
+		return s.tooManyTags() // the source's tags and the request's together, as a spawn's
+	}
 	if err != nil {
 		return forkError(err, e.URL, req.InstanceID)
 	}
@@ -248,8 +251,6 @@ func forkError(err error, url, instanceID string) error {
 			return httpx.New(http.StatusConflict, CodeDuplicateURL, "An entity already exists at the fork's URL (instance_id "+instanceID+")")
 		}
 		return httpx.New(http.StatusConflict, CodeDuplicateURL, "An entity already exists at a fork's URL; try again")
-	case errors.Is(err, entity.ErrTooManyTags):
-		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "The fork's tags are more than an entity may have")
 	case errors.As(err, &tooLarge):
 		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, tooLarge.Error())
 	case errors.As(err, &pointer):
