@@ -13,8 +13,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/entityd/entityd/internal/testserver"
 	"github.com/entityd/entityd/internal/testwait"
+	"github.com/entityd/entityd/webhooksrc"
 )
 
 const (
@@ -324,4 +328,35 @@ func TestWebhookSourceIsolation(t *testing.T) {
 	requireStatus(t, h.do(http.MethodPost, sourcesPath, `{"webhookKey":"private","scheme":"github"}`, asPrincipal, "user:bob"), http.StatusConflict)
 	requireError(t, h.do(http.MethodPut, entitiesPath+"/bot/bobs/webhook-source-subscriptions/s2", `{"webhookKey":"private"}`,
 		asPrincipal, "user:alice"), http.StatusUnauthorized, "UNAUTHORIZED", "Principal is not allowed to write /bot/bobs")
+}
+
+// TestWebhookSourceBudgetAndRefusalLog: each tenant's deliveries are budgeted (429 with
+// Retry-After beyond, nothing appended); forged deliveries cost no budget and are
+// logged, at most one line per interval however many arrive.
+func TestWebhookSourceBudgetAndRefusalLog(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	h := setup(t, testserver.Options{Logger: zap.New(core), WebhookSources: webhooksrc.Options{DeliveriesPerMinute: 2}})
+	for _, key := range []string{"one", "two"} {
+		requireStatus(t, h.do(http.MethodPost, sourcesPath, `{"webhookKey":"`+key+`","scheme":"github","secret":"`+hookSecret+`"}`,
+			asPrincipal, "user:alice"), http.StatusCreated)
+	}
+	requireStatus(t, h.do(http.MethodPost, sourcesPath, `{"webhookKey":"bobs","scheme":"github","secret":"`+hookSecret+`"}`,
+		asPrincipal, "user:bob"), http.StatusCreated)
+	for i := range 20 {
+		requireStatus(t, h.ghDeliver("one", "forged-"+strconv.Itoa(i), "not the secret, not at all", `{}`), http.StatusUnauthorized)
+	}
+	refusals := logs.FilterMessage("webhook delivery refused: signature").All()
+	require.Len(t, refusals, 1, "one line for twenty refusals within the interval")
+	require.Equal(t, "one", refusals[0].ContextMap()["webhook_key"])
+
+	requireStatus(t, h.ghDeliver("one", "a", hookSecret, `{}`), http.StatusOK)
+	requireStatus(t, h.ghDeliver("two", "b", hookSecret, `{}`), http.StatusOK)
+	r := h.ghDeliver("one", "c", hookSecret, `{}`)
+	requireError(t, r, http.StatusTooManyRequests, "RATE_LIMITED", "The webhook source's owner has spent its delivery budget")
+	retry, err := strconv.Atoi(r.Header.Get("Retry-After"))
+	require.NoError(t, err)
+	require.Positive(t, retry)
+	require.Len(t, h.webhookEvents("/_webhooks/one", "user:alice"), 1, "nothing appended beyond the budget")
+	// another tenant's budget is its own
+	requireStatus(t, h.ghDeliver("bobs", "d", hookSecret, `{}`), http.StatusOK)
 }
