@@ -20,7 +20,7 @@ import (
 // the credential: no principal is asked for. In order: the source must be active (404),
 // the body within the size limit (413, before it is read when Content-Length says so),
 // the signature must verify with the source's secret (401, logged at a bounded rate),
-// the tenant's delivery budget must allow it (429 + Retry-After); then the delivery is
+// the bucket path must fit one of the source's buckets (404), the tenant's delivery budget must allow it (429 + Retry-After); then the delivery is
 // appended once to its stream — a redelivery of the same id appends nothing and wakes
 // nobody — and answered 200 {"key","duplicate"} only after the append committed.
 func (s *handlers) deliverWebhook(w http.ResponseWriter, r *http.Request) error {
@@ -41,10 +41,6 @@ func (s *handlers) deliverWebhook(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	if src.Status != webhooksrc.StatusActive {
-		return notFound
-	}
-	bucket, ok := src.DeliveryBucket(bucketPath)
-	if !ok {
 		return notFound
 	}
 	if len(r.URL.RawQuery) > webhooksrc.MaxQueryBytes {
@@ -68,6 +64,12 @@ func (s *handlers) deliverWebhook(w http.ResponseWriter, r *http.Request) error 
 		s.refusedDeliveries.Log(s.log, zap.WarnLevel, "webhook delivery refused: signature",
 			zap.String("webhook_key", src.WebhookKey), zap.String("remote", r.RemoteAddr), zap.Error(err))
 		return httpx.New(http.StatusUnauthorized, api.CodeUnauthorized, "The delivery's signature does not verify")
+	}
+	// the bucket path after the signature: a sender without the secret learns nothing of
+	// the source's buckets
+	bucket, ok := src.DeliveryBucket(bucketPath)
+	if !ok {
+		return notFound
 	}
 	if ok, wait := s.webhooks.Admit(src, int64(len(body))); !ok {
 		e := httpx.New(http.StatusTooManyRequests, CodeRateLimited, "The webhook source's owner has spent its delivery budget")
