@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -359,4 +360,49 @@ func TestWebhookSourceBudgetAndRefusalLog(t *testing.T) {
 	require.Len(t, h.webhookEvents("/_webhooks/one", "user:alice"), 1, "nothing appended beyond the budget")
 	// another tenant's budget is its own
 	requireStatus(t, h.ghDeliver("bobs", "d", hookSecret, `{}`), http.StatusOK)
+}
+
+// TestWebhookSourceBucketStreamsBounded: a source's bucket streams, made by
+// subscriptions (anyone's, for a public source) and deliveries, are bounded per source.
+func TestWebhookSourceBucketStreamsBounded(t *testing.T) {
+	h := setup(t, testserver.Options{QuietLogs: true, WebhookSources: webhooksrc.Options{MaxBucketStreams: 1}})
+	requireStatus(t, h.do(http.MethodPost, typesPath, `{"name":"bot","description":"d"}`), http.StatusCreated)
+	h.mustSpawn("bot", "a", `{}`)
+	requireStatus(t, h.do(http.MethodPost, sourcesPath, `{"webhookKey":"gh","scheme":"github","secret":"`+hookSecret+`","public":true,
+		"buckets":[{"key":"repo","pathTemplate":"repos/:name","paramsSchema":{"type":"object"}}]}`), http.StatusCreated)
+	at := entitiesPath + "/bot/a/webhook-source-subscriptions/"
+	requireStatus(t, h.do(http.MethodPut, at+"one", `{"webhookKey":"gh","bucketKey":"repo","params":{"name":"one"}}`), http.StatusOK)
+	requireStatus(t, h.do(http.MethodPut, at+"one-again", `{"webhookKey":"gh","bucketKey":"repo","params":{"name":"one"}}`), http.StatusOK)
+	r := h.do(http.MethodPut, at+"two", `{"webhookKey":"gh","bucketKey":"repo","params":{"name":"two"}}`)
+	requireError(t, r, http.StatusTooManyRequests, "QUOTA_EXCEEDED", "The webhook source has the most bucket streams allowed")
+	requireStatus(t, h.ghDeliver("gh/repos/three", "d-3", hookSecret, `{}`), http.StatusTooManyRequests)
+	requireStatus(t, h.ghDeliver("gh/repos/one", "d-1", hookSecret, `{}`), http.StatusOK)
+	requireStatus(t, h.ghDeliver("gh", "d-root", hookSecret, `{}`), http.StatusOK)
+}
+
+// TestWebhookSourceConcurrentRedeliveries: the same delivery sent ten times at once is
+// appended once; exactly one answer says it was new.
+func TestWebhookSourceConcurrentRedeliveries(t *testing.T) {
+	h := setup(t, testserverQuiet())
+	requireStatus(t, h.do(http.MethodPost, sourcesPath, `{"webhookKey":"gh","scheme":"github","secret":"`+hookSecret+`"}`), http.StatusCreated)
+	var wg sync.WaitGroup
+	answers := make([]string, 10)
+	for i := range answers {
+		wg.Go(func() {
+			r := h.ghDeliver("gh", "same", hookSecret, `{"n":1}`)
+			if r.Status == http.StatusOK {
+				answers[i] = string(r.Body)
+			}
+		})
+	}
+	wg.Wait()
+	fresh := 0
+	for _, a := range answers {
+		require.Contains(t, []string{`{"key":"same","duplicate":false}`, `{"key":"same","duplicate":true}`}, a)
+		if strings.Contains(a, "false") {
+			fresh++
+		}
+	}
+	require.Equal(t, 1, fresh)
+	require.Len(t, h.webhookEvents("/_webhooks/gh", "system:dev-local"), 1)
 }

@@ -20,4 +20,6 @@ var (
 	sqlVisible      = queries.Get("Visible")
 	sqlSetStatus    = queries.Get("SetStatus")
 	sqlCountOwnedBy = queries.Get("CountOwnedBy")
+	sqlTakeBucket   = queries.Get("TakeBucketSlot")
+	sqlGiveBucket   = queries.Get("GiveBucketSlot")
 )

@@ -24,6 +24,9 @@ type Options struct {
 	// budget across its sources, per process (429 beyond; 600 and 64 MiB).
 	DeliveriesPerMinute    int64
 	DeliveryBytesPerMinute int64
+	// MaxBucketStreams bounds the bucket streams of one source (1,000): subscriptions
+	// (by any reader of a public source) and deliveries make them.
+	MaxBucketStreams int
 }
 
 func (o *Options) setDefaults() {
@@ -36,7 +39,13 @@ func (o *Options) setDefaults() {
 	if o.DeliveryBytesPerMinute == 0 {
 		o.DeliveryBytesPerMinute = 64 << 20
 	}
+	if o.MaxBucketStreams <= 0 {
+		o.MaxBucketStreams = DefaultMaxBucketStreams
+	}
 }
+
+// DefaultMaxBucketStreams is Options.MaxBucketStreams's default.
+const DefaultMaxBucketStreams = 1000
 
 // Errors of the store.
 var (
@@ -46,6 +55,8 @@ var (
 	ErrExists = errors.New("webhooksrc: the webhook key or endpoint key is taken")
 	// ErrStreamTaken: a stream that is not the source's is at its path.
 	ErrStreamTaken = errors.New("webhooksrc: a stream that is not this source's is at its path")
+	// ErrTooManyBuckets: the source has Options.MaxBucketStreams bucket streams.
+	ErrTooManyBuckets = errors.New("webhooksrc: the source has the most bucket streams allowed")
 )
 
 // Service stores the sources and appends their deliveries.
@@ -145,17 +156,34 @@ func (s *Service) CountOwnedBy(ctx context.Context, p string, limit int) (int, e
 }
 
 // EnsureStream makes the stream of a bucket path of src ("" for the root) if it is
-// missing, recording the source's access, and returns its path.
+// missing, recording the source's access, and returns its path. A new bucket stream
+// takes one of the source's Options.MaxBucketStreams (ErrTooManyBuckets beyond).
 func (s *Service) EnsureStream(ctx context.Context, src *Source, bucket string) (string, error) {
 	path := src.BucketStreamPath(bucket)
 	want := src.Access()
-	_, _, err := s.streams.Create(ctx, path, streamdb.CreateConfig{ContentType: "application/json", Access: want,
+	if bucket != "" {
+		if _, err := s.streams.Identify(ctx, path); err == nil {
+			return path, nil
+		}
+		tag, err := s.db.Exec(ctx, sqlTakeBucket, src.EndpointKey, s.opts.MaxBucketStreams)
+		if err != nil {
+			return "", err
+		}
+		if tag.RowsAffected() == 0 {
+			return "", ErrTooManyBuckets
+		}
+	}
+	_, created, err := s.streams.Create(ctx, path, streamdb.CreateConfig{ContentType: "application/json", Access: want,
 		CheckExisting: func(m *streamdb.Meta) error {
 			if m.Access.Kind != want.Kind || m.Access.Owner != want.Owner {
 				return ErrStreamTaken
 			}
 			return nil
 		}}, nil)
+	if bucket != "" && !created {
+		// made by someone else meanwhile, or not at all: the slot goes back
+		_, _ = s.db.Exec(context.WithoutCancel(ctx), sqlGiveBucket, src.EndpointKey)
+	}
 	return path, err
 }
 

@@ -82,7 +82,7 @@ func (s *handlers) deliverWebhook(w http.ResponseWriter, r *http.Request) error 
 		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, bad.Message)
 	}
 	if err != nil {
-		return err
+		return webhookError(err)
 	}
 	var o rawjson.Object
 	o.String("key", d.ID).Bool("duplicate", dup)

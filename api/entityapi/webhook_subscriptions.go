@@ -16,6 +16,7 @@ import (
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/httpx"
+	"github.com/entityd/entityd/internal/quota"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/internal/textpolicy"
 	"github.com/entityd/entityd/internal/validation"
@@ -101,7 +102,7 @@ func (s *handlers) putWebhookSourceSubscription(w http.ResponseWriter, r *http.R
 	}
 	streamPath, err := s.webhooks.EnsureStream(r.Context(), src, bucketPath)
 	if err != nil {
-		return err
+		return webhookError(err)
 	}
 	manifestKey := "webhook-source:" + id
 	now := time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
@@ -269,3 +270,14 @@ func lifetimeMember(raw json.RawMessage, d *validationDetails) json.RawMessage {
 type validationDetails = validation.Details
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+// webhookError answers the webhook sources' own errors.
+func webhookError(err error) error {
+	if errors.Is(err, webhooksrc.ErrTooManyBuckets) {
+		e := httpx.New(http.StatusTooManyRequests, quota.CodeExceeded,
+			"The webhook source has the most bucket streams allowed")
+		e.RetryAfter = quota.RetryAfter
+		return e
+	}
+	return err
+}

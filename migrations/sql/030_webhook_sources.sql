@@ -26,6 +26,8 @@ CREATE TABLE webhook_sources (
     public          boolean     NOT NULL DEFAULT false,
     buckets         jsonb       NOT NULL DEFAULT '[]',
     revision        integer     NOT NULL DEFAULT 1,
+    -- bucket streams made for it (by subscriptions and deliveries), bounded per source
+    bucket_streams  integer     NOT NULL DEFAULT 0,
     created_at      timestamptz NOT NULL DEFAULT now(),
     updated_at      timestamptz NOT NULL DEFAULT now()
 );

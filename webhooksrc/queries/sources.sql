@@ -36,3 +36,10 @@ UPDATE webhook_sources
 
 -- name: CountOwnedBy
 SELECT count(*) FROM (SELECT 1 FROM webhook_sources WHERE owner_principal = $1 AND status <> 'revoked' LIMIT $2) mine
+
+-- name: TakeBucketSlot
+-- One more bucket stream for the source, unless it has $2 already.
+UPDATE webhook_sources SET bucket_streams = bucket_streams + 1 WHERE endpoint_key = $1 AND bucket_streams < $2
+
+-- name: GiveBucketSlot
+UPDATE webhook_sources SET bucket_streams = bucket_streams - 1 WHERE endpoint_key = $1 AND bucket_streams > 0
