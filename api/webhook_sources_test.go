@@ -406,3 +406,27 @@ func TestWebhookSourceConcurrentRedeliveries(t *testing.T) {
 	require.Equal(t, 1, fresh)
 	require.Len(t, h.webhookEvents("/_webhooks/gh", "system:dev-local"), 1)
 }
+
+// TestWebhookSourceObservedByManifest: Electric's runtime's observe(webhook(key)) writes
+// a manifest entry itself (with the entity's write token): it registers a wake when the
+// entity's creator may read the source, and nothing on another principal's private one.
+func TestWebhookSourceObservedByManifest(t *testing.T) {
+	h := webhookSetup(t)
+	requireStatus(t, h.do(http.MethodPost, sourcesPath, `{"webhookKey":"gh","scheme":"github","secret":"`+hookSecret+`"}`,
+		asPrincipal, "user:alice"), http.StatusCreated)
+	tokens := map[string]string{}
+	for url, who := range map[string]string{"a": "user:alice", "bobs": "user:bob"} {
+		r := h.do(http.MethodPut, entitiesPath+"/bot/"+url, `{}`, asPrincipal, who)
+		requireStatus(t, r, http.StatusCreated)
+		tokens[url] = r.Header.Get("X-Write-Token")
+	}
+	manifest := `[{"type":"manifest","key":"source:webhook:gh","value":{"key":"source:webhook:gh","kind":"source",
+		"sourceType":"webhook","sourceRef":"gh","config":{"endpointKey":"gh","streamUrl":"/_webhooks/gh"},
+		"wake":{"on":"change","collections":["webhook_event"],"ops":["insert"]}},"headers":{"operation":"insert"}}]`
+	for url, tok := range tokens {
+		requireStatus(t, h.do(http.MethodPost, "/bot/"+url+"/main", manifest, "Authorization", "Bearer "+tok), http.StatusNoContent)
+	}
+	requireStatus(t, h.ghDeliver("gh", "d-1", hookSecret, `{}`), http.StatusOK)
+	testwait.Until(t, "alice's entity's wake", func() bool { return len(wakesFor(h, "/bot/a")) == 1 })
+	require.Empty(t, wakesFor(h, "/bot/bobs"), "bob's entity may not observe alice's private source")
+}
