@@ -13,10 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/internal/testserver"
 	"github.com/entityd/entityd/internal/testwait"
 	"github.com/entityd/entityd/webhooksrc"
@@ -343,9 +345,11 @@ func TestWebhookSourceBudgetAndRefusalLog(t *testing.T) {
 	}
 	requireStatus(t, h.do(http.MethodPost, sourcesPath, `{"webhookKey":"bobs","scheme":"github","secret":"`+hookSecret+`"}`,
 		asPrincipal, "user:bob"), http.StatusCreated)
+	forged := testutil.ToFloat64(metrics.WebhookSourceDeliveries.WithLabelValues("forged"))
 	for i := range 20 {
 		requireStatus(t, h.ghDeliver("one", "forged-"+strconv.Itoa(i), "not the secret, not at all", `{}`), http.StatusUnauthorized)
 	}
+	require.GreaterOrEqual(t, testutil.ToFloat64(metrics.WebhookSourceDeliveries.WithLabelValues("forged"))-forged, 20.0, "counted")
 	refusals := logs.FilterMessage("webhook delivery refused: signature").All()
 	require.Len(t, refusals, 1, "one line for twenty refusals within the interval")
 	require.Equal(t, "one", refusals[0].ContextMap()["webhook_key"])

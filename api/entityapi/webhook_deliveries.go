@@ -11,6 +11,7 @@ import (
 
 	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/internal/httpx"
+	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/internal/rawjson"
 	"github.com/entityd/entityd/webhooksrc"
 )
@@ -27,6 +28,8 @@ func (s *handlers) deliverWebhook(w http.ResponseWriter, r *http.Request) error 
 	if err := s.webhooksServed(); err != nil {
 		return err
 	}
+	result := "not_found"
+	defer func() { metrics.WebhookSourceDeliveries.WithLabelValues(result).Inc() }()
 	endpoint := api.Param(r, "endpointKey")
 	bucketPath := strings.TrimSuffix(api.Param(r, "*"), "/")
 	notFound := httpx.New(http.StatusNotFound, api.CodeNotFound, "No webhook source takes deliveries here")
@@ -49,18 +52,25 @@ func (s *handlers) deliverWebhook(w http.ResponseWriter, r *http.Request) error 
 	}
 	limit := s.webhooks.Options().MaxDeliveryBytes
 	if r.ContentLength > limit {
+		result = "too_large"
 		return tooLarge(limit)
 	}
 	body, err := s.kit.ReadBodyReserved(w, r, limit)
 	if err != nil {
+		result = "too_large" // or a body that did not arrive in time
 		return err
 	}
 	d, err := src.Verify(r.Header, body, time.Now())
 	var bad *webhooksrc.BadDelivery
 	switch {
 	case errors.As(err, &bad):
+		result = "bad"
 		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, bad.Message)
 	case err != nil:
+		result = "forged"
+		if errors.Is(err, webhooksrc.ErrUnsigned) {
+			result = "unsigned"
+		}
 		s.refusedDeliveries.Log(s.log, zap.WarnLevel, "webhook delivery refused: signature",
 			zap.String("webhook_key", src.WebhookKey), zap.String("remote", r.RemoteAddr), zap.Error(err))
 		return httpx.New(http.StatusUnauthorized, api.CodeUnauthorized, "The delivery's signature does not verify")
@@ -72,6 +82,7 @@ func (s *handlers) deliverWebhook(w http.ResponseWriter, r *http.Request) error 
 		return notFound
 	}
 	if ok, wait := s.webhooks.Admit(src, int64(len(body))); !ok {
+		result = "rate_limited"
 		e := httpx.New(http.StatusTooManyRequests, CodeRateLimited, "The webhook source's owner has spent its delivery budget")
 		e.RetryAfter = strconv.Itoa(int(wait/time.Second) + 1)
 		return e
@@ -79,10 +90,16 @@ func (s *handlers) deliverWebhook(w http.ResponseWriter, r *http.Request) error 
 	dup, err := s.webhooks.Deliver(r.Context(), src, &webhooksrc.Received{Delivery: d, Bucket: bucket, Body: body,
 		Header: r.Header, Query: r.URL.Query(), ReceivedAt: time.Now()})
 	if errors.As(err, &bad) {
+		result = "bad"
 		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, bad.Message)
 	}
 	if err != nil {
+		result = "failed"
 		return webhookError(err)
+	}
+	result = "appended"
+	if dup {
+		result = "duplicate"
 	}
 	var o rawjson.Object
 	o.String("key", d.ID).Bool("duplicate", dup)
