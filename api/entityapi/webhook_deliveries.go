@@ -21,9 +21,10 @@ import (
 // the credential: no principal is asked for. In order: the source must be active (404),
 // the body within the size limit (413, before it is read when Content-Length says so),
 // the signature must verify with the source's secret (401, logged at a bounded rate),
-// the bucket path must fit one of the source's buckets (404), the tenant's delivery budget must allow it (429 + Retry-After); then the delivery is
-// appended once to its stream — a redelivery of the same id appends nothing and wakes
-// nobody — and answered 200 {"key","duplicate"} only after the append committed.
+// the bucket path must fit one of the source's buckets (404), the tenant's delivery
+// budget must allow it (429 + Retry-After); then the delivery is appended once to its
+// stream — a redelivery of the same id appends nothing and wakes nobody — and answered
+// 200 {"key","duplicate"} only after the append committed.
 func (s *handlers) deliverWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := s.webhooksServed(); err != nil {
 		return err
@@ -47,6 +48,7 @@ func (s *handlers) deliverWebhook(w http.ResponseWriter, r *http.Request) error 
 		return notFound
 	}
 	if len(r.URL.RawQuery) > webhooksrc.MaxQueryBytes {
+		result = "bad"
 		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest,
 			"The delivery URL's query must be at most "+strconv.Itoa(webhooksrc.MaxQueryBytes)+" bytes")
 	}
