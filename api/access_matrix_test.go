@@ -280,6 +280,15 @@ var specAccess = func() map[string]string {
 		"HEAD /_electric/console/*":                                     "public",
 		"POST /_electric/wake":                                          "principal",
 		"POST /_electric/wake/unregister":                               "principal",
+		// webhook sources (issue 29): sources are any principal's own (the handler checks
+		"GET /_electric/webhook-sources":                                            "principal",
+		"POST /_electric/webhook-sources":                                           "principal",
+		"GET /_electric/webhook-sources/{webhookKey}":                               "principal",
+		"DELETE /_electric/webhook-sources/{webhookKey}":                            "principal",
+		"POST /_electric/webhook-deliveries/{endpointKey}":                          "token",
+		"POST /_electric/webhook-deliveries/{endpointKey}/*":                        "token",
+		"PUT /_electric/entities/{type}/{id}/webhook-source-subscriptions/{sid}":    "entity:write",
+		"DELETE /_electric/entities/{type}/{id}/webhook-source-subscriptions/{sid}": "entity:write",
 	}
 	for _, prefix := range []string{"/__ds", "/v1/stream/__ds"} {
 		for k, v := range map[string]string{
@@ -313,7 +322,7 @@ func boolInt(b bool) int {
 func concretePath(pattern string) string {
 	p := strings.TrimSuffix(pattern, "/*")
 	byParam := map[string]string{"{type}": "doc", "{name}": "doc", "{messageKey}": "m1", "{tagKey}": "k1",
-		"{grantId}": "g_missing", "{consumerId}": "c1"}
+		"{grantId}": "g_missing", "{consumerId}": "c1", "{webhookKey}": "hook1", "{endpointKey}": "hook1", "{sid}": "s1"}
 	switch {
 	case strings.HasPrefix(p, "/_electric/entities/"):
 		byParam["{id}"] = "d1"

@@ -137,6 +137,19 @@ var routeRules = withDSPrefixes(map[string]accessRule{
 	"PUT /_electric/entities/{type}/{id}/schedules/{scheduleId}":    onEntity(authz.Schedule),
 	"DELETE /_electric/entities/{type}/{id}/schedules/{scheduleId}": onEntity(authz.Schedule),
 
+	// Webhook sources: any principal makes its own and lists those it may read; the
+	// handlers check the source's owner (revoke) and readers (get). A delivery's
+	// signature is its credential. Subscribing needs write on the entity and read on the
+	// source (the handler).
+	"GET /_electric/webhook-sources/":                                           anyone,
+	"POST /_electric/webhook-sources/":                                          anyone,
+	"GET /_electric/webhook-sources/{webhookKey}":                               anyone,
+	"DELETE /_electric/webhook-sources/{webhookKey}":                            anyone,
+	"POST /_electric/webhook-deliveries/{endpointKey}":                          token,
+	"POST /_electric/webhook-deliveries/{endpointKey}/*":                        token,
+	"PUT /_electric/entities/{type}/{id}/webhook-source-subscriptions/{sid}":    onEntity(authz.Write),
+	"DELETE /_electric/entities/{type}/{id}/webhook-source-subscriptions/{sid}": onEntity(authz.Write),
+
 	"* /*":           stream,
 	"* /v1/stream/*": stream,
 }, map[string]accessRule{

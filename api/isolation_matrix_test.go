@@ -56,8 +56,11 @@ var isolationSubjects = map[string]string{"owner": "user:alice", "reader": "user
 //   - wake: alice's runner's wake stream;
 //   - shared: shared state alice made for her entity /vault/v1 (its entity grants);
 //   - cron: a cron stream (any principal reads it; the server writes it);
-//   - members: alice's tag-membership stream (she reads it; the server writes it).
-var streamKinds = []string{"plain", "public", "legacy", "main", "collection", "orphan", "wake", "shared", "cron", "members"}
+//   - members: alice's tag-membership stream (she reads it; the server writes it);
+//   - webhook, webhook-public: the streams of alice's private and public webhook sources
+//     (the source's readers read them; only verified deliveries are appended).
+var streamKinds = []string{"plain", "public", "legacy", "main", "collection", "orphan", "wake", "shared", "cron", "members",
+	"webhook", "webhook-public"}
 
 // streamWays are the ways through the stream routes (* /* and its alias).
 var streamWays = []string{"catch-up", "long-poll", "sse", "head", "fork", "fork-by-url", "append", "close", "delete",
@@ -217,6 +220,38 @@ var isolationExpected = map[string]map[string]string{
 		"grants-list": "401 403 403 403 403 403 403 403 401 401 401",
 		"grants-add":  "401 403 403 403 403 403 403 403 401 401 401",
 	},
+	// alice's private webhook source's stream: hers to read (and to confirm with a PUT, as
+	// Electric's runtime does before observing it); nobody appends, closes, deletes or
+	// shares it through the stream API, an admin neither.
+	"webhook": {
+		"catch-up":    "401 ok  403 403 403 403 403 ok  401 401 401",
+		"long-poll":   "401 ok  403 403 403 403 403 ok  401 401 401",
+		"sse":         "401 ok  403 403 403 403 403 ok  401 401 401",
+		"head":        "401 ok  403 403 403 403 403 ok  401 401 401",
+		"fork":        "401 ok  403 403 403 403 403 ok  401 401 401",
+		"fork-by-url": "401 ok  403 403 403 403 403 ok  401 401 401",
+		"append":      "401 403 403 403 403 403 403 403 401 401 401",
+		"close":       "401 403 403 403 403 403 403 403 401 401 401",
+		"delete":      "401 403 403 403 403 403 403 403 401 401 401",
+		"recreate":    "401 ok  403 403 403 403 403 ok  401 401 401",
+		"grants-list": "401 403 403 403 403 403 403 403 401 401 401",
+		"grants-add":  "401 403 403 403 403 403 403 403 401 401 401",
+	},
+	// a public webhook source's stream: every principal reads it; the rest as above.
+	"webhook-public": {
+		"catch-up":    "401 ok  ok  ok  ok  ok  ok  ok  401 401 401",
+		"long-poll":   "401 ok  ok  ok  ok  ok  ok  ok  401 401 401",
+		"sse":         "401 ok  ok  ok  ok  ok  ok  ok  401 401 401",
+		"head":        "401 ok  ok  ok  ok  ok  ok  ok  401 401 401",
+		"fork":        "401 ok  ok  ok  ok  ok  ok  ok  401 401 401",
+		"fork-by-url": "401 ok  ok  ok  ok  ok  ok  ok  401 401 401",
+		"append":      "401 403 403 403 403 403 403 403 401 401 401",
+		"close":       "401 403 403 403 403 403 403 403 401 401 401",
+		"delete":      "401 403 403 403 403 403 403 403 401 401 401",
+		"recreate":    "401 ok  ok  ok  ok  ok  ok  ok  401 401 401",
+		"grants-list": "401 403 403 403 403 403 403 403 401 401 401",
+		"grants-add":  "401 403 403 403 403 403 403 403 401 401 401",
+	},
 }
 
 // routeExpected are the other routes that reach streams or what they hold (wakes, rows
@@ -244,6 +279,17 @@ var routeExpected = map[string]string{
 	"POST /__ds/subscriptions/{id}/callback":           "401 401 401 401 401 401 401 401 401 401 401",
 	"POST /v1/stream/__ds/subscriptions/{id}/claim":    "401 403 403 403 403 403 403 pass 401 401 401",
 	"POST /v1/stream/__ds/subscriptions/{id}/callback": "401 401 401 401 401 401 401 401 401 401 401",
+	// webhook sources: alice's private source is hers (and an admin's) to see, get and
+	// revoke ("src+": the list shows it, "src-": it does not); anyone makes its own; bob
+	// may not subscribe his entity to it (404, as for no source); an unsigned delivery
+	// is refused whoever sends it.
+	"GET /_electric/webhook-sources":                                         "401 src+ src- src- src- src- src- src+ 401 401 401",
+	"POST /_electric/webhook-sources":                                        "401 ok  ok  ok  ok  ok  ok  ok  401 401 401",
+	"GET /_electric/webhook-sources/{webhookKey}":                            "401 ok  404 404 404 404 404 ok  401 401 401",
+	"DELETE /_electric/webhook-sources/{webhookKey}":                         "401 ok  404 404 404 404 404 ok  401 401 401",
+	"PUT /_electric/entities/{type}/{id}/webhook-source-subscriptions/{sid}": "401 401 401 401 401 401 404 ok  401 401 401",
+	"POST /_electric/webhook-deliveries/{endpointKey}":                       "401 401 401 401 401 401 401 401 401 401 401",
+	"POST /_electric/webhook-deliveries/{endpointKey}/*":                     "401 401 401 401 401 401 401 401 401 401 401",
 }
 
 // outsideMatrix are routes that reach no stream's bytes, with why; the authorisation
@@ -329,7 +375,16 @@ func newIsolationFixture(t *testing.T) *isolationFixture {
 	res = f.call(t, "owner", "POST", "/_electric/observations/entities/ensure-stream", `{"tags":{"team":"a"}}`)
 	require.Equal(t, http.StatusOK, res.status, res.body)
 	f.paths["members"] = gjsonString(t, res.body, "streamUrl")
+	f.paths["webhook"] = f.webhookSource(t, "iso-private", false)
+	f.paths["webhook-public"] = f.webhookSource(t, "iso-public", true)
 	return f
+}
+
+// webhookSource makes a webhook source of alice's and returns its stream.
+func (f *isolationFixture) webhookSource(t *testing.T, key string, public bool) string {
+	f.must(t, "owner", "POST", "/_electric/webhook-sources", `{"webhookKey":"`+key+`","scheme":"github",
+		"secret":"iso-secret-0123456789","public":`+strconv.FormatBool(public)+`}`, http.StatusCreated)
+	return "/_webhooks/" + key
 }
 
 // shared makes shared state of alice's for her entity /vault/v1, with one message.
@@ -497,6 +552,10 @@ func matches(want string, res isoResponse) bool {
 		return res.status >= 200 && res.status < 300 && !strings.Contains(res.body, "/vault/v1")
 	case "pass":
 		return res.status != 401 && res.status != 403 && res.status < 500
+	case "src+":
+		return res.status == 200 && strings.Contains(res.body, `"iso-private"`)
+	case "src-":
+		return res.status == 200 && !strings.Contains(res.body, `"iso-private"`)
 	}
 	n, err := strconv.Atoi(want)
 	return err == nil && res.status == n
@@ -595,6 +654,24 @@ func (f *isolationFixture) route(t *testing.T, key, caller string) isoResponse {
 		return f.call(t, caller, method, pattern, `{"subscriberUrl":"/bobs/b1","sourceUrl":"/vault/v1","condition":{"on":"change"},"manifestKey":"iso-`+n+`"}`)
 	case "/_electric/wake/unregister":
 		return f.call(t, caller, method, pattern, `{"subscriberUrl":"/bobs/b1","sourceUrl":"/vault/v1"}`)
+	case "/_electric/webhook-sources":
+		if method == "POST" {
+			return f.call(t, caller, method, pattern, `{"webhookKey":"iso-made-`+n+`","scheme":"github"}`)
+		}
+		return f.call(t, caller, method, pattern, "")
+	case "/_electric/webhook-sources/{webhookKey}":
+		key := "iso-private"
+		if method == "DELETE" { // a fresh one each time: revoking changes what others see
+			key = "iso-revoke-" + n
+			f.must(t, "owner", "POST", "/_electric/webhook-sources", `{"webhookKey":"`+key+`","scheme":"github"}`, http.StatusCreated)
+		}
+		return f.call(t, caller, method, "/_electric/webhook-sources/"+key, "")
+	case "/_electric/entities/{type}/{id}/webhook-source-subscriptions/{sid}":
+		return f.call(t, caller, method, "/_electric/entities/bobs/b1/webhook-source-subscriptions/iso-"+n, `{"webhookKey":"iso-private"}`)
+	case "/_electric/webhook-deliveries/{endpointKey}":
+		return f.call(t, caller, method, "/_electric/webhook-deliveries/iso-private", `{}`, "X-GitHub-Delivery", "iso-"+n)
+	case "/_electric/webhook-deliveries/{endpointKey}/*":
+		return f.call(t, caller, method, "/_electric/webhook-deliveries/iso-private/some/bucket", `{}`, "X-GitHub-Delivery", "iso-"+n)
 	}
 	t.Fatalf("no request for %s", key)
 	return isoResponse{}
@@ -640,6 +717,7 @@ func TestIsolationMatrixNoticesALoosenedRule(t *testing.T) {
 	}{
 		{streamdb.AccessPlain, "read", "/alice/notes plain catch-up as stranger"},
 		{streamdb.AccessWake, "delete", "/runners/alr/wake wake delete as stranger"},
+		{streamdb.AccessWebhook, "read", "/_webhooks/iso-private webhook catch-up as stranger"},
 	} {
 		t.Run(string(loose.kind)+"-"+loose.op, func(t *testing.T) {
 			f := newIsolationFixture(t)

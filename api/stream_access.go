@@ -15,6 +15,7 @@ import (
 	"github.com/entityd/entityd/membership"
 	"github.com/entityd/entityd/schedule"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/webhooksrc"
 )
 
 var opPermission = map[dsapi.Op]authz.Permission{dsapi.OpRead: authz.Read, dsapi.OpWrite: authz.Write, dsapi.OpClose: authz.Write,
@@ -34,6 +35,9 @@ var opPermission = map[dsapi.Op]authz.Permission{dsapi.OpRead: authz.Read, dsapi
 //   - a shared-state stream (/_electric/shared-state/<id>) is read and written by the
 //     principals that may read or write an entity linked to it (sharedStateOwnerHeader
 //     makes the first link); only privileged principals delete it;
+//   - a webhook source's stream (/_webhooks/<endpointKey>[/...]) is read by the source's
+//     owner, or by any authenticated principal when the source is public
+//     (webhooksrc.Readable), and written by the server only (verified deliveries);
 //   - a plain stream belongs to its creator; others need a grant of the permission,
 //     except under a configured public prefix, where every authenticated principal may
 //     read and append (closing, deleting and grants stay with the owner).
@@ -55,6 +59,8 @@ func (s *Server) decideStream(r *http.Request, id streamdb.Identity, path string
 		return s.decideServerStream(r, id, path, op, "a tag-membership stream", false)
 	case streamdb.AccessShared:
 		return s.decideSharedState(r, id, path, op)
+	case streamdb.AccessWebhook, streamdb.AccessWebhookPublic:
+		return s.decideWebhookStream(r, id, path, op)
 	}
 	r, err := s.authenticated(r)
 	if err != nil {
@@ -176,6 +182,10 @@ func reservedStreamPath(path string) error {
 		return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
 			"Entity streams are created by spawning the entity (PUT /_electric/entities/:type/:id); /<type>/<id>/main and /<type>/<id>/slash-commands are reserved for them")
 	}
+	if strings.HasPrefix(path, webhooksrc.StreamPrefix) {
+		return newError(http.StatusForbidden, CodeForbidden,
+			"Streams under "+webhooksrc.StreamPrefix+" are the server's: a webhook source makes them (POST /_electric/webhook-sources, a subscription to a bucket, a delivery)")
+	}
 	for _, server := range []string{schedule.CronPrefix, membership.Prefix} {
 		if strings.HasPrefix(path, server) {
 			return newError(http.StatusForbidden, CodeForbidden,
@@ -277,4 +287,23 @@ func (s *Server) linkSharedState(r *http.Request, tx *streamdb.Tx, streamID int6
 		return err
 	}
 	return nil
+}
+
+// decideWebhookStream decides for a webhook source's stream: read (and a PUT confirming it,
+// which Electric's runtime sends before observing it) by webhooksrc.Readable's rule;
+// nothing else, since only verified deliveries are appended.
+func (s *Server) decideWebhookStream(r *http.Request, id streamdb.Identity, path string, op dsapi.Op) (*http.Request, error) {
+	r, err := s.authenticated(r)
+	if err != nil {
+		return r, err
+	}
+	p := caller(r)
+	if !webhooksrc.Readable(id.Access, p, s.checker.Privileged(p)) {
+		return r, s.streamDenied(authz.Read, path)
+	}
+	if op != dsapi.OpRead && op != dsapi.OpRecreate {
+		return r, newError(http.StatusForbidden, CodeForbidden,
+			"This stream is written by the server only (a webhook source's verified deliveries)")
+	}
+	return r, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/slashcmd/slashdb"
 	"github.com/entityd/entityd/streamdb"
+	"github.com/entityd/entityd/webhooksrc"
 )
 
 // streamPolicy is the Durable Streams room's dsapi.Policy: the one access decision of
@@ -34,8 +35,8 @@ func (p streamPolicy) Decide(r *http.Request, id streamdb.Identity, path string,
 // CheckNewPath keeps plain streams off the paths the server creates streams at; a
 // shared state is created under its own rule (decideSharedState).
 func (p streamPolicy) CheckNewPath(path string) error {
-	if isSharedStatePath(path) {
-		return nil
+	if isSharedStatePath(path) || strings.HasPrefix(path, webhooksrc.StreamPrefix) {
+		return nil // decided by their own rules (a webhook stream's PUT is refused when new)
 	}
 	return reservedStreamPath(path)
 }
@@ -51,6 +52,9 @@ func (p streamPolicy) PrepareCreate(r *http.Request, path string, cfg *streamdb.
 		cfg.Access.Kind = streamdb.AccessShared
 	}
 	cfg.CheckNew = func() error {
+		if strings.HasPrefix(path, webhooksrc.StreamPrefix) {
+			return reservedStreamPath(path)
+		}
 		if shared {
 			if _, err := s.decideStream(r, streamdb.Identity{Access: cfg.Access}, path, dsapi.OpWrite); err != nil {
 				return err

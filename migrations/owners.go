@@ -42,6 +42,7 @@ var Owners = map[string]string{
 	"observation_members":     "membership",
 	"mcp_sessions":            "mcpserve",
 	"entity_fork_locks":       "entity",
+	"webhook_sources":         "webhooksrc",
 }
 
 // Published are read-only views an owner offers to other packages for joins (see

@@ -32,6 +32,7 @@ import (
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
 	"github.com/entityd/entityd/wakereg"
+	"github.com/entityd/entityd/webhooksrc"
 )
 
 // Assembly is an entityd's parts, wired.
@@ -132,7 +133,8 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	apiCfg.ClaimTokens = a.Subs.CheckWriteToken // write tokens claimed through wake callbacks
 	apiCfg.Grants, apiCfg.Checker = a.grants, a.checker
 	entities := entityapi.New(entityapi.Deps{Streams: a.Store, Registry: a.Registry, Sender: a.Sender,
-		Dispatcher: a.Wake, Wakes: a.Wakes, Schedules: a.Schedules, Members: a.Members})
+		Dispatcher: a.Wake, Wakes: a.Wakes, Schedules: a.Schedules, Members: a.Members,
+		Webhooks: webhooksrc.New(a.Store, s.cfg.WebhookSources)})
 	a.API = api.New(apiCfg, s.log, api.Deps{Streams: a.Store, Registry: a.Registry, Wakes: a.Wakes,
 		Entities: entities.Routes, Home: console.Prefix + "/"})
 	a.API.MountRoutes(strings.TrimSuffix(dssub.ControlPrefix, "/"), a.Subs.Routes)

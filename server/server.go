@@ -31,6 +31,7 @@ import (
 	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
+	"github.com/entityd/entityd/webhooksrc"
 )
 
 // Config configures a server. Zero values take the defaults documented in the README.
@@ -52,6 +53,8 @@ type Config struct {
 	Wake   wake.Options
 	// Subscriptions tunes the Durable Streams subscription APIs (webhook and pull-wake).
 	Subscriptions dssub.Options
+	// WebhookSources bounds deliveries to webhook sources.
+	WebhookSources webhooksrc.Options
 	// ShutdownTimeout bounds the graceful shutdown (default 30s).
 	ShutdownTimeout time.Duration
 	// TLSCertFile and TLSKeyFile, when both set, make the server speak HTTPS (and so

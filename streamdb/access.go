@@ -21,6 +21,12 @@ const (
 	// AccessMembers: a tag-membership stream (/_entities/<ref>): read by its owner (the
 	// principal it was made for), written by the server only.
 	AccessMembers AccessKind = "members"
+	// AccessWebhook: a private webhook source's stream (/_webhooks/<endpointKey>[/...]):
+	// read by its owner (the source's owner), written by the server only.
+	AccessWebhook AccessKind = "webhook"
+	// AccessWebhookPublic: a public webhook source's stream: read by any authenticated
+	// principal, written by the server only.
+	AccessWebhookPublic AccessKind = "webhook_public"
 )
 
 // Access is what is recorded about a stream for deciding who may use it: set when the

@@ -9,4 +9,7 @@ const (
 	CodeSchemaKeyExists      = "SCHEMA_KEY_EXISTS"
 	CodeUnknownMessageType   = "UNKNOWN_MESSAGE_TYPE"
 	CodeIdempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED"
+	// entityd's webhook sources (the reference has no ingestion of its own)
+	CodeWebhookSourceExists = "WEBHOOK_SOURCE_EXISTS"
+	CodeRateLimited         = "RATE_LIMITED"
 )

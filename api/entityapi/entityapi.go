@@ -18,11 +18,13 @@ import (
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/outbound"
+	"github.com/entityd/entityd/internal/ratelog"
 	"github.com/entityd/entityd/membership"
 	"github.com/entityd/entityd/schedule"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
 	"github.com/entityd/entityd/wakereg"
+	"github.com/entityd/entityd/webhooksrc"
 )
 
 // Deps are the services the entity API calls; it holds no state of its own.
@@ -38,6 +40,8 @@ type Deps struct {
 	Schedules *schedule.Service
 	// Members are tag observations (nil: that route answers 503).
 	Members *membership.Service
+	// Webhooks are webhook sources (nil: their routes answer 503, the list is empty).
+	Webhooks *webhooksrc.Service
 }
 
 // API is Electric's entity API. Its Routes go into api.Deps.Entities.
@@ -49,12 +53,13 @@ type API struct {
 	wakes      *wakereg.Service
 	schedules  *schedule.Service
 	members    *membership.Service
+	webhooks   *webhooksrc.Service
 }
 
 // New returns the entity API over d.
 func New(d Deps) *API {
 	return &API{streams: d.Streams, registry: d.Registry, sender: d.Sender, dispatcher: d.Dispatcher,
-		wakes: d.Wakes, schedules: d.Schedules, members: d.Members}
+		wakes: d.Wakes, schedules: d.Schedules, members: d.Members, webhooks: d.Webhooks}
 }
 
 // handlers are the routes' handlers: the API's services and what they use of the HTTP
@@ -68,13 +73,15 @@ type handlers struct {
 	checker  *authz.Checker
 	quotas   quotas
 	outbound *outbound.Clients // serve-endpoint discovery
+	// refusedDeliveries bounds the log lines of forged or unsigned webhook deliveries
+	refusedDeliveries *ratelog.Limiter
 }
 
 // Routes registers the entity API on the server's /_electric router (an api.EntityRoutes).
 func (a *API) Routes(r chi.Router, kit api.Kit, wrap func(httpx.HandlerFunc) http.HandlerFunc) {
 	cfg := kit.Config()
 	s := &handlers{API: a, kit: kit, cfg: cfg, log: kit.Log().Named("entities"), grants: kit.Grants(),
-		checker: kit.Checker(), outbound: outbound.NewPolicyClients(cfg.Outbound)}
+		checker: kit.Checker(), outbound: outbound.NewPolicyClients(cfg.Outbound), refusedDeliveries: &ratelog.Limiter{}}
 	s.quotas = quotas{s: a, limits: cfg.Quotas}
 	r.Route("/entity-types", func(r chi.Router) {
 		r.Get("/", wrap(s.listTypes))
@@ -108,7 +115,18 @@ func (a *API) Routes(r chi.Router, kit api.Kit, wrap func(httpx.HandlerFunc) htt
 		r.Delete("/{type}/{id}/grants/{grantId}", wrap(s.revokeEntityGrant))
 		r.Put("/{type}/{id}/schedules/{scheduleId}", wrap(s.putSchedule))
 		r.Delete("/{type}/{id}/schedules/{scheduleId}", wrap(s.deleteSchedule))
+		r.Put("/{type}/{id}/webhook-source-subscriptions/{sid}", wrap(s.putWebhookSourceSubscription))
+		r.Delete("/{type}/{id}/webhook-source-subscriptions/{sid}", wrap(s.deleteWebhookSourceSubscription))
 	})
+	// webhook sources (webhook_sources.go, webhook_deliveries.go)
+	r.Route("/webhook-sources", func(r chi.Router) {
+		r.Get("/", wrap(s.listWebhookSources))
+		r.Post("/", wrap(s.createWebhookSource))
+		r.Get("/{webhookKey}", wrap(s.getWebhookSource))
+		r.Delete("/{webhookKey}", wrap(s.revokeWebhookSource))
+	})
+	r.Post("/webhook-deliveries/{endpointKey}", wrap(s.deliverWebhook))
+	r.Post("/webhook-deliveries/{endpointKey}/*", wrap(s.deliverWebhook))
 	r.Post("/observations/cron/ensure-stream", wrap(s.ensureCronStream))
 	r.Post("/observations/entities/ensure-stream", wrap(s.ensureEntitiesStream))
 	// Electric's cross-entity wakes (wake_registrations.go)

@@ -53,6 +53,13 @@ func (q quotas) wakes(ctx context.Context, p principal.Principal) error {
 	})
 }
 
+// webhookSource is checked before p makes a webhook source.
+func (q quotas) webhookSource(ctx context.Context, p principal.Principal) error {
+	return quota.Counted(p, 1, q.limits.WebhookSources, "webhook sources", "ENTITYD_QUOTA_WEBHOOK_SOURCES", func(limit int) (int, error) {
+		return q.s.webhooks.CountOwnedBy(ctx, p.String(), limit)
+	})
+}
+
 // tooManyTags answers a tag beyond the tags an entity may have.
 func (s *handlers) tooManyTags() error {
 	e := httpx.New(http.StatusTooManyRequests, quota.CodeExceeded,

@@ -78,7 +78,12 @@ type config struct {
 	QuotaWakes         int
 	QuotaSchedules     int
 	QuotaObservations  int
-	MaxTagsPerEntity   int
+	QuotaWebhookSrc    int
+	// webhook sources (issue 29)
+	WebhookSrcMaxBytes   int64
+	WebhookSrcPerMinute  int64
+	WebhookSrcBytesPerMi int64
+	MaxTagsPerEntity     int
 }
 
 func loadConfig(args []string) (*config, error) {
@@ -168,6 +173,10 @@ func loadConfig(args []string) (*config, error) {
 	num(&c.QuotaWakes, "quota-wake-registrations", "ENTITYD_QUOTA_WAKE_REGISTRATIONS", q.WakeRegistrations, "most cross-entity wake registrations one principal may make (429 beyond; 0: no limit)")
 	num(&c.QuotaSchedules, "quota-schedules", "ENTITYD_QUOTA_SCHEDULES", q.Schedules, "most schedules (cron, pending future_send) one principal may make (429 beyond; 0: no limit)")
 	num(&c.QuotaObservations, "quota-observations", "ENTITYD_QUOTA_OBSERVATIONS", q.Observations, "most tag observations made for one principal (429 beyond; 0: no limit)")
+	num(&c.QuotaWebhookSrc, "quota-webhook-sources", "ENTITYD_QUOTA_WEBHOOK_SOURCES", q.WebhookSources, "most webhook sources one principal may own, revoked ones not counted (429 beyond; 0: no limit)")
+	i64(&c.WebhookSrcMaxBytes, "webhook-delivery-max-bytes", "ENTITYD_WEBHOOK_DELIVERY_MAX_BYTES", 1<<20, "largest body of a delivery to a webhook source, in bytes (413 beyond; GitHub caps its payloads at 25 MB)")
+	i64(&c.WebhookSrcPerMinute, "webhook-deliveries-per-minute", "ENTITYD_WEBHOOK_DELIVERIES_PER_MINUTE", 600, "deliveries one principal's webhook sources may take per minute, per process (429 beyond; 0: no limit)")
+	i64(&c.WebhookSrcBytesPerMi, "webhook-delivery-bytes-per-minute", "ENTITYD_WEBHOOK_DELIVERY_BYTES_PER_MINUTE", 64<<20, "delivered bytes one principal's webhook sources may take per minute, per process (429 beyond; 0: no limit)")
 	num(&c.MaxTagsPerEntity, "max-tags-per-entity", "ENTITYD_MAX_TAGS_PER_ENTITY", q.TagsPerEntity, "most tags on one entity (429 beyond; 0: no limit)")
 	str(&c.DatabaseURL, "database-url", "DATABASE_URL", "", "Postgres URL; empty starts a private cluster under --data-dir")
 	str(&c.DataDir, "data-dir", "ENTITYD_DATA_DIR", "./.entityd", "directory of the embedded Postgres cluster (used without DATABASE_URL)")
@@ -283,7 +292,8 @@ func (c *config) quotas() quota.Limits {
 	}
 	return quota.Limits{Types: off(c.QuotaTypes), Runners: off(c.QuotaRunners), Subscriptions: off(c.QuotaSubscriptions),
 		Grants: off(c.QuotaGrants), Streams: off(c.QuotaStreams), TagsPerEntity: off(c.MaxTagsPerEntity),
-		WakeRegistrations: off(c.QuotaWakes), Schedules: off(c.QuotaSchedules), Observations: off(c.QuotaObservations)}
+		WakeRegistrations: off(c.QuotaWakes), Schedules: off(c.QuotaSchedules), Observations: off(c.QuotaObservations),
+		WebhookSources: off(c.QuotaWebhookSrc)}
 }
 
 // publicStreamPrefixes are the configured public path prefixes, each a stream path.

@@ -29,6 +29,7 @@ import (
 	"github.com/entityd/entityd/server"
 	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/wake"
+	"github.com/entityd/entityd/webhooksrc"
 	"github.com/entityd/entityd/wire/composer"
 )
 
@@ -108,6 +109,8 @@ func run(args []string) int {
 		Subscriptions: dssub.Options{Outbound: sec.outbound, OpaqueErrors: sec.auth.Mode() == authn.ModeJWT,
 			DeliveryTimeout: cfg.WebhookTimeout, MaxDeliveries: cfg.WebhookMax,
 			MaxDeliveriesPerTarget: cfg.WebhookPerTarget, MaxQueuedPerTarget: cfg.WebhookQueued},
+		WebhookSources: webhooksrc.Options{MaxDeliveryBytes: cfg.WebhookSrcMaxBytes,
+			DeliveriesPerMinute: offNeg(cfg.WebhookSrcPerMinute), DeliveryBytesPerMinute: offNeg(cfg.WebhookSrcBytesPerMi)},
 		Admins: sec.admins,
 		HTTP: server.HTTPLimits{ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
 			MaxConns: cfg.MaxConns},
@@ -145,4 +148,12 @@ func run(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// offNeg maps a flag's 0 ("no limit") to the negative value that turns a budget off.
+func offNeg(n int64) int64 {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

@@ -28,12 +28,13 @@ type Limits struct {
 	WakeRegistrations int
 	Schedules         int // cron schedules and pending future_sends a principal made
 	Observations      int // tag observations (/_entities/<ref>) made for a principal
+	WebhookSources    int // webhook sources a principal made (revoked ones do not count)
 }
 
 // Defaults are generous for one tenant's real use and small beside a database.
 func Defaults() Limits {
 	return Limits{Types: 1_000, Runners: 100, Subscriptions: 1_000, Grants: 10_000, Streams: 100_000, TagsPerEntity: 256,
-		WakeRegistrations: 100_000, Schedules: 10_000, Observations: 1_000}
+		WakeRegistrations: 100_000, Schedules: 10_000, Observations: 1_000, WebhookSources: 100}
 }
 
 // CodeExceeded is the error code of a refused creation.
