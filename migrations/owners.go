@@ -41,6 +41,7 @@ var Owners = map[string]string{
 	"entity_observations":     "membership",
 	"observation_members":     "membership",
 	"mcp_sessions":            "mcpserve",
+	"attachments":             "attachment",
 }
 
 // Published are read-only views an owner offers to other packages for joins (see

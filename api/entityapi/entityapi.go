@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/entityd/entityd/api"
+	"github.com/entityd/entityd/attachment"
 	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
@@ -49,12 +50,14 @@ type API struct {
 	wakes      *wakereg.Service
 	schedules  *schedule.Service
 	members    *membership.Service
+	// attachments are entities' uploaded files (attachments.go), kept with the streams.
+	attachments *attachment.Service
 }
 
 // New returns the entity API over d.
 func New(d Deps) *API {
 	return &API{streams: d.Streams, registry: d.Registry, sender: d.Sender, dispatcher: d.Dispatcher,
-		wakes: d.Wakes, schedules: d.Schedules, members: d.Members}
+		wakes: d.Wakes, schedules: d.Schedules, members: d.Members, attachments: attachment.New(d.Streams)}
 }
 
 // handlers are the routes' handlers: the API's services and what they use of the HTTP
@@ -107,6 +110,10 @@ func (a *API) Routes(r chi.Router, kit api.Kit, wrap func(httpx.HandlerFunc) htt
 		r.Delete("/{type}/{id}/grants/{grantId}", wrap(s.revokeEntityGrant))
 		r.Put("/{type}/{id}/schedules/{scheduleId}", wrap(s.putSchedule))
 		r.Delete("/{type}/{id}/schedules/{scheduleId}", wrap(s.deleteSchedule))
+		r.Post("/{type}/{id}/attachments", wrap(s.createAttachment))
+		r.Get("/{type}/{id}/attachments/{attId}", wrap(s.readAttachment))
+		r.Delete("/{type}/{id}/attachments/{attId}", wrap(s.deleteAttachment))
+		r.Post("/{type}/{id}/collections/{collection}", wrap(s.writeCollection))
 	})
 	r.Post("/observations/cron/ensure-stream", wrap(s.ensureCronStream))
 	r.Post("/observations/entities/ensure-stream", wrap(s.ensureEntitiesStream))
