@@ -56,8 +56,9 @@ var isolationSubjects = map[string]string{"owner": "user:alice", "reader": "user
 //   - wake: alice's runner's wake stream;
 //   - shared: shared state alice made for her entity /vault/v1 (its entity grants);
 //   - cron: a cron stream (any principal reads it; the server writes it);
-//   - members: alice's tag-membership stream (she reads it; the server writes it).
-var streamKinds = []string{"plain", "public", "legacy", "main", "collection", "orphan", "wake", "shared", "cron", "members"}
+//   - members: alice's tag-membership stream (she reads it; the server writes it);
+//   - attachment: a file alice uploaded to /vault/v1 (read under its entity's grants).
+var streamKinds = []string{"plain", "public", "legacy", "main", "collection", "orphan", "wake", "shared", "cron", "members", "attachment"}
 
 // streamWays are the ways through the stream routes (* /* and its alias).
 var streamWays = []string{"catch-up", "long-poll", "sse", "head", "fork", "fork-by-url", "append", "close", "delete",
@@ -135,6 +136,23 @@ var isolationExpected = map[string]map[string]string{
 		"fork-by-url": "401 ok  ok  403 403 403 403 ok  401 401 401",
 		"append":      "405 405 405 405 405 405 405 405 405 405 405",
 		"close":       "405 405 405 405 405 405 405 405 405 405 405",
+		"delete":      "401 405 405 405 405 405 405 405 401 401 401",
+		"recreate":    "401 405 405 405 405 405 405 405 401 401 401",
+		"grants-list": "401 400 400 400 400 400 400 400 401 401 401",
+		"grants-add":  "401 400 400 400 400 400 400 400 401 401 401",
+	},
+	// An attachment's stream: read as its entity's streams are; written once by its
+	// upload (POST /_electric/entities/:type/:id/attachments), never through the stream
+	// API, not even with the entity's write token (which is no principal: 401).
+	"attachment": {
+		"catch-up":    "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"long-poll":   "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"sse":         "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"head":        "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"fork":        "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"fork-by-url": "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"append":      "401 405 405 405 405 405 405 405 401 401 401",
+		"close":       "401 405 405 405 405 405 405 405 401 401 401",
 		"delete":      "401 405 405 405 405 405 405 405 401 401 401",
 		"recreate":    "401 405 405 405 405 405 405 405 401 401 401",
 		"grants-list": "401 400 400 400 400 400 400 400 401 401 401",
@@ -229,6 +247,8 @@ var routeExpected = map[string]string{
 	"POST /__ds/subscriptions/{id}/claim":         "401 403 403 403 403 403 403 pass 401 401 401",
 	"GET /_electric/electric/v1/shape":            "401 ok+ ok+ ok- ok- ok- ok- ok+ 401 401 401",
 	"POST /_electric/entities/{type}/{id}/mcp":    "401 ok  ok  401 401 401 401 ok  401 401 401",
+	// an attachment's bytes through the entity API: the entity's read permission
+	"GET /_electric/entities/{type}/{id}/attachments/{attId}": "401 ok+ ok+ 401 401 401 401 ok+ 401 401 401",
 	"GET /_electric/entities/{type}/{id}/mcp":     "401 pass pass 401 401 401 401 pass 401 401 401",
 	"GET /_electric/runners/{id}":                 "401 ok  403 403 403 403 403 ok  401 401 401",
 	"POST /_electric/runners/{id}/claim":          "401 ok  403 403 403 403 403 pass 401 401 401", // admin: 409, the owner holds the wake
@@ -294,6 +314,11 @@ func newIsolationFixture(t *testing.T) *isolationFixture {
 	}
 	f.send(t, "/vault/v1", "hello")
 	f.paths["main"], f.paths["collection"] = "/vault/v1/main", "/vault/v1/slash-commands"
+	body, ct := multipartBody(t, filePart("v.txt", "text/plain", []byte("the /vault/v1 file")), field("id", "iso"),
+		field("subject", `{"type":"inbox","key":"m"}`))
+	res := f.call(t, "owner", "POST", "/_electric/entities/vault/v1/attachments", string(body), "Content-Type", ct)
+	require.Equal(t, http.StatusCreated, res.status, res.body)
+	f.paths["attachment"] = "/vault/v1/attachments/iso"
 
 	// an entity whose type is then deleted
 	f.must(t, "owner", "POST", "/_electric/entity-types", `{"name":"gone","description":"d"}`, http.StatusCreated)
@@ -320,7 +345,7 @@ func newIsolationFixture(t *testing.T) *isolationFixture {
 	require.NoError(t, err)
 	f.paths["legacy"] = "/legacy/old"
 	f.paths["shared"] = f.shared(t, "iso")
-	res := f.call(t, "stranger", "POST", "/_electric/observations/cron/ensure-stream", `{"expression":"0 9 * * *","timezone":"Europe/Paris"}`)
+	res = f.call(t, "stranger", "POST", "/_electric/observations/cron/ensure-stream", `{"expression":"0 9 * * *","timezone":"Europe/Paris"}`)
 	require.Equal(t, http.StatusOK, res.status, res.body)
 	f.paths["cron"] = gjsonString(t, res.body, "streamUrl")
 	res = f.call(t, "owner", "POST", "/_electric/observations/entities/ensure-stream", `{"tags":{"team":"a"}}`)
@@ -580,6 +605,8 @@ func (f *isolationFixture) route(t *testing.T, key, caller string) isoResponse {
 		}
 		return f.call(t, caller, method, path, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",
 			"capabilities":{},"clientInfo":{"name":"matrix","version":"1"}}}`, "Accept", "application/json, text/event-stream")
+	case "/_electric/entities/{type}/{id}/attachments/{attId}":
+		return f.call(t, caller, method, "/_electric/entities/vault/v1/attachments/iso", "")
 	case "/_electric/runners/{id}":
 		return f.call(t, caller, method, "/_electric/runners/alr", "")
 	case "/_electric/runners/{id}/claim":
