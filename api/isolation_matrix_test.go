@@ -242,17 +242,17 @@ var isolationExpected = map[string]map[string]string{
 // entity, "ok-" a 2xx whose body does not; "pass" is any answer but 401, 403 or a 5xx.
 var routeExpected = map[string]string{
 	//                                                  anon owner reader writer deleter manager stranger admin token bobtoken lookalike
-	"PUT /__ds/subscriptions/{id}":                "401 403 403 403 403 403 403 pass 401 401 401",
-	"PUT /v1/stream/__ds/subscriptions/{id}":      "401 403 403 403 403 403 403 pass 401 401 401",
-	"POST /__ds/subscriptions/{id}/claim":         "401 403 403 403 403 403 403 pass 401 401 401",
-	"GET /_electric/electric/v1/shape":            "401 ok+ ok+ ok- ok- ok- ok- ok+ 401 401 401",
-	"POST /_electric/entities/{type}/{id}/mcp":    "401 ok  ok  401 401 401 401 ok  401 401 401",
+	"PUT /__ds/subscriptions/{id}":             "401 403 403 403 403 403 403 pass 401 401 401",
+	"PUT /v1/stream/__ds/subscriptions/{id}":   "401 403 403 403 403 403 403 pass 401 401 401",
+	"POST /__ds/subscriptions/{id}/claim":      "401 403 403 403 403 403 403 pass 401 401 401",
+	"GET /_electric/electric/v1/shape":         "401 ok+ ok+ ok- ok- ok- ok- ok+ 401 401 401",
+	"POST /_electric/entities/{type}/{id}/mcp": "401 ok  ok  401 401 401 401 ok  401 401 401",
 	// an attachment's bytes through the entity API: the entity's read permission
 	"GET /_electric/entities/{type}/{id}/attachments/{attId}": "401 ok+ ok+ 401 401 401 401 ok+ 401 401 401",
-	"GET /_electric/entities/{type}/{id}/mcp":     "401 pass pass 401 401 401 401 pass 401 401 401",
-	"GET /_electric/runners/{id}":                 "401 ok  403 403 403 403 403 ok  401 401 401",
-	"POST /_electric/runners/{id}/claim":          "401 ok  403 403 403 403 403 pass 401 401 401", // admin: 409, the owner holds the wake
-	"POST /_electric/wake-callbacks/{consumerId}": "404 404 404 404 404 404 404 404 404 404 404",
+	"GET /_electric/entities/{type}/{id}/mcp":                 "401 pass pass 401 401 401 401 pass 401 401 401",
+	"GET /_electric/runners/{id}":                             "401 ok  403 403 403 403 403 ok  401 401 401",
+	"POST /_electric/runners/{id}/claim":                      "401 ok  403 403 403 403 403 pass 401 401 401", // admin: 409, the owner holds the wake
+	"POST /_electric/wake-callbacks/{consumerId}":             "404 404 404 404 404 404 404 404 404 404 404",
 	// a wake on alice's entity delivered to bob's: it would carry alice's events to bob,
 	// so only a principal who may read the one and write the other (an admin) makes it
 	"POST /_electric/wake": "401 401 401 401 401 401 401 ok  401 401 401",
