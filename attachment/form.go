@@ -11,6 +11,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"os"
 	"strings"
 	"unicode/utf8"
 )
@@ -41,6 +42,10 @@ const ChunkBytes = 1 << 20
 // ErrTooLarge is a file beyond the limit (or a body beyond the limit plus FormOverhead):
 // the caller answers 413. Nothing past the limit was read.
 var ErrTooLarge = errors.New("attachment: too large")
+
+// ErrTimeout is a body that did not arrive within its read deadline: the caller
+// answers 408 and closes the connection.
+var ErrTimeout = errors.New("attachment: the body did not arrive in time")
 
 // FormError is a form the caller answers with 400 and its message.
 type FormError struct{ Msg string }
@@ -165,11 +170,15 @@ func readField(p *multipart.Part, name string) (string, error) {
 	return string(data), nil
 }
 
-// readError is ErrTooLarge for a body past its bound, else a 400.
+// readError is ErrTooLarge for a body past its bound, ErrTimeout for one past its
+// deadline, else a 400.
 func readError(err error) error {
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		return ErrTooLarge
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return ErrTimeout
 	}
 	return invalid("Invalid multipart form data")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/attachment"
@@ -48,12 +49,21 @@ func (s *handlers) createAttachment(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	defer release()
+	if s.cfg.BodyReadTimeout > 0 {
+		// a file takes longer to arrive than a JSON body: the body's timeout plus its
+		// length at the slowest rate a response may be written at
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout +
+			time.Duration(n/s.cfg.WriteMinRate)*time.Second))
+	}
 	form, err := attachment.ParseForm(http.MaxBytesReader(w, r.Body, limit), r.Header.Get("Content-Type"), max)
 	var bad *attachment.FormError
 	switch {
 	case errors.Is(err, attachment.ErrTooLarge):
 		w.Header().Set("Connection", "close") // the rest of the body is not read
 		return attachmentTooLarge(max)
+	case errors.Is(err, attachment.ErrTimeout):
+		w.Header().Set("Connection", "close")
+		return httpx.New(http.StatusRequestTimeout, api.CodeRequestTimeout, "The request body did not arrive in time")
 	case errors.As(err, &bad):
 		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, bad.Msg)
 	case err != nil:
@@ -108,6 +118,12 @@ func (s *handlers) readAttachment(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
+	// what is held while the bytes are written: one message at a time
+	release, err := s.kit.Reserve(r, attachment.ChunkBytes)
+	if err != nil {
+		return err
+	}
+	defer release()
 	h := w.Header()
 	etag := `"sha256-` + a.SHA256 + `"`
 	h.Set("ETag", etag)
