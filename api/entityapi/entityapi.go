@@ -1,9 +1,10 @@
 // Package entityapi serves Electric's entity API under /_electric: entity types,
 // spawning, sending, signals, inbox edits, tags, slash commands, grants on entities and
-// types, schedules, observations and cross-entity wakes. The Durable Streams protocol,
-// admission (each route's access rule), the one access decision of every stream, the
-// byte budget and the failure answers are the HTTP server's (package api); these
-// handlers reach them through the api.Kit their routes are registered with.
+// types, schedules, observations, cross-entity wakes, attachments and externally
+// writable collections. The Durable Streams protocol, admission (each route's access
+// rule), the one access decision of every stream, the byte budget and the failure
+// answers are the HTTP server's (package api); these handlers reach them through the
+// api.Kit their routes are registered with.
 package entityapi
 
 import (
