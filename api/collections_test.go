@@ -125,3 +125,26 @@ func TestWriteCollectionNeedsWrite(t *testing.T) {
 	read := s.must(t, "user:alice", "GET", "/chat/c1/main?offset=-1", "", http.StatusOK)
 	require.Contains(t, read, `"principal":{"url":"/principal/user%3Awill","kind":"user","id":"will"}`)
 }
+
+// TestWritableCollectionsAtRegistration: a type's externally_writable_collections are
+// checked as the reference checks them: their shape (400 with details), and "comments"
+// only with the comments/v1 contract and that contract only as "comments" (400).
+func TestWritableCollectionsAtRegistration(t *testing.T) {
+	h := setup(t, testserver.Options{QuietLogs: true})
+	reg := func(ewc string) *response {
+		return h.do(http.MethodPost, typesPath, `{"name":"t","description":"d","externally_writable_collections":`+ewc+`}`)
+	}
+	requireError(t, reg(`{"comments":{"type":"comment"}}`), http.StatusBadRequest, "INVALID_REQUEST",
+		`The externally-writable collection name "comments" is reserved for the "comments/v1" contract`)
+	requireError(t, reg(`{"remarks":{"type":"comment","contract":"comments/v1"}}`), http.StatusBadRequest, "INVALID_REQUEST",
+		`The "comments/v1" contract must be registered under the collection name "comments"`)
+	requireDetails(t, reg(`{"notes":{"type":"note","operations":["insert","upsert"],"extra":1}}`), http.StatusBadRequest,
+		"INVALID_REQUEST", "Request body does not match API schema",
+		detail{Path: "/externally_writable_collections/notes/extra", Message: "must NOT have additional properties"},
+		detail{Path: "/externally_writable_collections/notes/operations/1", Message: "must be equal to one of the allowed values"})
+	for _, bad := range []string{`[]`, `{"notes":"note"}`, `{"notes":{}}`, `{"notes":{"type":5}}`, `{"notes":{"type":"n","operations":"insert"}}`,
+		`{"":{"type":"n"}}`, `{"` + strings.Repeat("c", 257) + `":{"type":"n"}}`} {
+		requireStatus(t, reg(bad), http.StatusBadRequest)
+	}
+	requireStatus(t, reg(`{"comments":{"type":"comment","contract":"comments/v1","principalColumn":"author"},"notes":{"type":"note","operations":[]}}`), http.StatusCreated)
+}

@@ -95,6 +95,12 @@ func TestHostileAttachmentAndCollectionInput(t *testing.T) {
 		{name: "collection: body too large", method: "POST", path: coll + "comments", body: `{"operation":"insert","value":{"body":"` + strings.Repeat("x", 70<<10) + `","timestamp":"t"}}`, status: tooLarge, code: "PAYLOAD_TOO_LARGE"},
 		{name: "collection: not writable", method: "POST", path: coll + "texts", body: `{"operation":"insert","value":{}}`, status: http.StatusForbidden, code: "UNAUTHORIZED"},
 		{name: "collection: name too long", method: "POST", path: coll + strings.Repeat("c", 3000), body: `{"operation":"insert","value":{}}`, status: http.StatusForbidden, code: "UNAUTHORIZED"},
+		{name: "type: writable collections not an object", method: "POST", path: typesPath, body: `{"name":"w","description":"d","externally_writable_collections":[1]}`, status: bad, code: invalid},
+		{name: "type: writable collection without a type", method: "POST", path: typesPath, body: `{"name":"w","description":"d","externally_writable_collections":{"c":{}}}`, status: bad, code: invalid},
+		{name: "type: writable collection name too long", method: "POST", path: typesPath, body: `{"name":"w","description":"d","externally_writable_collections":{"` + strings.Repeat("c", 300) + `":{"type":"t"}}}`, status: bad, code: invalid},
+		{name: "type: writable collection name with a control character", method: "POST", path: typesPath, body: `{"name":"w","description":"d","externally_writable_collections":{"c\u0001":{"type":"t"}}}`, status: bad, code: invalid},
+		{name: "type: comments without its contract", method: "POST", path: typesPath, body: `{"name":"w","description":"d","externally_writable_collections":{"comments":{"type":"t"}}}`, status: bad, code: invalid},
+		{name: "type: writable collection operation unknown", method: "POST", path: typesPath, body: `{"name":"w","description":"d","externally_writable_collections":{"c":{"type":"t","operations":["drop"]}}}`, status: bad, code: invalid},
 		{name: "collection: operation not allowed", method: "POST", path: coll + "comments", body: `{"operation":"delete","key":"k"}`, status: http.StatusForbidden, code: "UNAUTHORIZED"},
 	}
 	rows := func() int {
