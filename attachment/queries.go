@@ -18,4 +18,5 @@ var (
 	sqlGetAttachment    = queries.Get("GetAttachment")
 	sqlDeleteAttachment = queries.Get("DeleteAttachment")
 	sqlUsageBy          = queries.Get("UsageBy")
+	sqlAttachmentsOf    = queries.Get("AttachmentsOf")
 )

@@ -16,3 +16,8 @@ DELETE FROM attachments WHERE entity_url = $1 AND id = $2 RETURNING stream_path
 -- name: UsageBy
 -- How many attachments principal $1 uploaded and their bytes (for its quotas).
 SELECT count(*), coalesce(sum(byte_length), 0)::bigint FROM attachments WHERE created_by = $1
+
+-- name: AttachmentsOf
+-- The attachments of entity $1 (a fork copies them).
+SELECT id, stream_path, mime_type, filename, byte_length, sha256, entry, created_by
+  FROM attachments WHERE entity_url = $1 ORDER BY id
