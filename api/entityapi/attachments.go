@@ -40,6 +40,12 @@ func (s *handlers) createAttachment(w http.ResponseWriter, r *http.Request) erro
 	if r.ContentLength > limit {
 		return attachmentTooLarge(max)
 	}
+	p := api.Caller(r)
+	// a principal at its quota is refused before its file is read (and again after, with
+	// the file's size)
+	if err := s.quotas.attachment(r.Context(), p, 0); err != nil {
+		return err
+	}
 	n := limit
 	if r.ContentLength >= 0 {
 		n = r.ContentLength
@@ -69,7 +75,6 @@ func (s *handlers) createAttachment(w http.ResponseWriter, r *http.Request) erro
 	case err != nil:
 		return err
 	}
-	p := api.Caller(r)
 	if err := s.quotas.attachment(r.Context(), p, form.Size); err != nil {
 		return err
 	}
