@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -339,4 +340,34 @@ func TestAttachmentQuotas(t *testing.T) {
 	require.NoError(t, h.srv.Pool.QueryRow(t.Context(), `SELECT id FROM attachments WHERE created_by = 'user:alice' AND byte_length = 60`).Scan(&id))
 	requireStatus(t, h.do(http.MethodDelete, entitiesPath+"/chat/c1/attachments/"+id, nil, "Electric-Principal", "user:alice"), http.StatusOK)
 	requireStatus(t, as("user:alice", 60), http.StatusCreated)
+}
+
+// TestAttachmentBodyTimeout: an upload whose body stops arriving is cut at its deadline
+// (the body timeout plus its length at the minimum rate) with 408 and nothing stored.
+func TestAttachmentBodyTimeout(t *testing.T) {
+	h := setup(t, testserver.Options{QuietLogs: true, API: api.Config{BodyReadTimeout: 300 * time.Millisecond, WriteMinRate: 1 << 40}})
+	h.registerType(`{"name":"chat","description":"d"}`)
+	h.mustSpawn("chat", "c1", `{}`)
+	body, ct := multipartBody(t, filePart("f.bin", "", randomBytes(t, 64<<10)), field("subject", `{"type":"inbox","key":"m"}`))
+	pr, pw := io.Pipe()
+	stalled := make(chan struct{})
+	go func() {
+		_, _ = pw.Write(body[:len(body)/2]) // half of it, then nothing
+		<-stalled
+		_ = pw.Close()
+	}()
+	defer close(stalled)
+	req, err := http.NewRequest(http.MethodPost, h.srv.URL+entitiesPath+"/chat/c1/attachments", pr)
+	require.NoError(t, err)
+	req.ContentLength = int64(len(body))
+	req.Header.Set("Content-Type", ct)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	out, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(t, http.StatusRequestTimeout, res.StatusCode, string(out))
+	require.Contains(t, string(out), `"code":"REQUEST_TIMEOUT"`)
+	var n int
+	require.NoError(t, h.srv.Pool.QueryRow(t.Context(), `SELECT count(*) FROM attachments`).Scan(&n))
+	require.Zero(t, n)
 }
