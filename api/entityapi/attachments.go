@@ -102,8 +102,9 @@ func attachmentTooLarge(max int64) error {
 }
 
 // readAttachment is GET /_electric/entities/:type/:id/attachments/:attId: the bytes, as
-// they were uploaded, with their content type. An attachment never changes (an id is
-// used once), so the response may be cached for good; the ETag is its digest.
+// they were uploaded, with their content type. An attachment never changes while it
+// exists (the reference's immutable caching: clients make a new id per upload), so the
+// response may be cached for good; the ETag is its digest.
 func (s *handlers) readAttachment(w http.ResponseWriter, r *http.Request) error {
 	e, err := s.entityAt(r)
 	if err != nil {
