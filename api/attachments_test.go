@@ -298,6 +298,9 @@ func TestAttachmentsOfAnotherPrincipal(t *testing.T) {
 	}
 	out = s.must(t, "user:bob", "GET", "/_electric/entities/doc/d1/attachments/s1", "", http.StatusUnauthorized)
 	require.NotContains(t, out, "secret")
+	// an attachment path with no stream: 401 without credentials (as the reference), 404 with
+	s.must(t, "", "POST", "/doc/d1/attachments/none", "x", http.StatusUnauthorized)
+	s.must(t, "user:bob", "POST", "/doc/d1/attachments/none", "x", http.StatusNotFound)
 	// bob's own entity does not reach alice's attachment
 	s.must(t, "user:bob", "GET", "/_electric/entities/bobs/b1/attachments/s1", "", http.StatusNotFound)
 	// nor does a fork of its stream
