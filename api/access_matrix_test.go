@@ -258,6 +258,12 @@ var specAccess = func() map[string]string {
 		"DELETE /_electric/entities/{type}/{id}/mcp":                    "entity:read",
 		"PUT /_electric/entities/{type}/{id}/slash-commands/{name}":     "entity:write",
 		"DELETE /_electric/entities/{type}/{id}/slash-commands/{name}":  "entity:write",
+		// §1.3: attachments (write to upload and delete, read to download) and
+		// externally writable collections (write, then the type's allow-list)
+		"POST /_electric/entities/{type}/{id}/attachments":              "entity:write",
+		"GET /_electric/entities/{type}/{id}/attachments/{attId}":       "entity:read",
+		"DELETE /_electric/entities/{type}/{id}/attachments/{attId}":    "entity:write",
+		"POST /_electric/entities/{type}/{id}/collections/{collection}": "entity:write",
 		"GET /_electric/entities/{type}/{id}/grants":                    "entity:manage",
 		"POST /_electric/entities/{type}/{id}/grants":                   "entity:manage",
 		"DELETE /_electric/entities/{type}/{id}/grants/{grantId}":       "entity:manage",
@@ -322,7 +328,8 @@ func boolInt(b bool) int {
 func concretePath(pattern string) string {
 	p := strings.TrimSuffix(pattern, "/*")
 	byParam := map[string]string{"{type}": "doc", "{name}": "doc", "{messageKey}": "m1", "{tagKey}": "k1",
-		"{grantId}": "g_missing", "{consumerId}": "c1", "{webhookKey}": "hook1", "{endpointKey}": "hook1", "{sid}": "s1"}
+		"{grantId}": "g_missing", "{consumerId}": "c1", "{webhookKey}": "hook1", "{endpointKey}": "hook1", "{sid}": "s1",
+		"{attId}": "a1", "{collection}": "comments"}
 	switch {
 	case strings.HasPrefix(p, "/_electric/entities/"):
 		byParam["{id}"] = "d1"

@@ -87,6 +87,12 @@ var routeRules = withDSPrefixes(map[string]accessRule{
 	"GET /_electric/entities/{type}/{id}/slash-commands":           onEntity(authz.Read),
 	"PUT /_electric/entities/{type}/{id}/slash-commands/{name}":    onEntity(authz.Write),
 	"DELETE /_electric/entities/{type}/{id}/slash-commands/{name}": onEntity(authz.Write),
+	// Attachments and externally writable collections (the handler also checks the type's
+	// allow-list of collections and operations).
+	"POST /_electric/entities/{type}/{id}/attachments":              onEntity(authz.Write),
+	"GET /_electric/entities/{type}/{id}/attachments/{attId}":       onEntity(authz.Read),
+	"DELETE /_electric/entities/{type}/{id}/attachments/{attId}":    onEntity(authz.Write),
+	"POST /_electric/entities/{type}/{id}/collections/{collection}": onEntity(authz.Write),
 	// MCP (package mcpserve): reading the entity's prompts needs read; its send tool
 	// checks write itself, per call.
 	"GET /_electric/entities/{type}/{id}/mcp":                 onEntity(authz.Read),

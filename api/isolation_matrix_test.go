@@ -59,8 +59,9 @@ var isolationSubjects = map[string]string{"owner": "user:alice", "reader": "user
 //   - members: alice's tag-membership stream (she reads it; the server writes it);
 //   - webhook, webhook-public: the streams of alice's private and public webhook sources
 //     (the source's readers read them; only verified deliveries are appended).
+//   - attachment: a file alice uploaded to /vault/v1 (read under its entity's grants).
 var streamKinds = []string{"plain", "public", "legacy", "main", "collection", "orphan", "wake", "shared", "cron", "members",
-	"webhook", "webhook-public"}
+	"webhook", "webhook-public", "attachment"}
 
 // streamWays are the ways through the stream routes (* /* and its alias).
 var streamWays = []string{"catch-up", "long-poll", "sse", "head", "fork", "fork-by-url", "append", "close", "delete",
@@ -138,6 +139,23 @@ var isolationExpected = map[string]map[string]string{
 		"fork-by-url": "401 ok  ok  403 403 403 403 ok  401 401 401",
 		"append":      "405 405 405 405 405 405 405 405 405 405 405",
 		"close":       "405 405 405 405 405 405 405 405 405 405 405",
+		"delete":      "401 405 405 405 405 405 405 405 401 401 401",
+		"recreate":    "401 405 405 405 405 405 405 405 401 401 401",
+		"grants-list": "401 400 400 400 400 400 400 400 401 401 401",
+		"grants-add":  "401 400 400 400 400 400 400 400 401 401 401",
+	},
+	// An attachment's stream: read as its entity's streams are; written once by its
+	// upload (POST /_electric/entities/:type/:id/attachments), never through the stream
+	// API, not even with the entity's write token (which is no principal: 401).
+	"attachment": {
+		"catch-up":    "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"long-poll":   "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"sse":         "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"head":        "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"fork":        "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"fork-by-url": "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"append":      "401 405 405 405 405 405 405 405 401 401 401",
+		"close":       "401 405 405 405 405 405 405 405 401 401 401",
 		"delete":      "401 405 405 405 405 405 405 405 401 401 401",
 		"recreate":    "401 405 405 405 405 405 405 405 401 401 401",
 		"grants-list": "401 400 400 400 400 400 400 400 401 401 401",
@@ -290,6 +308,9 @@ var routeExpected = map[string]string{
 	"PUT /_electric/entities/{type}/{id}/webhook-source-subscriptions/{sid}": "401 401 401 401 401 401 404 ok  401 401 401",
 	"POST /_electric/webhook-deliveries/{endpointKey}":                       "401 401 401 401 401 401 401 401 401 401 401",
 	"POST /_electric/webhook-deliveries/{endpointKey}/*":                     "401 401 401 401 401 401 401 401 401 401 401",
+
+	// an attachment's bytes through the entity API: the entity's read permission
+	"GET /_electric/entities/{type}/{id}/attachments/{attId}": "401 ok+ ok+ 401 401 401 401 ok+ 401 401 401",
 }
 
 // outsideMatrix are routes that reach no stream's bytes, with why; the authorisation
@@ -343,6 +364,11 @@ func newIsolationFixture(t *testing.T) *isolationFixture {
 	}
 	f.send(t, "/vault/v1", "hello")
 	f.paths["main"], f.paths["collection"] = "/vault/v1/main", "/vault/v1/slash-commands"
+	body, ct := multipartBody(t, filePart("v.txt", "text/plain", []byte("the /vault/v1 file")), field("id", "iso"),
+		field("subject", `{"type":"inbox","key":"m"}`))
+	up := f.call(t, "owner", "POST", "/_electric/entities/vault/v1/attachments", string(body), "Content-Type", ct)
+	require.Equal(t, http.StatusCreated, up.status, up.body)
+	f.paths["attachment"] = "/vault/v1/attachments/iso"
 
 	// an entity whose type is then deleted
 	f.must(t, "owner", "POST", "/_electric/entity-types", `{"name":"gone","description":"d"}`, http.StatusCreated)
@@ -644,6 +670,8 @@ func (f *isolationFixture) route(t *testing.T, key, caller string) isoResponse {
 			"capabilities":{},"clientInfo":{"name":"matrix","version":"1"}}}`, "Accept", "application/json, text/event-stream")
 	case "/_electric/entities/{type}/{id}/fork":
 		return f.call(t, caller, method, "/_electric/entities/vault/v1/fork", `{"instance_id":"iso-fork-`+n+`"}`)
+	case "/_electric/entities/{type}/{id}/attachments/{attId}":
+		return f.call(t, caller, method, "/_electric/entities/vault/v1/attachments/iso", "")
 	case "/_electric/runners/{id}":
 		return f.call(t, caller, method, "/_electric/runners/alr", "")
 	case "/_electric/runners/{id}/claim":

@@ -51,6 +51,17 @@ func (k Kit) ReadBodyReserved(w http.ResponseWriter, r *http.Request, limit int6
 	return k.s.budget.ReadBody(w, r, inflight.KeyFor(r, ""), limit, 1, &h)
 }
 
+// Reserve holds n bytes in flight for the caller (a body read as it streams in, an
+// attachment upload) until release is called; 503 + Retry-After when they are not free
+// within the wait.
+func (k Kit) Reserve(r *http.Request, n int64) (release func(), err error) {
+	h := new(inflight.Hold)
+	if err := k.s.budget.Reserve(r.Context(), h, inflight.KeyFor(r, ""), n, "body"); err != nil {
+		return func() {}, err
+	}
+	return h.Release, nil
+}
+
 // NewGrant reads the one grant a grant route makes (unknown members refused) and checks
 // that the caller may make another (the grant quota).
 func (k Kit) NewGrant(w http.ResponseWriter, r *http.Request) (authz.GrantRequest, error) {

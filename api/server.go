@@ -34,6 +34,9 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxAppendBytes caps the body of a stream append or create (413 beyond).
 	MaxAppendBytes int64
+	// MaxAttachmentBytes caps the file of an attachment upload (413 beyond): 25 MiB, as
+	// in Electric Agents.
+	MaxAttachmentBytes int64
 	// LongPollTimeout is how long a live=long-poll read waits for data before 204.
 	LongPollTimeout time.Duration
 	// BodyReadTimeout bounds how long a request body may take to arrive (408 beyond);
@@ -91,6 +94,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxAppendBytes <= 0 {
 		c.MaxAppendBytes = 8 << 20
+	}
+	if c.MaxAttachmentBytes <= 0 {
+		c.MaxAttachmentBytes = 25 << 20
 	}
 	if c.LongPollTimeout <= 0 {
 		c.LongPollTimeout = 20 * time.Second

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/entityd/entityd/api/dsapi"
+	"github.com/entityd/entityd/attachment"
 	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/entitypath"
@@ -83,8 +84,19 @@ func (s *Server) decideStream(r *http.Request, id streamdb.Identity, path string
 	return r, nil
 }
 
-// decideEntityStream decides for an entity's main or slash-command collection stream.
+// decideEntityStream decides for an entity's main or slash-command collection stream,
+// and for its attachments' streams.
 func (s *Server) decideEntityStream(r *http.Request, id streamdb.Identity, path string, op dsapi.Op) (*http.Request, error) {
+	if attachment.IsStreamPath(path) && op != dsapi.OpRead && op != dsapi.OpManage {
+		// an attachment's stream is written once, closed, by its upload; read with the
+		// entity's read permission like the entity's other streams
+		r, err := s.authenticated(r)
+		if err != nil {
+			return r, err
+		}
+		return r, newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+			"An attachment's stream is written by POST and deleted by DELETE /_electric/entities/:type/:id/attachments[/:id]")
+	}
 	switch op {
 	case dsapi.OpWrite, dsapi.OpClose:
 		if strings.HasSuffix(path, entitypath.CollectionSuffix) {
@@ -195,6 +207,10 @@ func reservedStreamPath(path string) error {
 	if entitypath.IsRunnerWake(path) {
 		return newError(http.StatusForbidden, CodeForbidden,
 			"Runner wake streams are created by registering the runner (POST /_electric/runners)")
+	}
+	if attachment.IsStreamPath(path) {
+		return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+			"/<type>/<id>/attachments/<id> is reserved for attachments: upload with POST /_electric/entities/:type/:id/attachments")
 	}
 	return nil
 }

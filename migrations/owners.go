@@ -43,6 +43,7 @@ var Owners = map[string]string{
 	"mcp_sessions":            "mcpserve",
 	"entity_fork_locks":       "entity",
 	"webhook_sources":         "webhooksrc",
+	"attachments":             "attachment",
 }
 
 // Published are read-only views an owner offers to other packages for joins (see

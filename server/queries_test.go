@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // ownersWithQueries are the packages that keep .sql files loaded by internal/sqlfile; the
 // server links all of them.
-var ownersWithQueries = []string{"dssub", "entity", "inbox", "external", "shapes", "slashcmd/slashdb", "wake"}
+var ownersWithQueries = []string{"attachment", "dssub", "entity", "inbox", "external", "shapes", "slashcmd/slashdb", "wake"}
 
 // ownersWithGeneratedQueries are the packages whose queries/*.sql sqlc compiles into
 // <owner>/internal/dbsqlc (sqlc.yaml).

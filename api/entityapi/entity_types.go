@@ -79,6 +79,9 @@ func (s *handlers) registerType(w http.ResponseWriter, r *http.Request) error {
 	if err := b.Fail(); err != nil {
 		return err
 	}
+	if err := checkWritableCollections(t.ExternallyWritableCollections); err != nil {
+		return err
+	}
 	if !hasName {
 		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "Missing required field: name")
 	}

@@ -1,9 +1,10 @@
 // Package entityapi serves Electric's entity API under /_electric: entity types,
 // spawning, sending, signals, inbox edits, tags, slash commands, grants on entities and
-// types, schedules, observations and cross-entity wakes. The Durable Streams protocol,
-// admission (each route's access rule), the one access decision of every stream, the
-// byte budget and the failure answers are the HTTP server's (package api); these
-// handlers reach them through the api.Kit their routes are registered with.
+// types, schedules, observations, cross-entity wakes, attachments and externally
+// writable collections. The Durable Streams protocol, admission (each route's access
+// rule), the one access decision of every stream, the byte budget and the failure
+// answers are the HTTP server's (package api); these handlers reach them through the
+// api.Kit their routes are registered with.
 package entityapi
 
 import (
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/entityd/entityd/api"
+	"github.com/entityd/entityd/attachment"
 	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
@@ -54,12 +56,15 @@ type API struct {
 	schedules  *schedule.Service
 	members    *membership.Service
 	webhooks   *webhooksrc.Service
+	// attachments are entities' uploaded files (attachments.go), kept with the streams.
+	attachments *attachment.Service
 }
 
 // New returns the entity API over d.
 func New(d Deps) *API {
 	return &API{streams: d.Streams, registry: d.Registry, sender: d.Sender, dispatcher: d.Dispatcher,
-		wakes: d.Wakes, schedules: d.Schedules, members: d.Members, webhooks: d.Webhooks}
+		wakes: d.Wakes, schedules: d.Schedules, members: d.Members, webhooks: d.Webhooks,
+		attachments: attachment.New(d.Streams)}
 }
 
 // handlers are the routes' handlers: the API's services and what they use of the HTTP
@@ -117,6 +122,10 @@ func (a *API) Routes(r chi.Router, kit api.Kit, wrap func(httpx.HandlerFunc) htt
 		r.Delete("/{type}/{id}/schedules/{scheduleId}", wrap(s.deleteSchedule))
 		r.Put("/{type}/{id}/webhook-source-subscriptions/{sid}", wrap(s.putWebhookSourceSubscription))
 		r.Delete("/{type}/{id}/webhook-source-subscriptions/{sid}", wrap(s.deleteWebhookSourceSubscription))
+		r.Post("/{type}/{id}/attachments", wrap(s.createAttachment))
+		r.Get("/{type}/{id}/attachments/{attId}", wrap(s.readAttachment))
+		r.Delete("/{type}/{id}/attachments/{attId}", wrap(s.deleteAttachment))
+		r.Post("/{type}/{id}/collections/{collection}", wrap(s.writeCollection))
 	})
 	// webhook sources (webhook_sources.go, webhook_deliveries.go)
 	r.Route("/webhook-sources", func(r chi.Router) {

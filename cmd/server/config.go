@@ -22,6 +22,7 @@ type config struct {
 	LogFormat          string
 	MaxBodyBytes       int64
 	MaxAppendBytes     int64
+	MaxAttachmentBytes int64
 	MaxInFlight        int64
 	MaxPrincipalFlight int64
 	WriteTimeout       time.Duration
@@ -83,6 +84,8 @@ type config struct {
 	WebhookSrcMaxBytes   int64
 	WebhookSrcPerMinute  int64
 	WebhookSrcBytesPerMi int64
+	QuotaAttachments     int
+	QuotaAttachBytes     int
 	MaxTagsPerEntity     int
 }
 
@@ -177,6 +180,8 @@ func loadConfig(args []string) (*config, error) {
 	i64(&c.WebhookSrcMaxBytes, "webhook-delivery-max-bytes", "ENTITYD_WEBHOOK_DELIVERY_MAX_BYTES", 1<<20, "largest body of a delivery to a webhook source, in bytes (413 beyond; GitHub caps its payloads at 25 MB)")
 	i64(&c.WebhookSrcPerMinute, "webhook-deliveries-per-minute", "ENTITYD_WEBHOOK_DELIVERIES_PER_MINUTE", 600, "deliveries one principal's webhook sources may take per minute, per process (429 beyond; 0: no limit)")
 	i64(&c.WebhookSrcBytesPerMi, "webhook-delivery-bytes-per-minute", "ENTITYD_WEBHOOK_DELIVERY_BYTES_PER_MINUTE", 64<<20, "delivered bytes one principal's webhook sources may take per minute, per process (429 beyond; 0: no limit)")
+	num(&c.QuotaAttachments, "quota-attachments", "ENTITYD_QUOTA_ATTACHMENTS", q.Attachments, "most attachments one principal may upload (429 beyond; 0: no limit)")
+	num(&c.QuotaAttachBytes, "quota-attachment-bytes", "ENTITYD_QUOTA_ATTACHMENT_BYTES", q.AttachmentBytes, "most bytes of attachments one principal may upload (429 beyond; 0: no limit)")
 	num(&c.MaxTagsPerEntity, "max-tags-per-entity", "ENTITYD_MAX_TAGS_PER_ENTITY", q.TagsPerEntity, "most tags on one entity (429 beyond; 0: no limit)")
 	str(&c.DatabaseURL, "database-url", "DATABASE_URL", "", "Postgres URL; empty starts a private cluster under --data-dir")
 	str(&c.DataDir, "data-dir", "ENTITYD_DATA_DIR", "./.entityd", "directory of the embedded Postgres cluster (used without DATABASE_URL)")
@@ -184,6 +189,15 @@ func loadConfig(args []string) (*config, error) {
 	str(&c.LogFormat, "log-format", "ENTITYD_LOG_FORMAT", "console", "log format: console or json")
 	i64(&c.MaxBodyBytes, "max-body-bytes", "ENTITYD_MAX_BODY_BYTES", 1<<20, "largest JSON request body of the entity API, in bytes (413 beyond)")
 	i64(&c.MaxAppendBytes, "max-append-bytes", "ENTITYD_MAX_APPEND_BYTES", 8<<20, "largest stream append or create body, in bytes (413 beyond)")
+	// Electric's own variable is honoured too (a deployment moved from the reference
+	// keeps its limit); ENTITYD_MAX_ATTACHMENT_BYTES wins when both are set.
+	attachEnv := "ENTITYD_MAX_ATTACHMENT_BYTES"
+	if _, ok := os.LookupEnv(attachEnv); !ok {
+		if _, ok := os.LookupEnv("ELECTRIC_AGENTS_MAX_ATTACHMENT_BYTES"); ok {
+			attachEnv = "ELECTRIC_AGENTS_MAX_ATTACHMENT_BYTES"
+		}
+	}
+	i64(&c.MaxAttachmentBytes, "max-attachment-bytes", attachEnv, 25<<20, "largest attachment upload (POST /_electric/entities/:type/:id/attachments), in bytes (413 beyond)")
 	i64(&c.MaxInFlight, "max-bytes-in-flight", "ENTITYD_MAX_BYTES_IN_FLIGHT", 256<<20, "bytes the server holds for requests in flight (response bodies being written, request bodies being read and stored); beyond, requests wait up to 1s, then 503 + Retry-After")
 	i64z(&c.MaxPrincipalFlight, "max-principal-bytes-in-flight", "ENTITYD_MAX_PRINCIPAL_BYTES_IN_FLIGHT", 0, "one principal's share of --max-bytes-in-flight (0: a quarter of it)")
 	dur(&c.WriteTimeout, "write-timeout", "ENTITYD_WRITE_TIMEOUT", 30*time.Second, "how long writing a response may take, plus its size at --write-min-rate; a client that reads slower is disconnected (live reads: per event)")
@@ -293,7 +307,8 @@ func (c *config) quotas() quota.Limits {
 	return quota.Limits{Types: off(c.QuotaTypes), Runners: off(c.QuotaRunners), Subscriptions: off(c.QuotaSubscriptions),
 		Grants: off(c.QuotaGrants), Streams: off(c.QuotaStreams), TagsPerEntity: off(c.MaxTagsPerEntity),
 		WakeRegistrations: off(c.QuotaWakes), Schedules: off(c.QuotaSchedules), Observations: off(c.QuotaObservations),
-		WebhookSources: off(c.QuotaWebhookSrc)}
+		WebhookSources: off(c.QuotaWebhookSrc),
+		Attachments:    off(c.QuotaAttachments), AttachmentBytes: off(c.QuotaAttachBytes)}
 }
 
 // publicStreamPrefixes are the configured public path prefixes, each a stream path.

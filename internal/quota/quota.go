@@ -1,6 +1,6 @@
 // Package quota bounds what one principal may create: entity types, runners,
-// subscriptions, grants, plain streams, schedules and tag observations, and the tags of one
-// entity. Every shared
+// subscriptions, grants, plain streams, schedules, tag observations and attachments, and
+// the tags of one entity. Every shared
 // resource has a budget per tenant; without these, one principal with a token could
 // fill the database (and every list the others page through). The owners of the tables
 // count; this package holds the limits and the one answer beyond them: 429
@@ -29,12 +29,17 @@ type Limits struct {
 	Schedules         int // cron schedules and pending future_sends a principal made
 	Observations      int // tag observations (/_entities/<ref>) made for a principal
 	WebhookSources    int // webhook sources a principal made (revoked ones do not count)
+	// Attachments and AttachmentBytes bound the files a principal uploaded to entities
+	// (POST /_electric/entities/:type/:id/attachments): how many, and their bytes.
+	Attachments     int
+	AttachmentBytes int
 }
 
 // Defaults are generous for one tenant's real use and small beside a database.
 func Defaults() Limits {
 	return Limits{Types: 1_000, Runners: 100, Subscriptions: 1_000, Grants: 10_000, Streams: 100_000, TagsPerEntity: 256,
-		WakeRegistrations: 100_000, Schedules: 10_000, Observations: 1_000, WebhookSources: 100}
+		WakeRegistrations: 100_000, Schedules: 10_000, Observations: 1_000, WebhookSources: 100,
+		Attachments: 10_000, AttachmentBytes: 1 << 30}
 }
 
 // CodeExceeded is the error code of a refused creation.
