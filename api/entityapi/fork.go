@@ -120,6 +120,9 @@ func (s *handlers) fork(w http.ResponseWriter, r *http.Request) error {
 			if err := wake.ForkTx(ctx, tx, res.Sources[c.URL], c.URL, res.ForkSeq[c.URL]); err != nil {
 				return err
 			}
+			if err := s.forkAttachments(ctx, tx, res.Sources[c.URL], c.URL, res.ForkSeq[c.URL]); err != nil {
+				return err
+			}
 		}
 		if wakeInTx != nil {
 			return wakeInTx(ctx, tx, res.Root)
