@@ -28,8 +28,9 @@ var opPermission = map[dsapi.Op]authz.Permission{dsapi.OpRead: authz.Read, dsapi
 //   - an entity's stream is read with read permission on its entity and appended to
 //     with the entity's write token (never a principal); it is never closed, deleted or
 //     created through the stream API;
-//   - a wake stream (a runner's) and a tag-membership stream (/_entities/<ref>) are read
-//     by their owner and written by the server only; a cron stream (/_cron/<spec>) is
+//   - a wake stream (a runner's), a tag-membership stream (/_entities/<ref>) and a
+//     pg-sync stream (/_electric/pg-sync/<ref>) are read by their owner and written by
+//     the server only; a cron stream (/_cron/<spec>) is
 //     read by any authenticated principal and written by the server only;
 //   - a shared-state stream (/_electric/shared-state/<id>) is read and written by the
 //     principals that may read or write an entity linked to it (sharedStateOwnerHeader
@@ -55,6 +56,8 @@ func (s *Server) decideStream(r *http.Request, id streamdb.Identity, path string
 		return s.decideServerStream(r, id, path, op, "a tag-membership stream", false)
 	case streamdb.AccessShared:
 		return s.decideSharedState(r, id, path, op)
+	case streamdb.AccessPgSync:
+		return s.decideServerStream(r, id, path, op, "a pg-sync stream", false)
 	}
 	r, err := s.authenticated(r)
 	if err != nil {

@@ -41,6 +41,8 @@ var Owners = map[string]string{
 	"entity_observations":     "membership",
 	"observation_members":     "membership",
 	"mcp_sessions":            "mcpserve",
+	"pg_sync_sources":         "pgsync",
+	"pg_sync_state":           "pgsync",
 }
 
 // Published are read-only views an owner offers to other packages for joins (see

@@ -27,6 +27,7 @@ import (
 	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/mcpserve"
 	"github.com/entityd/entityd/membership"
+	"github.com/entityd/entityd/pgsync"
 	"github.com/entityd/entityd/schedule"
 	"github.com/entityd/entityd/shapes"
 	"github.com/entityd/entityd/streamdb"
@@ -48,6 +49,7 @@ type Assembly struct {
 	Members   *membership.Service
 	MCP       *mcpserve.Service
 	Wakes     *wakereg.Service
+	PgSync    *pgsync.Service
 
 	grants   *authz.Store
 	checker  *authz.Checker
@@ -126,13 +128,21 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	a.Wakes = wakereg.New(a.Store, sourceEntity(a.Registry), wakereg.Options{Logger: s.log})
 	a.Schedules = schedule.New(a.Store, a.Registry, a.Sender, s.log.Named("schedule"))
 	a.Members = membership.New(a.Store, a.Registry, a.checker, s.log.Named("membership"))
+	pgOpts := s.cfg.PgSync
+	pgOpts.Logger = s.log
+	if pgOpts.MaxPerPrincipal <= 0 {
+		pgOpts.MaxPerPrincipal = quotas.Observations
+	}
+	if a.PgSync, err = pgsync.New(pool, a.Store, pgOpts); err != nil {
+		return nil, err
+	}
 	apiCfg := s.cfg.API
 	apiCfg.Quotas = quotas
 	apiCfg.Outbound.NoLoopback = apiCfg.Outbound.NoLoopback || jwt
 	apiCfg.ClaimTokens = a.Subs.CheckWriteToken // write tokens claimed through wake callbacks
 	apiCfg.Grants, apiCfg.Checker = a.grants, a.checker
 	entities := entityapi.New(entityapi.Deps{Streams: a.Store, Registry: a.Registry, Sender: a.Sender,
-		Dispatcher: a.Wake, Wakes: a.Wakes, Schedules: a.Schedules, Members: a.Members})
+		Dispatcher: a.Wake, Wakes: a.Wakes, Schedules: a.Schedules, Members: a.Members, PgSync: a.PgSync})
 	a.API = api.New(apiCfg, s.log, api.Deps{Streams: a.Store, Registry: a.Registry, Wakes: a.Wakes,
 		Entities: entities.Routes, Home: console.Prefix + "/"})
 	a.API.MountRoutes(strings.TrimSuffix(dssub.ControlPrefix, "/"), a.Subs.Routes)
@@ -179,6 +189,7 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 		{"delayed sends", &lifecycle.Loop{Run: func(ctx context.Context) { a.Sender.RunDelayed(ctx, s.log.Named("delayed")) }}},
 		{"cron ticks", &lifecycle.Loop{Run: a.Schedules.RunCron}},
 		{"tag observations", &lifecycle.Loop{Run: a.Members.Run}},
+		{"pgSync replication", a.PgSync},
 		{"retention", &lifecycle.Loop{Run: jan.run}},
 	} {
 		if err := services.Start(ctx, svc.svc); err != nil {

@@ -21,6 +21,9 @@ const (
 	// AccessMembers: a tag-membership stream (/_entities/<ref>): read by its owner (the
 	// principal it was made for), written by the server only.
 	AccessMembers AccessKind = "members"
+	// AccessPgSync: a pg-sync stream (/_electric/pg-sync/<ref>): read by its owner (the
+	// principal that registered the observation), written by the server only.
+	AccessPgSync AccessKind = "pgsync"
 )
 
 // Access is what is recorded about a stream for deciding who may use it: set when the

@@ -19,6 +19,7 @@ import (
 	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/outbound"
 	"github.com/entityd/entityd/membership"
+	"github.com/entityd/entityd/pgsync"
 	"github.com/entityd/entityd/schedule"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
@@ -38,6 +39,8 @@ type Deps struct {
 	Schedules *schedule.Service
 	// Members are tag observations (nil: that route answers 503).
 	Members *membership.Service
+	// PgSync are pgSync observations of Postgres tables (nil: those routes answer 503).
+	PgSync *pgsync.Service
 }
 
 // API is Electric's entity API. Its Routes go into api.Deps.Entities.
@@ -49,12 +52,13 @@ type API struct {
 	wakes      *wakereg.Service
 	schedules  *schedule.Service
 	members    *membership.Service
+	pgsync     *pgsync.Service
 }
 
 // New returns the entity API over d.
 func New(d Deps) *API {
 	return &API{streams: d.Streams, registry: d.Registry, sender: d.Sender, dispatcher: d.Dispatcher,
-		wakes: d.Wakes, schedules: d.Schedules, members: d.Members}
+		wakes: d.Wakes, schedules: d.Schedules, members: d.Members, pgsync: d.PgSync}
 }
 
 // handlers are the routes' handlers: the API's services and what they use of the HTTP
@@ -107,7 +111,10 @@ func (a *API) Routes(r chi.Router, kit api.Kit, wrap func(httpx.HandlerFunc) htt
 		r.Delete("/{type}/{id}/grants/{grantId}", wrap(s.revokeEntityGrant))
 		r.Put("/{type}/{id}/schedules/{scheduleId}", wrap(s.putSchedule))
 		r.Delete("/{type}/{id}/schedules/{scheduleId}", wrap(s.deleteSchedule))
+		r.Delete("/{type}/{id}/pg-sync-observations/{sourceRef}", wrap(s.deletePgSyncObservation))
 	})
+	// pgSync observations (pg_sync.go); their streams are read under /pg-sync/* (api)
+	r.Post("/pg-sync/register", wrap(s.registerPgSync))
 	r.Post("/observations/cron/ensure-stream", wrap(s.ensureCronStream))
 	r.Post("/observations/entities/ensure-stream", wrap(s.ensureEntitiesStream))
 	// Electric's cross-entity wakes (wake_registrations.go)

@@ -79,6 +79,10 @@ type config struct {
 	QuotaSchedules     int
 	QuotaObservations  int
 	MaxTagsPerEntity   int
+	PgSyncTables       string
+	PgSyncSlot         string
+	PgSyncPublication  string
+	PgSyncSlotIdle     time.Duration
 }
 
 func loadConfig(args []string) (*config, error) {
@@ -155,6 +159,10 @@ func loadConfig(args []string) (*config, error) {
 	str(&c.JWTIssuer, "jwt-issuer", "ENTITYD_JWT_ISSUER", "", "jwt mode: the iss every token must carry (unchecked when empty)")
 	str(&c.JWTAudience, "jwt-audience", "ENTITYD_JWT_AUDIENCE", "", "jwt mode: an aud every token must carry (unchecked when empty)")
 	str(&c.JWTPrincipalClaim, "jwt-principal-claim", "ENTITYD_JWT_PRINCIPAL_CLAIM", "sub", "jwt mode: the claim that names the principal")
+	str(&c.PgSyncTables, "pg-sync-tables", "ENTITYD_PG_SYNC_TABLES", "", "comma-separated tables (schema.table) that pgSync observations may watch; empty turns pgSync off (entityd's own tables are always refused)")
+	str(&c.PgSyncSlot, "pg-sync-slot", "ENTITYD_PG_SYNC_SLOT", "", "pgSync's logical replication slot (default entityd_pgsync_<database>)")
+	str(&c.PgSyncPublication, "pg-sync-publication", "ENTITYD_PG_SYNC_PUBLICATION", "entityd_pgsync", "the publication pgSync adds observed tables to")
+	dur(&c.PgSyncSlotIdle, "pg-sync-slot-idle", "ENTITYD_PG_SYNC_SLOT_IDLE", 10*time.Minute, "drop pgSync's replication slot after this long without any observation, so that it holds no WAL")
 	str(&c.Admins, "admin-principals", "ENTITYD_ADMIN_PRINCIPALS", "", "comma-separated principals (kind:id) that pass every permission check")
 	str(&c.CORSOrigins, "cors-origins", "ENTITYD_CORS_ORIGINS", "", "comma-separated browser origins allowed to call the API (dev mode adds loopback origins)")
 	str(&c.OutboundAllow, "outbound-allow", "ENTITYD_OUTBOUND_ALLOW", "", "comma-separated IPs and CIDR ranges that webhooks, serve endpoints and JWKS may reach whatever the other rules say")

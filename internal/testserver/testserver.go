@@ -22,6 +22,7 @@ import (
 	"github.com/entityd/entityd/internal/lifecycle"
 	"github.com/entityd/entityd/internal/pgtest"
 	"github.com/entityd/entityd/mcpserve"
+	"github.com/entityd/entityd/pgsync"
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/server"
 	"github.com/entityd/entityd/streamdb"
@@ -51,6 +52,8 @@ type Options struct {
 	// Wake tunes the in-server wake delivery (server.Config); zero values take the
 	// production defaults.
 	Wake wake.Options
+	// PgSync configures pgSync observations (server.Config); off unless Tables is set.
+	PgSync pgsync.Options
 }
 
 // Server is a running test server.
@@ -96,7 +99,7 @@ func Start(t testing.TB, opts Options) *Server {
 	var services lifecycle.Group
 	srv := server.New(server.Config{DatabaseURL: dbURL, API: cfg, Limits: opts.Limits, Store: opts.Streams,
 		Subscriptions: opts.Subs, Logger: log, Admins: opts.Admins, ShapeSnapshotRows: opts.ShapeSnapshotRows,
-		MCP: opts.MCP, Wake: opts.Wake}, opts.Definitions...)
+		MCP: opts.MCP, Wake: opts.Wake, PgSync: opts.PgSync}, opts.Definitions...)
 	a, err := srv.Assemble(ctx, pool, &services)
 	if err != nil {
 		services.Stop(ctx)

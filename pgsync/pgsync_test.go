@@ -1,0 +1,154 @@
+package pgsync_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/entityd/entityd/internal/pgtest"
+	"github.com/entityd/entityd/internal/testserver"
+	"github.com/entityd/entityd/internal/testwait"
+)
+
+const ordersTable = `CREATE TABLE orders (id int PRIMARY KEY, item text NOT NULL, qty int, big bigint, meta jsonb, ok boolean)`
+
+// TestObservationWakesOnInsertUpdateDelete: an entity observing an allow-listed table
+// is woken by an INSERT, an UPDATE and a DELETE of its rows, with Electric's change
+// messages on the observation's stream (typed values, the row key, the operation); a
+// change committed before the registration is not delivered; a column list narrows the
+// rows.
+func TestObservationWakesOnInsertUpdateDelete(t *testing.T) {
+	dbURL := pgtest.URL(t)
+	dropSlotsAtEnd(t, dbURL)
+	exec(t, dbURL, ordersTable)
+	exec(t, dbURL, `INSERT INTO orders VALUES (0, 'before', 1, 1, '{}', true)`)
+	s := testserver.Start(t, testserver.Options{DBURL: dbURL, QuietLogs: true, PgSync: options("public.orders")})
+
+	ref, stream := register(t, s, "", `{"options":{"url":"http://electric.invalid/v1/shape","table":"orders"},"metadata":{"entityUrl":"/watcher/w1","wakeId":"w-1"}}`)
+	again, _ := register(t, s, "", `{"options":{"table":"public.orders"},"metadata":{"entityUrl":"/watcher/w1","wakeId":"w-2"}}`)
+	require.Equal(t, ref, again, "the url and the per-wake metadata are not part of the observation's identity")
+	_, narrow := register(t, s, "", `{"options":{"table":"orders","columns":["id","qty"]}}`)
+	url := spawnWatcher(t, s, "", "w1", stream)
+
+	exec(t, dbURL, `INSERT INTO orders VALUES (1, 'apple', 2, 9007199254740993, '{"a":[1,2]}', false)`)
+	exec(t, dbURL, `UPDATE orders SET qty = 3 WHERE id = 1`)
+	exec(t, dbURL, `DELETE FROM orders WHERE id = 1`)
+
+	const key = `"public"."orders"/"1"`
+	want := []string{"insert " + key, "update " + key, "delete " + key}
+	testwait.Until(t, "three wakes", func() bool { return len(wakes(t, s, "", url)) == 3 }, 10*time.Second)
+	require.Equal(t, want, wakes(t, s, "", url))
+
+	cs := changes(t, s, "", stream)
+	require.Equal(t, "insert "+key+", update "+key+", delete "+key, ops(cs), "the row changed before the registration is not there")
+	require.JSONEq(t, `{"id":1,"item":"apple","qty":2,"big":"9007199254740993","meta":{"a":[1,2]},"ok":false}`, string(cs[0].Value))
+	require.JSONEq(t, `{"id":1,"item":"apple","qty":3,"big":"9007199254740993","meta":{"a":[1,2]},"ok":false}`, string(cs[1].Value))
+	require.JSONEq(t, `{"id":1}`, string(cs[2].Value), "a delete carries the key columns")
+	require.Equal(t, []any{"public", "orders"}, cs[0].Headers["relation"])
+
+	n := changes(t, s, "", narrow)
+	require.Len(t, n, 3)
+	require.JSONEq(t, `{"id":1,"qty":2}`, string(n[0].Value))
+}
+
+// TestObservationContinuesAcrossRestart: changes committed while no server runs are
+// delivered by the next server from the slot, each exactly once, even when the first
+// server never told the slot how far it had come (its changes are sent again and
+// skipped by the LSN kept with the streams).
+func TestObservationContinuesAcrossRestart(t *testing.T) {
+	dbURL := pgtest.URL(t)
+	dropSlotsAtEnd(t, dbURL)
+	exec(t, dbURL, ordersTable)
+	first := options("public.orders")
+	first.StatusInterval = time.Hour // the slot hears nothing of what was applied
+	s1 := testserver.Start(t, testserver.Options{DBURL: dbURL, QuietLogs: true, PgSync: first})
+	_, stream := register(t, s1, "", `{"options":{"table":"orders"}}`)
+	url := spawnWatcher(t, s1, "", "w1", stream)
+	exec(t, dbURL, `INSERT INTO orders (id, item) VALUES (1, 'a')`)
+	testwait.Until(t, "the first wake", func() bool { return len(wakes(t, s1, "", url)) == 1 }, 10*time.Second)
+	s1.Stop()
+
+	exec(t, dbURL, `INSERT INTO orders (id, item) VALUES (2, 'b')`)
+	exec(t, dbURL, `UPDATE orders SET item = 'c' WHERE id = 1`)
+	exec(t, dbURL, `DELETE FROM orders WHERE id = 2`)
+
+	s2 := testserver.Start(t, testserver.Options{DBURL: dbURL, QuietLogs: true, PgSync: options("public.orders")})
+	testwait.Until(t, "four wakes", func() bool { return len(wakes(t, s2, "", url)) >= 4 }, 15*time.Second)
+	k1, k2 := `"public"."orders"/"1"`, `"public"."orders"/"2"`
+	require.Equal(t, []string{"insert " + k1, "insert " + k2, "update " + k1, "delete " + k2}, wakes(t, s2, "", url))
+	require.Equal(t, "insert "+k1+", insert "+k2+", update "+k1+", delete "+k2, ops(changes(t, s2, "", stream)))
+
+	// and it goes on live
+	exec(t, dbURL, `INSERT INTO orders (id, item) VALUES (3, 'd')`)
+	testwait.Until(t, "five wakes", func() bool { return len(wakes(t, s2, "", url)) == 5 }, 10*time.Second)
+}
+
+// TestRefusals: tables off the allow-list, entityd's own tables, tables without a key,
+// missing columns, where filters and malformed bodies are refused with clear errors and
+// make nothing; a server without an allow-list answers 503.
+func TestRefusals(t *testing.T) {
+	dbURL := pgtest.URL(t)
+	dropSlotsAtEnd(t, dbURL)
+	exec(t, dbURL, ordersTable)
+	exec(t, dbURL, `CREATE TABLE secrets (id int PRIMARY KEY, v text)`)
+	exec(t, dbURL, `CREATE TABLE nokey (v text)`)
+	s := testserver.Start(t, testserver.Options{DBURL: dbURL, QuietLogs: true, PgSync: options("public.orders", "public.nokey", "public.missing")})
+	for _, c := range []struct {
+		body   string
+		status int
+		want   string
+	}{
+		{`{"options":{"table":"secrets"}}`, http.StatusForbidden, "is not observable"},
+		{`{"options":{"table":"streams"}}`, http.StatusForbidden, "is not observable"},
+		{`{"options":{"table":"nokey"}}`, http.StatusBadRequest, "no primary key"},
+		{`{"options":{"table":"missing"}}`, http.StatusBadRequest, "does not exist"},
+		{`{"options":{"table":"orders","columns":["nope"]}}`, http.StatusBadRequest, "no column"},
+		{`{"options":{"table":"orders","where":"qty > 1"}}`, http.StatusBadRequest, "where filters are not supported"},
+		{`{"options":{"table":"orders","replica":"half"}}`, http.StatusBadRequest, "allowed values"},
+		{`{"options":{"table":"\"orders\""}}`, http.StatusBadRequest, "identifier"},
+		{`{"options":{"table":"a.b.c"}}`, http.StatusBadRequest, "identifier"},
+		{`{"options":{"table":"orders","columns":"id"}}`, http.StatusBadRequest, "array of strings"},
+		{`{"options":{"table":"orders","columns":["id","id"]}}`, http.StatusBadRequest, "duplicate"},
+		{`{"options":{"table":"orders"},"extra":1}`, http.StatusBadRequest, "additional properties"},
+		{`{"options":{}}`, http.StatusBadRequest, "required property 'table'"},
+		{`{}`, http.StatusBadRequest, "required property 'options'"},
+		{`{"options":{"table":"orders"},"metadata":{"entityUrl":5}}`, http.StatusBadRequest, "must be string"},
+	} {
+		status, body := call(t, s, "user:alice", http.MethodPost, "/_electric/pg-sync/register", c.body)
+		require.Equal(t, c.status, status, "%s: %s", c.body, body)
+		require.Contains(t, string(body), c.want, c.body)
+	}
+	var n int
+	require.NoError(t, s.Pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_publication_tables WHERE tablename IN ('secrets', 'nokey')`).Scan(&n))
+	require.Zero(t, n, "a refused table is never published (a keyless one would break its UPDATEs)")
+	exec(t, dbURL, `UPDATE nokey SET v = 'x'`) // still works
+
+	off := testserver.Start(t, testserver.Options{QuietLogs: true})
+	status, body := call(t, off, "user:alice", http.MethodPost, "/_electric/pg-sync/register", `{"options":{"table":"orders"}}`)
+	require.Equal(t, http.StatusServiceUnavailable, status)
+	require.Contains(t, string(body), "--pg-sync-tables")
+}
+
+// TestStreamsAreTheirOwners: an observation's stream is read by the principal that
+// registered it only; another principal registering the same table gets a stream of
+// its own; nobody appends to one; and a principal may not register a wake on a stream
+// it cannot read.
+func TestStreamsAreTheirOwners(t *testing.T) {
+	dbURL := pgtest.URL(t)
+	dropSlotsAtEnd(t, dbURL)
+	exec(t, dbURL, ordersTable)
+	s := testserver.Start(t, testserver.Options{DBURL: dbURL, QuietLogs: true, PgSync: options("public.orders")})
+	_, alice := register(t, s, "user:alice", `{"options":{"table":"orders"}}`)
+	_, bob := register(t, s, "user:bob", `{"options":{"table":"orders"}}`)
+	require.NotEqual(t, alice, bob)
+	status, _ := call(t, s, "user:bob", http.MethodGet, alice+"?offset=-1", "")
+	require.Equal(t, http.StatusForbidden, status)
+	status, _ = call(t, s, "user:alice", http.MethodGet, alice+"?offset=-1", "")
+	require.Equal(t, http.StatusOK, status)
+	status, _ = call(t, s, "user:alice", http.MethodPost, alice, `[{"type":"pg_sync_change","key":"k","value":{},"headers":{"operation":"insert"}}]`)
+	require.Contains(t, []int{http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusForbidden}, status)
+	status, _ = call(t, s, "user:alice", http.MethodPut, "/_electric/pg-sync/mine", `[]`)
+	require.Contains(t, []int{http.StatusNotFound, http.StatusMethodNotAllowed}, status)
+}
