@@ -21,7 +21,6 @@ var (
 	sqlCountSources    = queries.Get("CountSources")
 	sqlCountSourcesBy  = queries.Get("CountSourcesBy")
 	sqlDropIdleSources = queries.Get("DropIdleSources")
-	sqlObservedTables  = queries.Get("ObservedTables")
 
 	// replicator.go, catalog.go
 	sqlAppliedLSN          = queries.Get("AppliedLSN")

@@ -53,6 +53,11 @@ func (s *Service) run(ctx context.Context) {
 // holdAndStream takes the lease if it is free and streams until an error, the end of
 // ctx, or SlotIdle without observations (then it drops the slot).
 func (s *Service) holdAndStream(ctx context.Context, idleSince *time.Time) error {
+	// observations nobody registered again for SourceIdle go (the runtime registers on
+	// every wake, so only those of entities that no longer run are this old)
+	if _, err := s.pool.Exec(ctx, sqlDropIdleSources, s.opts.SourceIdle.Seconds()); err != nil {
+		return err
+	}
 	var n int
 	if err := s.pool.QueryRow(ctx, sqlCountSources).Scan(&n); err != nil {
 		return err

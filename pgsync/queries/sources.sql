@@ -22,7 +22,4 @@ SELECT count(*) FROM (SELECT 1 FROM pg_sync_sources WHERE owner_principal = $1 L
 
 -- name: DropIdleSources
 -- Observations nobody registered again within $1 seconds.
-DELETE FROM pg_sync_sources WHERE touched_at < now() - make_interval(secs => $1) RETURNING stream_path
-
--- name: ObservedTables
-SELECT DISTINCT table_key FROM pg_sync_sources
+DELETE FROM pg_sync_sources WHERE touched_at < now() - make_interval(secs => $1)
