@@ -137,8 +137,7 @@ var routeRules = withDSPrefixes(map[string]accessRule{
 	// allow-list (the handler refuses others); its stream is read by that principal only
 	// (decideStream); unobserving is a write to the entity.
 	"POST /_electric/pg-sync/register": anyone,
-	"GET /_electric/pg-sync/*":         stream,
-	"HEAD /_electric/pg-sync/*":        stream,
+	"* /_electric/pg-sync/*":           stream,
 	"DELETE /_electric/entities/{type}/{id}/pg-sync-observations/{sourceRef}": onEntity(authz.Write),
 	"PUT /_electric/entities/{type}/{id}/schedules/{scheduleId}":              onEntity(authz.Schedule),
 	"DELETE /_electric/entities/{type}/{id}/schedules/{scheduleId}":           onEntity(authz.Schedule),

@@ -232,8 +232,7 @@ func (s *Server) Handler() http.Handler {
 			s.entities(r, Kit{s}, s.handle)
 		}
 		r.Handle("/shared-state/{id}", s.sharedStateRoutes())
-		r.Method(http.MethodGet, "/pg-sync/*", s.pgSyncRoutes())
-		r.Method(http.MethodHead, "/pg-sync/*", s.pgSyncRoutes())
+		r.Handle("/pg-sync/*", s.pgSyncRoutes())
 		r.Route("/stream-grants", func(r chi.Router) {
 			r.Get("/", s.handle(s.listStreamGrants))
 			r.Post("/", s.handle(s.addStreamGrant))

@@ -91,8 +91,9 @@ func (s *Server) authorizeEntityWrite(r *http.Request, entityURL string) error {
 // server only.
 const PgSyncPrefix = "/_electric/pg-sync/"
 
-// pgSyncRoutes serves GET and HEAD of pg-sync streams with the handlers of every
-// stream; their one access decision is decideStream's (the registering principal).
+// pgSyncRoutes serves pg-sync streams with the handlers of every stream, as the
+// /v1/stream alias reaches them too; their one access decision is decideStream's (the
+// registering principal reads; nobody but the server writes).
 func (s *Server) pgSyncRoutes() http.Handler {
 	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		path := r.URL.Path

@@ -127,7 +127,7 @@ func TestRefusals(t *testing.T) {
 
 	off := testserver.Start(t, testserver.Options{QuietLogs: true})
 	status, body := call(t, off, "user:alice", http.MethodPost, "/_electric/pg-sync/register", `{"options":{"table":"orders"}}`)
-	require.Equal(t, http.StatusServiceUnavailable, status)
+	require.Equal(t, http.StatusForbidden, status)
 	require.Contains(t, string(body), "--pg-sync-tables")
 }
 

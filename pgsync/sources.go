@@ -235,6 +235,10 @@ func (s *Service) Unobserve(ctx context.Context, e *entity.Entity, ref string) (
 		}
 		_, err := tx.Append(ctx, &streamdb.AppendRequest{Path: entitypath.Main(e.URL), Messages: [][]byte{ev},
 			Also: wakereg.ManifestStatements(e.URL, createdBy, []wakereg.ManifestEntry{{Key: key}})})
+		var closed *streamdb.ClosedError
+		if errors.As(err, &closed) || errors.Is(err, streamdb.ErrGone) {
+			return entity.ErrNotRunning // an ended entity's wakes went when it ended
+		}
 		return err
 	})
 	return txid, err

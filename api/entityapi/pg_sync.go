@@ -155,9 +155,11 @@ func pgSyncError(err error) error {
 	var notObservable *pgsync.NotObservableError
 	var invalid *pgsync.InvalidError
 	switch {
-	case errors.Is(err, pgsync.ErrDisabled), errors.Is(err, pgsync.ErrUnavailable):
+	case errors.Is(err, pgsync.ErrUnavailable):
 		return httpx.New(http.StatusServiceUnavailable, api.CodeServiceUnavailable, err.Error())
-	case errors.As(err, &notObservable):
+	case errors.Is(err, pgsync.ErrDisabled), errors.As(err, &notObservable):
+		// nothing is observable (an empty allow-list) or not this table: the operator's
+		// decision, not a state to retry
 		return httpx.New(http.StatusForbidden, api.CodeForbidden, err.Error())
 	case errors.As(err, &invalid):
 		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, invalid.Message).
@@ -191,7 +193,7 @@ func (s *handlers) deletePgSyncObservation(w http.ResponseWriter, r *http.Reques
 	}
 	txid, err := s.pgsync.Unobserve(r.Context(), e, ref)
 	if err != nil {
-		return scheduleError(err)
+		return sendError(err) // an ended entity: 409 NOT_RUNNING
 	}
 	return writeTxid(w, txid)
 }
