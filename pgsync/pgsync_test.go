@@ -152,3 +152,41 @@ func TestStreamsAreTheirOwners(t *testing.T) {
 	status, _ = call(t, s, "user:alice", http.MethodPut, "/_electric/pg-sync/mine", `[]`)
 	require.Contains(t, []int{http.StatusNotFound, http.StatusMethodNotAllowed}, status)
 }
+
+// TestUnobserve: DELETE …/pg-sync-observations/:sourceRef drops the wakes the entity's
+// manifest entry for the source anchors (and writes the entry's delete); another
+// entity's wake on the same stream goes on.
+func TestUnobserve(t *testing.T) {
+	dbURL := pgtest.URL(t)
+	dropSlotsAtEnd(t, dbURL)
+	exec(t, dbURL, ordersTable)
+	s := testserver.Start(t, testserver.Options{DBURL: dbURL, QuietLogs: true, PgSync: options("public.orders")})
+	ref, stream := register(t, s, "", `{"options":{"table":"orders"}}`)
+	w1 := spawnWatcher(t, s, "", "w1", stream)
+	w2 := spawnWatcher(t, s, "", "w2", stream)
+	// the runtime's registration carries the manifest key of the source
+	status, out := call(t, s, "", http.MethodPost, "/_electric/wake/unregister", `{"subscriberUrl":"`+w1+`","sourceUrl":"`+stream+`"}`)
+	require.Equal(t, http.StatusNoContent, status, "%s", out)
+	status, out = call(t, s, "", http.MethodPost, "/_electric/wake", `{"subscriberUrl":"`+w1+`","sourceUrl":"`+stream+
+		`","condition":{"on":"change","collections":["pg_sync_change"]},"manifestKey":"source:pgSync:`+ref+`"}`)
+	require.Equal(t, http.StatusNoContent, status, "%s", out)
+	exec(t, dbURL, `INSERT INTO orders (id, item) VALUES (1, 'a')`)
+	testwait.Until(t, "both woken", func() bool { return len(wakes(t, s, "", w1)) == 1 && len(wakes(t, s, "", w2)) == 1 }, 10*time.Second)
+
+	status, out = call(t, s, "", http.MethodDelete, "/_electric/entities/watcher/w1/pg-sync-observations/"+ref, "")
+	require.Equal(t, http.StatusOK, status, "%s", out)
+	require.Regexp(t, `^\{"txid":"[0-9a-f-]{36}"\}$`, string(out))
+	var manifest *event
+	for _, e := range events(t, s, "", w1+"/main") {
+		if e.Type == "manifest" {
+			manifest = &e
+		}
+	}
+	require.NotNil(t, manifest)
+	require.Equal(t, "source:pgSync:"+ref, manifest.Key)
+	require.Equal(t, "delete", manifest.Headers["operation"])
+
+	exec(t, dbURL, `INSERT INTO orders (id, item) VALUES (2, 'b')`)
+	testwait.Until(t, "w2 woken again", func() bool { return len(wakes(t, s, "", w2)) == 2 }, 10*time.Second)
+	require.Len(t, wakes(t, s, "", w1), 1, "w1 no longer observes the table")
+}
