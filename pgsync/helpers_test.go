@@ -49,7 +49,7 @@ func options(tables ...string) pgsync.Options {
 }
 
 // exec runs SQL on the server's database (the application's writes to its tables).
-func exec(t *testing.T, dbURL, sql string, args ...any) {
+func exec(t testing.TB, dbURL, sql string, args ...any) {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dbURL)
@@ -61,7 +61,7 @@ func exec(t *testing.T, dbURL, sql string, args ...any) {
 
 // dropSlotsAtEnd drops the database's replication slots when the test ends (after its
 // servers stopped): a database with a slot cannot be dropped.
-func dropSlotsAtEnd(t *testing.T, dbURL string) {
+func dropSlotsAtEnd(t testing.TB, dbURL string) {
 	t.Cleanup(func() {
 		ctx := context.Background()
 		conn, err := pgx.Connect(ctx, dbURL)
@@ -74,7 +74,7 @@ func dropSlotsAtEnd(t *testing.T, dbURL string) {
 }
 
 // call makes a request as principal who ("" for the dev principal).
-func call(t *testing.T, s *testserver.Server, who, method, path, body string) (int, []byte) {
+func call(t testing.TB, s *testserver.Server, who, method, path, body string) (int, []byte) {
 	t.Helper()
 	if who == "" {
 		return s.Call(t, method, path, body)
@@ -83,7 +83,7 @@ func call(t *testing.T, s *testserver.Server, who, method, path, body string) (i
 }
 
 // events reads the whole stream at path.
-func events(t *testing.T, s *testserver.Server, who, path string) []event {
+func events(t testing.TB, s *testserver.Server, who, path string) []event {
 	t.Helper()
 	status, body := call(t, s, who, http.MethodGet, path+"?offset=-1", "")
 	require.Equal(t, http.StatusOK, status, "%s", body)
@@ -93,7 +93,7 @@ func events(t *testing.T, s *testserver.Server, who, path string) []event {
 }
 
 // register registers an observation and returns its stream.
-func register(t *testing.T, s *testserver.Server, who, body string) (ref, stream string) {
+func register(t testing.TB, s *testserver.Server, who, body string) (ref, stream string) {
 	t.Helper()
 	status, out := call(t, s, who, http.MethodPost, "/_electric/pg-sync/register", body)
 	require.Equal(t, http.StatusOK, status, "%s", out)
@@ -104,7 +104,7 @@ func register(t *testing.T, s *testserver.Server, who, body string) (ref, stream
 }
 
 // spawnWatcher spawns /watcher/<id> and has it woken by changes on stream.
-func spawnWatcher(t *testing.T, s *testserver.Server, who, id, stream string) string {
+func spawnWatcher(t testing.TB, s *testserver.Server, who, id, stream string) string {
 	t.Helper()
 	status, out := call(t, s, who, http.MethodPost, "/_electric/entity-types", `{"name":"watcher","description":"w"}`)
 	require.Contains(t, []int{http.StatusCreated, http.StatusOK, http.StatusConflict}, status, "%s", out)
@@ -118,7 +118,7 @@ func spawnWatcher(t *testing.T, s *testserver.Server, who, id, stream string) st
 }
 
 // wakes are the changes the entity's wakes carried, as "kind key".
-func wakes(t *testing.T, s *testserver.Server, who, url string) []string {
+func wakes(t testing.TB, s *testserver.Server, who, url string) []string {
 	t.Helper()
 	var out []string
 	for _, e := range events(t, s, who, url+"/main") {
@@ -136,7 +136,7 @@ func wakes(t *testing.T, s *testserver.Server, who, url string) []string {
 }
 
 // changes are the stream's pg_sync_change events, decoded.
-func changes(t *testing.T, s *testserver.Server, who, stream string) []change {
+func changes(t testing.TB, s *testserver.Server, who, stream string) []change {
 	t.Helper()
 	var out []change
 	for _, e := range events(t, s, who, stream) {

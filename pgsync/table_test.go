@@ -9,9 +9,9 @@ import (
 
 func TestParseTable(t *testing.T) {
 	for in, want := range map[string]Table{
-		"orders":         {"public", "orders"},
-		"app.Orders":     {"app", "Orders"},
-		"_x.y$1":         {"_x", "y$1"},
+		"orders":                       {"public", "orders"},
+		"app.Orders":                   {"app", "Orders"},
+		"_x.y$1":                       {"_x", "y$1"},
 		"s." + strings.Repeat("t", 63): {"s", strings.Repeat("t", 63)},
 	} {
 		got, err := ParseTable(in)
