@@ -17,16 +17,6 @@ import (
 	"github.com/entityd/entityd/internal/ratelog"
 )
 
-// Batching of replicated transactions into one streamdb transaction: as many as arrive
-// back to back, up to these bounds.
-const (
-	maxBatchChanges = 1000
-	maxBatchAge     = 20 * time.Millisecond
-	// flushWindow is how long the replicator waits for another transaction before it
-	// applies what it has.
-	flushWindow = time.Millisecond
-)
-
 // errIdle ends streaming when no observation has existed for SlotIdle.
 var errIdle = errors.New("pgsync: no observations")
 
@@ -206,18 +196,32 @@ func (s *Service) stream(ctx context.Context, lease *pgxpool.Conn) error {
 	}
 	s.log.Info("streaming pgSync changes", zap.String("slot", s.opts.Slot), zap.String("applied", applied.String()))
 
-	r := &reader{s: s, relations: map[uint32]*pglogrepl.RelationMessage{}, applied: applied, confirmed: applied}
+	r := &reader{s: s, relations: map[uint32]*pglogrepl.RelationMessage{}, skipThrough: applied, confirmed: applied,
+		jobs: make(chan job, 1), results: make(chan result, 1)}
+	// the applier: one batch at a time, while the reader goes on reading (the next batch
+	// grows meanwhile, so batching follows the load and costs no latency when idle)
+	applierDone := make(chan struct{})
+	go func() {
+		defer close(applierDone)
+		for j := range r.jobs {
+			r.results <- result{end: j.end, err: s.apply(ctx, j.batch, j.end)}
+		}
+	}()
+	defer func() {
+		close(r.jobs)
+		<-applierDone
+	}()
 	nextStatus := time.Now()
 	var idle time.Time
 	for {
 		if ctx.Err() != nil {
 			return nil
 		}
+		if err := r.collect(false); err != nil {
+			return err
+		}
 		now := time.Now()
 		if !now.Before(nextStatus) {
-			if err := r.flush(ctx); err != nil {
-				return err
-			}
 			if err := s.status(ctx, rc, r.confirmed); err != nil {
 				return err
 			}
@@ -238,8 +242,9 @@ func (s *Service) stream(ctx context.Context, lease *pgxpool.Conn) error {
 			nextStatus = now.Add(s.opts.StatusInterval)
 		}
 		deadline := nextStatus
-		if len(r.batch) > 0 && !r.inTx {
-			if w := now.Add(flushWindow); w.Before(deadline) {
+		if r.busy && len(r.batch) > 0 {
+			// a batch waits for the applier: look again soon
+			if w := now.Add(pollApplier); w.Before(deadline) {
 				deadline = w
 			}
 		}
@@ -248,11 +253,6 @@ func (s *Service) stream(ctx context.Context, lease *pgxpool.Conn) error {
 		cancel()
 		if err != nil {
 			if pgconn.Timeout(err) && ctx.Err() == nil {
-				if !r.inTx {
-					if err := r.flush(ctx); err != nil {
-						return err
-					}
-				}
 				continue
 			}
 			if ctx.Err() != nil {
@@ -273,7 +273,7 @@ func (s *Service) stream(ctx context.Context, lease *pgxpool.Conn) error {
 				if err != nil {
 					return err
 				}
-				if !r.inTx && len(r.batch) == 0 && k.ServerWALEnd > r.confirmed {
+				if r.settled() && k.ServerWALEnd > r.confirmed {
 					r.confirmed = k.ServerWALEnd
 				}
 				if k.ReplyRequested {
@@ -284,13 +284,20 @@ func (s *Service) stream(ctx context.Context, lease *pgxpool.Conn) error {
 				if err != nil {
 					return err
 				}
-				if err := r.handle(ctx, x.WALData); err != nil {
+				if err := r.handle(x.WALData); err != nil {
 					return err
 				}
 			}
 		}
 	}
 }
+
+// pollApplier is how often a waiting batch looks whether the applier is free, and
+// maxWaiting the most transactions that wait for it before reading stops.
+const (
+	pollApplier = time.Millisecond
+	maxWaiting  = 10_000
+)
 
 // status tells the slot how far the streams hold the changes, and samples the metric.
 func (s *Service) status(ctx context.Context, rc *pgconn.PgConn, confirmed pglogrepl.LSN) error {
@@ -306,21 +313,36 @@ func (s *Service) status(ctx context.Context, rc *pgconn.PgConn, confirmed pglog
 	return nil
 }
 
-// reader follows the pgoutput messages of one replication session.
+// reader follows the pgoutput messages of one replication session and hands batches
+// of transactions to the applier, one at a time, in order.
 type reader struct {
-	s         *Service
-	relations map[uint32]*pglogrepl.RelationMessage
-	inTx      bool
-	cur       txn
-	batch     []txn
-	changes   int
-	started   time.Time
-	last      pglogrepl.LSN // the end of the last transaction seen
-	applied   pglogrepl.LSN // what pg_sync_state holds: transactions ending there or before are skipped
-	confirmed pglogrepl.LSN // what the slot may be told
+	s           *Service
+	relations   map[uint32]*pglogrepl.RelationMessage
+	inTx        bool
+	cur         txn
+	batch       []txn         // transactions with changes, not handed over yet
+	last        pglogrepl.LSN // the end of the last transaction seen
+	skipThrough pglogrepl.LSN // what pg_sync_state held at the start: transactions ending there or before are in the streams
+	confirmed   pglogrepl.LSN // what the slot may be told
+	busy        bool          // a batch is being applied
+	jobs        chan job
+	results     chan result
 }
 
-func (r *reader) handle(ctx context.Context, data []byte) error {
+type job struct {
+	batch []txn
+	end   pglogrepl.LSN
+}
+
+type result struct {
+	end pglogrepl.LSN
+	err error
+}
+
+// settled reports whether everything seen is in the streams or had nothing for them.
+func (r *reader) settled() bool { return !r.inTx && !r.busy && len(r.batch) == 0 }
+
+func (r *reader) handle(data []byte) error {
 	msg, err := pglogrepl.Parse(data)
 	if err != nil {
 		return fmt.Errorf("pgsync: decode: %w", err)
@@ -349,40 +371,48 @@ func (r *reader) handle(ctx context.Context, data []byte) error {
 		r.inTx = false
 		r.cur.lsn, r.cur.end, r.cur.at = m.CommitLSN, m.TransactionEndLSN, m.CommitTime
 		r.last = m.TransactionEndLSN
-		switch {
-		case r.cur.end <= r.applied: // in the streams already (sent again after a restart or switch)
-		case len(r.cur.changes) > 0:
-			if len(r.batch) == 0 {
-				r.started = time.Now()
-			}
+		if r.cur.end > r.skipThrough && len(r.cur.changes) > 0 {
 			r.batch = append(r.batch, r.cur)
-			r.changes += len(r.cur.changes)
 		}
 		r.cur = txn{}
-		if len(r.batch) == 0 {
-			if r.last > r.confirmed {
-				r.confirmed = r.last
-			}
-			return nil
+		if r.settled() && r.last > r.confirmed {
+			r.confirmed = r.last
 		}
-		if r.changes >= maxBatchChanges || time.Since(r.started) >= maxBatchAge {
-			return r.flush(ctx)
-		}
+		// a batch that has grown this far waits for the applier (memory stays bounded;
+		// Postgres keeps the rest in the slot)
+		return r.collect(len(r.batch) >= maxWaiting)
 	}
 	return nil
 }
 
-// flush applies the batch: its events to the observing sources' streams and its end to
-// pg_sync_state, in one transaction; then the slot may be told.
-func (r *reader) flush(ctx context.Context) error {
-	if len(r.batch) == 0 {
-		return nil
+// collect takes the applier's result if there is one (waiting for it when wait), and
+// hands over the waiting batch when the applier is free.
+func (r *reader) collect(wait bool) error {
+	if r.busy {
+		var res result
+		if wait {
+			res = <-r.results
+		} else {
+			select {
+			case res = <-r.results:
+			default:
+				return nil
+			}
+		}
+		r.busy = false
+		if res.err != nil {
+			return res.err
+		}
+		if res.end > r.confirmed {
+			r.confirmed = res.end
+		}
+		if r.settled() && r.last > r.confirmed {
+			r.confirmed = r.last
+		}
 	}
-	end := r.last
-	if err := r.s.apply(ctx, r.batch, end); err != nil {
-		return err
+	if len(r.batch) > 0 && !r.inTx {
+		r.jobs <- job{batch: r.batch, end: r.last}
+		r.batch, r.busy = nil, true
 	}
-	r.batch, r.changes = r.batch[:0], 0
-	r.applied, r.confirmed = end, end
 	return nil
 }
