@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
 
@@ -86,8 +84,6 @@ type Service struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
-	// holding is set while this process streams (tests and the metric of who holds it)
-	holding chan struct{}
 }
 
 // New returns the service; it checks the allow-list (never entityd's own tables).
@@ -201,11 +197,3 @@ func slotName(s string) bool {
 	}
 	return true
 }
-
-// isUndefinedObject reports a Postgres "does not exist" error.
-func isUndefinedObject(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "42704" || pe.Code == "42P01")
-}
-
-var _ = pgx.ErrNoRows
