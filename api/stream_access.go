@@ -57,7 +57,7 @@ func (s *Server) decideStream(r *http.Request, id streamdb.Identity, path string
 	case streamdb.AccessShared:
 		return s.decideSharedState(r, id, path, op)
 	case streamdb.AccessPgSync:
-		return s.decideServerStream(r, id, path, op, "a pg-sync stream", false)
+		return s.decidePgSync(r, id, path, op)
 	}
 	r, err := s.authenticated(r)
 	if err != nil {
@@ -203,6 +203,38 @@ func (s *Server) decideServerStream(r *http.Request, id streamdb.Identity, path 
 		return r, newError(http.StatusForbidden, CodeForbidden, "This stream is written by the server only ("+what+")")
 	}
 	if p := caller(r); !anyReader && !s.checker.Privileged(p) && id.Access.Owner != p.String() {
+		return r, s.streamDenied(authz.Read, path)
+	}
+	return r, nil
+}
+
+// decidePgSync decides for a pg-sync stream: written by the server only; read by the
+// principal that registered the observation and, when it named the observing entity
+// (which it had to be allowed to write), by those who may read that entity.
+func (s *Server) decidePgSync(r *http.Request, id streamdb.Identity, path string, op dsapi.Op) (*http.Request, error) {
+	r, err := s.decideServerStream(r, id, path, op, "a pg-sync stream", true)
+	if err != nil || id.Access.Entity == "" {
+		if err == nil && !s.checker.Privileged(caller(r)) && id.Access.Owner != caller(r).String() {
+			return r, s.streamDenied(authz.Read, path)
+		}
+		return r, err
+	}
+	p := caller(r)
+	if s.checker.Privileged(p) || id.Access.Owner == p.String() {
+		return r, nil
+	}
+	e, err := s.registry.Known(r.Context(), id.Access.Entity)
+	if errors.Is(err, entity.ErrNotFound) {
+		return r, s.streamDenied(authz.Read, path)
+	}
+	if err != nil {
+		return r, err
+	}
+	ok, err := s.checker.Entity(r.Context(), p, e, authz.Read)
+	if err != nil {
+		return r, err
+	}
+	if !ok {
 		return r, s.streamDenied(authz.Read, path)
 	}
 	return r, nil

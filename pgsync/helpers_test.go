@@ -103,17 +103,29 @@ func register(t testing.TB, s *testserver.Server, who, body string) (ref, stream
 	return got.SourceRef, got.StreamURL
 }
 
-// spawnWatcher spawns /watcher/<id> and has it woken by changes on stream.
-func spawnWatcher(t testing.TB, s *testserver.Server, who, id, stream string) string {
+// spawn spawns /watcher/<id> (registering the type when needed).
+func spawn(t testing.TB, s *testserver.Server, who, id string) string {
 	t.Helper()
 	status, out := call(t, s, who, http.MethodPost, "/_electric/entity-types", `{"name":"watcher","description":"w"}`)
 	require.Contains(t, []int{http.StatusCreated, http.StatusOK, http.StatusConflict}, status, "%s", out)
 	status, out = call(t, s, who, http.MethodPut, "/_electric/entities/watcher/"+id, `{}`)
 	require.Equal(t, http.StatusCreated, status, "%s", out)
-	url := "/watcher/" + id
-	status, out = call(t, s, who, http.MethodPost, "/_electric/wake", `{"subscriberUrl":"`+url+`","sourceUrl":"`+stream+
+	return "/watcher/" + id
+}
+
+// watch has the entity at url woken by changes on stream.
+func watch(t testing.TB, s *testserver.Server, who, url, stream string) {
+	t.Helper()
+	status, out := call(t, s, who, http.MethodPost, "/_electric/wake", `{"subscriberUrl":"`+url+`","sourceUrl":"`+stream+
 		`","condition":{"on":"change","collections":["pg_sync_change"]}}`)
 	require.Equal(t, http.StatusNoContent, status, "%s", out)
+}
+
+// spawnWatcher spawns /watcher/<id> and has it woken by changes on stream.
+func spawnWatcher(t testing.TB, s *testserver.Server, who, id, stream string) string {
+	t.Helper()
+	url := spawn(t, s, who, id)
+	watch(t, s, who, url, stream)
 	return url
 }
 

@@ -26,11 +26,12 @@ func TestObservationWakesOnInsertUpdateDelete(t *testing.T) {
 	exec(t, dbURL, `INSERT INTO orders VALUES (0, 'before', 1, 1, '{}', true)`)
 	s := testserver.Start(t, testserver.Options{DBURL: dbURL, QuietLogs: true, PgSync: options("public.orders")})
 
-	ref, stream := register(t, s, "", `{"options":{"url":"http://electric.invalid/v1/shape","table":"orders"},"metadata":{"entityUrl":"/watcher/w1","wakeId":"w-1"}}`)
+	url := spawn(t, s, "", "w1")
+	ref, stream := register(t, s, "", `{"options":{"url":"http://electric.invalid/v1/shape","table":"orders","replica":"default"},"metadata":{"entityUrl":"/watcher/w1","wakeId":"w-1","runtimeConsumerId":"c","streamPath":"/watcher/w1/main","entityType":"watcher"}}`)
 	again, _ := register(t, s, "", `{"options":{"table":"public.orders"},"metadata":{"entityUrl":"/watcher/w1","wakeId":"w-2"}}`)
 	require.Equal(t, ref, again, "the url and the per-wake metadata are not part of the observation's identity")
 	_, narrow := register(t, s, "", `{"options":{"table":"orders","columns":["id","qty"]}}`)
-	url := spawnWatcher(t, s, "", "w1", stream)
+	watch(t, s, "", url, stream)
 
 	exec(t, dbURL, `INSERT INTO orders VALUES (1, 'apple', 2, 9007199254740993, '{"a":[1,2]}', false)`)
 	exec(t, dbURL, `UPDATE orders SET qty = 3 WHERE id = 1`)
@@ -191,4 +192,35 @@ func TestUnobserve(t *testing.T) {
 	exec(t, dbURL, `INSERT INTO orders (id, item) VALUES (2, 'b')`)
 	testwait.Until(t, "w2 woken again", func() bool { return len(wakes(t, s, "", w2)) == 2 }, 10*time.Second)
 	require.Len(t, wakes(t, s, "", w1), 1, "w1 no longer observes the table")
+}
+
+// TestObservingEntityShares: an observation that names its observing entity
+// (metadata.entityUrl, as the runtime does) needs write on it, and its stream is then
+// read by whoever may read that entity (the handler may run as another principal);
+// others still may not read it.
+func TestObservingEntityShares(t *testing.T) {
+	dbURL := pgtest.URL(t)
+	dropSlotsAtEnd(t, dbURL)
+	exec(t, dbURL, ordersTable)
+	s := testserver.Start(t, testserver.Options{DBURL: dbURL, QuietLogs: true, PgSync: options("public.orders")})
+	status, out := call(t, s, "user:alice", http.MethodPost, "/_electric/entity-types", `{"name":"watcher","description":"w"}`)
+	require.Equal(t, http.StatusCreated, status, "%s", out)
+	status, out = call(t, s, "user:alice", http.MethodPut, "/_electric/entities/watcher/a1", `{}`)
+	require.Equal(t, http.StatusCreated, status, "%s", out)
+	status, out = call(t, s, "user:alice", http.MethodPost, "/_electric/entities/watcher/a1/grants",
+		`{"subject_kind":"principal","subject_value":"user:rita","permission":"read"}`)
+	require.Equal(t, http.StatusCreated, status, "%s", out)
+
+	body := `{"options":{"table":"orders"},"metadata":{"entityUrl":"/watcher/a1"}}`
+	status, _ = call(t, s, "user:bob", http.MethodPost, "/_electric/pg-sync/register", body)
+	require.Equal(t, http.StatusUnauthorized, status, "bob may not write alice's entity (the entity API's answer)")
+	status, _ = call(t, s, "user:alice", http.MethodPost, "/_electric/pg-sync/register", `{"options":{"table":"orders"},"metadata":{"entityUrl":"/watcher/none"}}`)
+	require.Equal(t, http.StatusNotFound, status)
+	_, stream := register(t, s, "user:alice", body)
+	for who, want := range map[string]int{"user:alice": 200, "user:rita": 200, "user:bob": 403} {
+		status, out := call(t, s, who, http.MethodGet, stream+"?offset=-1", "")
+		require.Equal(t, want, status, "%s: %s", who, out)
+	}
+	status, _ = call(t, s, "user:rita", http.MethodPost, stream, `[]`)
+	require.Equal(t, http.StatusForbidden, status)
 }

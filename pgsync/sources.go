@@ -39,7 +39,8 @@ type Observation struct {
 	// Owner is the registering principal ("kind:id"): the only reader of the stream.
 	Owner string
 	// EntityURL is the observing entity the runtime names (metadata.entityUrl), part of
-	// the observation's identity as in the reference; "" when not given.
+	// the observation's identity as in the reference; "" when not given. The API checks
+	// that Owner may write it: the entity's readers may read the stream.
 	EntityURL string
 	// Options is the request's options object as sent, recorded with the source.
 	Options json.RawMessage
@@ -118,9 +119,9 @@ func (s *Service) Register(ctx context.Context, o *Observation) (ref, path strin
 		return "", "", err
 	}
 	_, _, err = s.streams.Create(ctx, path, streamdb.CreateConfig{ContentType: "application/json",
-		Access: streamdb.Access{Kind: streamdb.AccessPgSync, Owner: o.Owner},
+		Access: streamdb.Access{Kind: streamdb.AccessPgSync, Owner: o.Owner, Entity: o.EntityURL},
 		CheckExisting: func(m *streamdb.Meta) error {
-			if m.Access.Kind != streamdb.AccessPgSync || m.Access.Owner != o.Owner {
+			if m.Access.Kind != streamdb.AccessPgSync || m.Access.Owner != o.Owner || m.Access.Entity != o.EntityURL {
 				return errors.New("pgsync: another stream is at " + path)
 			}
 			return nil

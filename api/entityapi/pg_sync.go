@@ -7,6 +7,8 @@ import (
 	"net/http"
 
 	"github.com/entityd/entityd/api"
+	"github.com/entityd/entityd/authz"
+	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/jsonbody"
 	"github.com/entityd/entityd/internal/quota"
@@ -54,6 +56,21 @@ func (s *handlers) registerPgSync(w http.ResponseWriter, r *http.Request) error 
 	if len(d) > 0 {
 		return jsonbody.SchemaMismatch(d)
 	}
+	if o.EntityURL != "" {
+		// the observing entity's readers may read the stream too (its rows wake the
+		// entity, and its handler, which may run as another principal than the one
+		// registering, reads them): only a principal that may write the entity names it
+		e, err := s.registry.Known(r.Context(), o.EntityURL)
+		if errors.Is(err, entity.ErrNotFound) {
+			return httpx.New(http.StatusNotFound, api.CodeNotFound, "Entity not found at "+o.EntityURL+" (metadata.entityUrl)")
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.kit.RequireEntity(r, p, e, authz.Write); err != nil {
+			return err
+		}
+	}
 	ref, path, err := s.pgsync.Register(r.Context(), o)
 	if err != nil {
 		return pgSyncError(err)
@@ -70,7 +87,12 @@ func pgSyncOptions(raw json.RawMessage, o *pgsync.Observation) validation.Detail
 	if err != nil {
 		return validation.Details{{Path: "/options", Message: "must be object"}}
 	}
-	b.Only("url", "table", "columns", "where", "params", "replica")
+	b.Only("url", "table", "columns", "where", "params", "replica", "metadata")
+	var inner validation.Details
+	if m := b.Object("metadata"); m != nil {
+		// a source's own metadata (pgSync({…, metadata})); the request's wins
+		inner = prefixed("/options", pgSyncMetadata(m, o))
+	}
 	if url, ok := b.Text("url"); ok {
 		b.MaxLen("url", url, pgsync.MaxURL)
 	}
@@ -99,7 +121,7 @@ func pgSyncOptions(raw json.RawMessage, o *pgsync.Observation) validation.Detail
 		}
 		o.Columns = cols
 	}
-	return prefixed("/options", b.Details)
+	return append(prefixed("/options", b.Details), inner...)
 }
 
 // pgSyncColumns reads a list of distinct column names.
