@@ -51,6 +51,8 @@ func TestHostilePgSyncInput(t *testing.T) {
 		{name: "replica unknown", method: "POST", path: reg, body: `{"options":{"table":"orders","replica":"all"}}`, status: bad, code: invalid},
 		{name: "url too long", method: "POST", path: reg, body: `{"options":{"table":"orders","url":"http://x/` + strings.Repeat("a", pgsync.MaxURL) + `"}}`, status: bad, code: invalid},
 		{name: "metadata value too long", method: "POST", path: reg, body: `{"options":{"table":"orders"},"metadata":{"entityUrl":"/` + strings.Repeat("a", 2000) + `"}}`, status: bad, code: invalid},
+		{name: "metadata names no entity", method: "POST", path: reg, body: `{"options":{"table":"orders"},"metadata":{"entityUrl":"/notebook/none"}}`, status: nf, code: "NOT_FOUND"},
+		{name: "options.metadata not an object", method: "POST", path: reg, body: `{"options":{"table":"orders","metadata":[]}}`, status: bad, code: invalid},
 		{name: "metadata unknown member", method: "POST", path: reg, body: `{"options":{"table":"orders"},"metadata":{"tenantId":"other"}}`, status: bad, code: invalid},
 		{name: "body too large", method: "POST", path: reg, body: `{"options":{"table":"orders","url":"` + strings.Repeat("x", 70<<10) + `"}}`, status: http.StatusRequestEntityTooLarge, code: "PAYLOAD_TOO_LARGE"},
 		{name: "unobserve, ref too long", method: "DELETE", path: unobserve + strings.Repeat("a", 65), status: bad, code: invalid},

@@ -60,8 +60,9 @@ var isolationSubjects = map[string]string{"owner": "user:alice", "reader": "user
 //   - shared: shared state alice made for her entity /vault/v1 (its entity grants);
 //   - cron: a cron stream (any principal reads it; the server writes it);
 //   - members: alice's tag-membership stream (she reads it; the server writes it);
-//   - pgsync: alice's pgSync observation of a table (she reads it; the server writes it).
-var streamKinds = []string{"plain", "public", "legacy", "main", "collection", "orphan", "wake", "shared", "cron", "members", "pgsync"}
+//   - pgsync: alice's pgSync observation of a table (she reads it; the server writes it);
+//   - pgsync-entity: one naming her entity /vault/v1 as its observer (its readers read it).
+var streamKinds = []string{"plain", "public", "legacy", "main", "collection", "orphan", "wake", "shared", "cron", "members", "pgsync", "pgsync-entity"}
 
 // streamWays are the ways through the stream routes (* /* and its alias).
 var streamWays = []string{"catch-up", "long-poll", "sse", "head", "fork", "fork-by-url", "append", "close", "delete",
@@ -238,6 +239,21 @@ var isolationExpected = map[string]map[string]string{
 		"grants-list": "401 403 403 403 403 403 403 403 401 401 401",
 		"grants-add":  "401 403 403 403 403 403 403 403 401 401 401",
 	},
+	// the observation of /vault/v1 (metadata.entityUrl): read as the entity is read
+	"pgsync-entity": {
+		"catch-up":    "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"long-poll":   "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"sse":         "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"head":        "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"fork":        "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"fork-by-url": "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"append":      "401 403 403 403 403 403 403 403 401 401 401",
+		"close":       "401 403 403 403 403 403 403 403 401 401 401",
+		"delete":      "401 403 403 403 403 403 403 403 401 401 401",
+		"recreate":    "401 400 400 400 400 400 400 400 401 401 401",
+		"grants-list": "401 403 403 403 403 403 403 403 401 401 401",
+		"grants-add":  "401 403 403 403 403 403 403 403 401 401 401",
+	},
 }
 
 // routeExpected are the other routes that reach streams or what they hold (wakes, rows
@@ -355,6 +371,9 @@ func newIsolationFixture(t *testing.T) *isolationFixture {
 	res = f.call(t, "owner", "POST", "/_electric/pg-sync/register", `{"options":{"table":"iso_rows"}}`)
 	require.Equal(t, http.StatusOK, res.status, res.body)
 	f.paths["pgsync"] = gjsonString(t, res.body, "streamUrl")
+	res = f.call(t, "owner", "POST", "/_electric/pg-sync/register", `{"options":{"table":"iso_rows"},"metadata":{"entityUrl":"/vault/v1"}}`)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	f.paths["pgsync-entity"] = gjsonString(t, res.body, "streamUrl")
 	pgExec(t, dbURL, `INSERT INTO iso_rows VALUES (1, 'secret')`)
 	testwait.Until(t, "the row on alice's pg-sync stream", func() bool {
 		return strings.Contains(f.call(t, "owner", "GET", f.paths["pgsync"]+"?offset=-1", "").body, "secret")
