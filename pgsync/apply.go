@@ -82,8 +82,8 @@ func (s *Service) apply(ctx context.Context, batch []txn, end pglogrepl.LSN) err
 			}
 			appended += len(msgs[src])
 		}
-		_, err = tx.Exec(ctx, sqlSaveAppliedLSN, s.opts.Slot, end.String())
-		return err
+		tx.ExecLater(sqlSaveAppliedLSN, s.opts.Slot, end.String()) // sent with the commit
+		return nil
 	})
 	if err == nil {
 		metrics.PgSyncChanges.Add(float64(appended))

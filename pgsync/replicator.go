@@ -228,6 +228,9 @@ func (s *Service) stream(ctx context.Context, lease *pgxpool.Conn) error {
 			if err := lease.Ping(ctx); err != nil {
 				return fmt.Errorf("pgsync: the lease's connection failed: %w", err)
 			}
+			if _, err := s.pool.Exec(ctx, sqlDropIdleSources, s.opts.SourceIdle.Seconds()); err != nil {
+				return err
+			}
 			var n int
 			if err := s.pool.QueryRow(ctx, sqlCountSources).Scan(&n); err != nil {
 				return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/internal/pgcluster"
+	"github.com/entityd/entityd/internal/pgtest"
 	"github.com/entityd/entityd/internal/testserver"
 	"github.com/entityd/entityd/internal/testwait"
 	"github.com/entityd/entityd/migrations"
@@ -90,4 +91,26 @@ func s1Pool(t *testing.T, dbURL string) *pgx.Conn {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
 	return conn
+}
+
+// TestIdleSlotIsDropped: an observation nobody registers again goes after SourceIdle,
+// and with no observation left the slot goes after SlotIdle: it holds no WAL while
+// nothing is observed. A new registration makes it again.
+func TestIdleSlotIsDropped(t *testing.T) {
+	dbURL := pgtest.URL(t)
+	dropSlotsAtEnd(t, dbURL)
+	exec(t, dbURL, ordersTable)
+	opts := options("public.orders")
+	opts.SourceIdle, opts.SlotIdle = time.Second, 100*time.Millisecond
+	s := testserver.Start(t, testserver.Options{DBURL: dbURL, QuietLogs: true, PgSync: opts})
+	register(t, s, "", `{"options":{"table":"orders"}}`)
+	slots := func() int {
+		var n int
+		require.NoError(t, s.Pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_replication_slots WHERE database = current_database()`).Scan(&n))
+		return n
+	}
+	require.Equal(t, 1, slots())
+	testwait.Until(t, "the idle slot dropped", func() bool { return slots() == 0 }, 15*time.Second)
+	register(t, s, "", `{"options":{"table":"orders"}}`)
+	require.Equal(t, 1, slots(), "a registration makes the slot again before it answers")
 }
