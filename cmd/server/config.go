@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/entityd/entityd/internal/quota"
+	"github.com/entityd/entityd/pgsync"
 )
 
 // config is the server's configuration. Every setting has a flag and an environment
@@ -256,6 +257,13 @@ func loadConfig(args []string) (*config, error) {
 	}
 	if c.MCPMaxSessions < 1 {
 		return nil, fmt.Errorf("--mcp-max-sessions-per-principal must be at least 1")
+	}
+	// entityd's own tables are never observable: refuse to start rather than expose them
+	if _, err := pgsync.ParseAllowList(splitList(c.PgSyncTables)); err != nil {
+		return nil, fmt.Errorf("--pg-sync-tables: %w", err)
+	}
+	if c.PgSyncSlotIdle <= 0 {
+		return nil, fmt.Errorf("--pg-sync-slot-idle must be positive")
 	}
 	if c.SlashMaxOwners < 1 {
 		return nil, fmt.Errorf("--slash-max-owners must be at least 1")
