@@ -287,6 +287,7 @@ var specAccess = func() map[string]string {
 		"POST /_electric/wake":                                          "principal",
 		"POST /_electric/wake/unregister":                               "principal",
 		// webhook sources (issue 29): sources are any principal's own (the handler checks
+		// readers and the owner); a delivery's signature is its credential
 		"GET /_electric/webhook-sources":                                            "principal",
 		"POST /_electric/webhook-sources":                                           "principal",
 		"GET /_electric/webhook-sources/{webhookKey}":                               "principal",
@@ -295,6 +296,9 @@ var specAccess = func() map[string]string {
 		"POST /_electric/webhook-deliveries/{endpointKey}/*":                        "token",
 		"PUT /_electric/entities/{type}/{id}/webhook-source-subscriptions/{sid}":    "entity:write",
 		"DELETE /_electric/entities/{type}/{id}/webhook-source-subscriptions/{sid}": "entity:write",
+		// pgSync observations (issue 29)
+		"POST /_electric/pg-sync/register":                                        "principal",
+		"DELETE /_electric/entities/{type}/{id}/pg-sync-observations/{sourceRef}": "entity:write",
 	}
 	for _, prefix := range []string{"/__ds", "/v1/stream/__ds"} {
 		for k, v := range map[string]string{
@@ -329,7 +333,8 @@ func concretePath(pattern string) string {
 	p := strings.TrimSuffix(pattern, "/*")
 	byParam := map[string]string{"{type}": "doc", "{name}": "doc", "{messageKey}": "m1", "{tagKey}": "k1",
 		"{grantId}": "g_missing", "{consumerId}": "c1", "{webhookKey}": "hook1", "{endpointKey}": "hook1", "{sid}": "s1",
-		"{attId}": "a1", "{collection}": "comments"}
+		"{attId}": "a1", "{collection}": "comments",
+		"{sourceRef}": "0123abcd"}
 	switch {
 	case strings.HasPrefix(p, "/_electric/entities/"):
 		byParam["{id}"] = "d1"

@@ -138,10 +138,16 @@ var routeRules = withDSPrefixes(map[string]accessRule{
 	"* /_electric/shared-state/{id}": stream,
 	// Cron and tag observations: any principal ensures one; a tag-membership stream is
 	// made for the caller and shows only what it may read.
-	"POST /_electric/observations/cron/ensure-stream":               anyone,
-	"POST /_electric/observations/entities/ensure-stream":           anyone,
-	"PUT /_electric/entities/{type}/{id}/schedules/{scheduleId}":    onEntity(authz.Schedule),
-	"DELETE /_electric/entities/{type}/{id}/schedules/{scheduleId}": onEntity(authz.Schedule),
+	"POST /_electric/observations/cron/ensure-stream":     anyone,
+	"POST /_electric/observations/entities/ensure-stream": anyone,
+	// pgSync observations: any principal registers one of a table on the operator's
+	// allow-list (the handler refuses others); its stream is read by that principal only
+	// (decideStream); unobserving is a write to the entity.
+	"POST /_electric/pg-sync/register": anyone,
+	"* /_electric/pg-sync/*":           stream,
+	"DELETE /_electric/entities/{type}/{id}/pg-sync-observations/{sourceRef}": onEntity(authz.Write),
+	"PUT /_electric/entities/{type}/{id}/schedules/{scheduleId}":              onEntity(authz.Schedule),
+	"DELETE /_electric/entities/{type}/{id}/schedules/{scheduleId}":           onEntity(authz.Schedule),
 
 	// Webhook sources: any principal makes its own and lists those it may read; the
 	// handlers check the source's owner (revoke) and readers (get). A delivery's

@@ -17,7 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/entityd/entityd/api"
+	"github.com/entityd/entityd/internal/pgtest"
 	"github.com/entityd/entityd/internal/testserver"
+	"github.com/entityd/entityd/internal/testwait"
+	"github.com/entityd/entityd/pgsync"
 	"github.com/entityd/entityd/streamdb"
 )
 
@@ -60,8 +63,10 @@ var isolationSubjects = map[string]string{"owner": "user:alice", "reader": "user
 //   - webhook, webhook-public: the streams of alice's private and public webhook sources
 //     (the source's readers read them; only verified deliveries are appended).
 //   - attachment: a file alice uploaded to /vault/v1 (read under its entity's grants).
+//   - pgsync: alice's pgSync observation of a table (she reads it; the server writes it);
+//   - pgsync-entity: one naming her entity /vault/v1 as its observer (its readers read it).
 var streamKinds = []string{"plain", "public", "legacy", "main", "collection", "orphan", "wake", "shared", "cron", "members",
-	"webhook", "webhook-public", "attachment"}
+	"webhook", "webhook-public", "attachment", "pgsync", "pgsync-entity"}
 
 // streamWays are the ways through the stream routes (* /* and its alias).
 var streamWays = []string{"catch-up", "long-poll", "sse", "head", "fork", "fork-by-url", "append", "close", "delete",
@@ -238,6 +243,38 @@ var isolationExpected = map[string]map[string]string{
 		"grants-list": "401 403 403 403 403 403 403 403 401 401 401",
 		"grants-add":  "401 403 403 403 403 403 403 403 401 401 401",
 	},
+	// alice's pgSync observation: hers alone to read (a row of a table is no less
+	// private than an entity); only the server writes it (a PUT is under the reserved
+	// /_electric prefix: 400).
+	"pgsync": {
+		"catch-up":    "401 ok  403 403 403 403 403 ok  401 401 401",
+		"long-poll":   "401 ok  403 403 403 403 403 ok  401 401 401",
+		"sse":         "401 ok  403 403 403 403 403 ok  401 401 401",
+		"head":        "401 ok  403 403 403 403 403 ok  401 401 401",
+		"fork":        "401 ok  403 403 403 403 403 ok  401 401 401",
+		"fork-by-url": "401 ok  403 403 403 403 403 ok  401 401 401",
+		"append":      "401 403 403 403 403 403 403 403 401 401 401",
+		"close":       "401 403 403 403 403 403 403 403 401 401 401",
+		"delete":      "401 403 403 403 403 403 403 403 401 401 401",
+		"recreate":    "401 400 400 400 400 400 400 400 401 401 401",
+		"grants-list": "401 403 403 403 403 403 403 403 401 401 401",
+		"grants-add":  "401 403 403 403 403 403 403 403 401 401 401",
+	},
+	// the observation of /vault/v1 (metadata.entityUrl): read as the entity is read
+	"pgsync-entity": {
+		"catch-up":    "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"long-poll":   "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"sse":         "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"head":        "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"fork":        "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"fork-by-url": "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"append":      "401 403 403 403 403 403 403 403 401 401 401",
+		"close":       "401 403 403 403 403 403 403 403 401 401 401",
+		"delete":      "401 403 403 403 403 403 403 403 401 401 401",
+		"recreate":    "401 400 400 400 400 400 400 400 401 401 401",
+		"grants-list": "401 403 403 403 403 403 403 403 401 401 401",
+		"grants-add":  "401 403 403 403 403 403 403 403 401 401 401",
+	},
 	// alice's private webhook source's stream: hers to read (and to confirm with a PUT, as
 	// Electric's runtime does before observing it); nobody appends, closes, deletes or
 	// shares it through the stream API, an admin neither.
@@ -331,6 +368,7 @@ var outsidePrefixes = map[string]string{
 	"/v1/stream/__ds/":         "admin-only subscription management (the rows above)",
 	"/_electric/stream-grants": "the grants-list and grants-add ways of the stream rows",
 	"/_electric/observations/": "ensure the server's cron and membership streams (the cron and members rows); a membership stream is the caller's own",
+	"/_electric/pg-sync/":      "register makes the caller's own pg-sync stream (the pgsync row, reached under it by the \"\" way)",
 }
 
 // isolationFixture is the world of the matrix, made through the API as its users would.
@@ -344,7 +382,11 @@ type isolationFixture struct {
 
 func newIsolationFixture(t *testing.T) *isolationFixture {
 	key := testserver.NewJWTKey(t)
-	srv := testserver.Start(t, testserver.Options{QuietLogs: true, Admins: []string{"service:ops"},
+	dbURL := pgtest.URL(t)
+	dropPgSyncSlotsAtEnd(t, dbURL) // after the server stops
+	pgExec(t, dbURL, `CREATE TABLE iso_rows (id int PRIMARY KEY, v text)`)
+	srv := testserver.Start(t, testserver.Options{QuietLogs: true, Admins: []string{"service:ops"}, DBURL: dbURL,
+		PgSync: pgsync.Options{Tables: []string{"public.iso_rows"}},
 		API: api.Config{Auth: key.Auth, LongPollTimeout: 300 * time.Millisecond, SSELifetime: 2 * time.Second,
 			PublicStreamPrefixes: []string{"/pub"}}})
 	f := &isolationFixture{srv: srv, key: key, tokens: map[string]string{}, paths: map[string]string{}}
@@ -403,6 +445,16 @@ func newIsolationFixture(t *testing.T) *isolationFixture {
 	f.paths["members"] = gjsonString(t, res.body, "streamUrl")
 	f.paths["webhook"] = f.webhookSource(t, "iso-private", false)
 	f.paths["webhook-public"] = f.webhookSource(t, "iso-public", true)
+	res = f.call(t, "owner", "POST", "/_electric/pg-sync/register", `{"options":{"table":"iso_rows"}}`)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	f.paths["pgsync"] = gjsonString(t, res.body, "streamUrl")
+	res = f.call(t, "owner", "POST", "/_electric/pg-sync/register", `{"options":{"table":"iso_rows"},"metadata":{"entityUrl":"/vault/v1"}}`)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	f.paths["pgsync-entity"] = gjsonString(t, res.body, "streamUrl")
+	pgExec(t, dbURL, `INSERT INTO iso_rows VALUES (1, 'secret')`)
+	testwait.Until(t, "the row on alice's pg-sync stream", func() bool {
+		return strings.Contains(f.call(t, "owner", "GET", f.paths["pgsync"]+"?offset=-1", "").body, "secret")
+	}, 10*time.Second)
 	return f
 }
 
@@ -596,7 +648,7 @@ func runIsolationMatrix(t *testing.T, f *isolationFixture) (mismatches []string,
 	for _, ra := range routes {
 		key := ra.Method + " " + strings.TrimSuffix(ra.Pattern, "/")
 		switch {
-		case ra.Kind == "stream" && ra.Pattern == "/_electric/shared-state/{id}":
+		case ra.Kind == "stream" && (ra.Pattern == "/_electric/shared-state/{id}" || ra.Pattern == "/_electric/pg-sync/*"):
 			// the shared row's paths are under it: the "" way reaches it
 		case ra.Kind == "stream":
 			prefix := strings.TrimSuffix(strings.TrimSuffix(ra.Pattern, "*"), "/")

@@ -238,6 +238,7 @@ func (s *Server) Handler() http.Handler {
 			s.entities(r, Kit{s}, s.handle)
 		}
 		r.Handle("/shared-state/{id}", s.sharedStateRoutes())
+		r.Handle("/pg-sync/*", s.pgSyncRoutes())
 		r.Route("/stream-grants", func(r chi.Router) {
 			r.Get("/", s.handle(s.listStreamGrants))
 			r.Post("/", s.handle(s.addStreamGrant))

@@ -30,8 +30,9 @@ var opPermission = map[dsapi.Op]authz.Permission{dsapi.OpRead: authz.Read, dsapi
 //   - an entity's stream is read with read permission on its entity and appended to
 //     with the entity's write token (never a principal); it is never closed, deleted or
 //     created through the stream API;
-//   - a wake stream (a runner's) and a tag-membership stream (/_entities/<ref>) are read
-//     by their owner and written by the server only; a cron stream (/_cron/<spec>) is
+//   - a wake stream (a runner's), a tag-membership stream (/_entities/<ref>) and a
+//     pg-sync stream (/_electric/pg-sync/<ref>) are read by their owner and written by
+//     the server only; a cron stream (/_cron/<spec>) is
 //     read by any authenticated principal and written by the server only;
 //   - a shared-state stream (/_electric/shared-state/<id>) is read and written by the
 //     principals that may read or write an entity linked to it (sharedStateOwnerHeader
@@ -62,6 +63,8 @@ func (s *Server) decideStream(r *http.Request, id streamdb.Identity, path string
 		return s.decideSharedState(r, id, path, op)
 	case streamdb.AccessWebhook, streamdb.AccessWebhookPublic:
 		return s.decideWebhookStream(r, id, path, op)
+	case streamdb.AccessPgSync:
+		return s.decidePgSync(r, id, path, op)
 	}
 	r, err := s.authenticated(r)
 	if err != nil {
@@ -226,6 +229,38 @@ func (s *Server) decideServerStream(r *http.Request, id streamdb.Identity, path 
 		return r, newError(http.StatusForbidden, CodeForbidden, "This stream is written by the server only ("+what+")")
 	}
 	if p := caller(r); !anyReader && !s.checker.Privileged(p) && id.Access.Owner != p.String() {
+		return r, s.streamDenied(authz.Read, path)
+	}
+	return r, nil
+}
+
+// decidePgSync decides for a pg-sync stream: written by the server only; read by the
+// principal that registered the observation and, when it named the observing entity
+// (which it had to be allowed to write), by those who may read that entity.
+func (s *Server) decidePgSync(r *http.Request, id streamdb.Identity, path string, op dsapi.Op) (*http.Request, error) {
+	r, err := s.decideServerStream(r, id, path, op, "a pg-sync stream", true)
+	if err != nil || id.Access.Entity == "" {
+		if err == nil && !s.checker.Privileged(caller(r)) && id.Access.Owner != caller(r).String() {
+			return r, s.streamDenied(authz.Read, path)
+		}
+		return r, err
+	}
+	p := caller(r)
+	if s.checker.Privileged(p) || id.Access.Owner == p.String() {
+		return r, nil
+	}
+	e, err := s.registry.Known(r.Context(), id.Access.Entity)
+	if errors.Is(err, entity.ErrNotFound) {
+		return r, s.streamDenied(authz.Read, path)
+	}
+	if err != nil {
+		return r, err
+	}
+	ok, err := s.checker.Entity(r.Context(), p, e, authz.Read)
+	if err != nil {
+		return r, err
+	}
+	if !ok {
 		return r, s.streamDenied(authz.Read, path)
 	}
 	return r, nil

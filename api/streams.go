@@ -85,3 +85,22 @@ func (s *Server) authorizeEntityWrite(r *http.Request, entityURL string) error {
 	}
 	return newError(http.StatusUnauthorized, CodeUnauthorized, "Invalid write token")
 }
+
+// PgSyncPrefix is where pgSync observations' streams live (package pgsync): read with
+// the Durable Streams protocol under the reserved /_electric prefix, written by the
+// server only.
+const PgSyncPrefix = "/_electric/pg-sync/"
+
+// pgSyncRoutes serves pg-sync streams with the handlers of every stream, as the
+// /v1/stream alias reaches them too; their one access decision is decideStream's (the
+// registering principal reads; nobody but the server writes).
+func (s *Server) pgSyncRoutes() http.Handler {
+	return s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		path := r.URL.Path
+		ref, ok := strings.CutPrefix(path, PgSyncPrefix)
+		if !ok || ref == "" || strings.Contains(ref, "/") {
+			return newError(http.StatusNotFound, CodeNotFound, "No route for "+r.Method+" "+path)
+		}
+		return s.ds.Serve(w, r, path)
+	})
+}

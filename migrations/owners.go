@@ -44,6 +44,8 @@ var Owners = map[string]string{
 	"entity_fork_locks":       "entity",
 	"webhook_sources":         "webhooksrc",
 	"attachments":             "attachment",
+	"pg_sync_sources":         "pgsync",
+	"pg_sync_state":           "pgsync",
 }
 
 // Published are read-only views an owner offers to other packages for joins (see

@@ -27,6 +27,7 @@ import (
 	"github.com/entityd/entityd/internal/schemas"
 	"github.com/entityd/entityd/mcpserve"
 	"github.com/entityd/entityd/membership"
+	"github.com/entityd/entityd/pgsync"
 	"github.com/entityd/entityd/schedule"
 	"github.com/entityd/entityd/shapes"
 	"github.com/entityd/entityd/streamdb"
@@ -49,6 +50,7 @@ type Assembly struct {
 	Members   *membership.Service
 	MCP       *mcpserve.Service
 	Wakes     *wakereg.Service
+	PgSync    *pgsync.Service
 
 	grants   *authz.Store
 	checker  *authz.Checker
@@ -127,6 +129,14 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	a.Wakes = wakereg.New(a.Store, sourceEntity(a.Registry), wakereg.Options{Logger: s.log})
 	a.Schedules = schedule.New(a.Store, a.Registry, a.Sender, s.log.Named("schedule"))
 	a.Members = membership.New(a.Store, a.Registry, a.checker, s.log.Named("membership"))
+	pgOpts := s.cfg.PgSync
+	pgOpts.Logger = s.log
+	if pgOpts.MaxPerPrincipal <= 0 {
+		pgOpts.MaxPerPrincipal = quotas.Observations
+	}
+	if a.PgSync, err = pgsync.New(pool, a.Store, pgOpts); err != nil {
+		return nil, err
+	}
 	apiCfg := s.cfg.API
 	apiCfg.Quotas = quotas
 	apiCfg.Outbound.NoLoopback = apiCfg.Outbound.NoLoopback || jwt
@@ -134,7 +144,7 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	apiCfg.Grants, apiCfg.Checker = a.grants, a.checker
 	entities := entityapi.New(entityapi.Deps{Streams: a.Store, Registry: a.Registry, Sender: a.Sender,
 		Dispatcher: a.Wake, Wakes: a.Wakes, Schedules: a.Schedules, Members: a.Members,
-		Webhooks: webhooksrc.New(a.Store, s.cfg.WebhookSources)})
+		Webhooks: webhooksrc.New(a.Store, s.cfg.WebhookSources), PgSync: a.PgSync})
 	a.API = api.New(apiCfg, s.log, api.Deps{Streams: a.Store, Registry: a.Registry, Wakes: a.Wakes,
 		Entities: entities.Routes, Home: console.Prefix + "/"})
 	a.API.MountRoutes(strings.TrimSuffix(dssub.ControlPrefix, "/"), a.Subs.Routes)
@@ -181,6 +191,7 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 		{"delayed sends", &lifecycle.Loop{Run: func(ctx context.Context) { a.Sender.RunDelayed(ctx, s.log.Named("delayed")) }}},
 		{"cron ticks", &lifecycle.Loop{Run: a.Schedules.RunCron}},
 		{"tag observations", &lifecycle.Loop{Run: a.Members.Run}},
+		{"pgSync replication", a.PgSync},
 		{"retention", &lifecycle.Loop{Run: jan.run}},
 	} {
 		if err := services.Start(ctx, svc.svc); err != nil {

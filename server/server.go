@@ -27,6 +27,7 @@ import (
 	"github.com/entityd/entityd/internal/pgcluster"
 	"github.com/entityd/entityd/mcpserve"
 	"github.com/entityd/entityd/migrations"
+	"github.com/entityd/entityd/pgsync"
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/slashcmd"
 	"github.com/entityd/entityd/streamdb"
@@ -75,6 +76,9 @@ type Config struct {
 	// (MaxOwnerBytes, MaxOwners; zero takes slashcmd.DefaultLimits' value). The
 	// definition limits are always slashcmd.DefaultLimits'.
 	SlashCommands slashcmd.Limits
+	// PgSync configures pgSync observations of Postgres tables (package pgsync): the
+	// allow-list of observable tables (empty: off), the slot and its idle drop.
+	PgSync pgsync.Options
 	// Admins are principals ("kind:id") that pass every permission check, like the
 	// server's own system principals (operators in jwt mode).
 	Admins []string

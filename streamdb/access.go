@@ -27,6 +27,9 @@ const (
 	// AccessWebhookPublic: a public webhook source's stream: read by any authenticated
 	// principal, written by the server only.
 	AccessWebhookPublic AccessKind = "webhook_public"
+	// AccessPgSync: a pg-sync stream (/_electric/pg-sync/<ref>): read by its owner (the
+	// principal that registered the observation), written by the server only.
+	AccessPgSync AccessKind = "pgsync"
 )
 
 // Access is what is recorded about a stream for deciding who may use it: set when the

@@ -22,6 +22,7 @@ import (
 	"github.com/entityd/entityd/internal/outbound"
 	"github.com/entityd/entityd/internal/ratelog"
 	"github.com/entityd/entityd/membership"
+	"github.com/entityd/entityd/pgsync"
 	"github.com/entityd/entityd/schedule"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wake"
@@ -44,6 +45,8 @@ type Deps struct {
 	Members *membership.Service
 	// Webhooks are webhook sources (nil: their routes answer 503, the list is empty).
 	Webhooks *webhooksrc.Service
+	// PgSync are pgSync observations of Postgres tables (nil: those routes answer 503).
+	PgSync *pgsync.Service
 }
 
 // API is Electric's entity API. Its Routes go into api.Deps.Entities.
@@ -58,13 +61,14 @@ type API struct {
 	webhooks   *webhooksrc.Service
 	// attachments are entities' uploaded files (attachments.go), kept with the streams.
 	attachments *attachment.Service
+	pgsync      *pgsync.Service
 }
 
 // New returns the entity API over d.
 func New(d Deps) *API {
 	return &API{streams: d.Streams, registry: d.Registry, sender: d.Sender, dispatcher: d.Dispatcher,
 		wakes: d.Wakes, schedules: d.Schedules, members: d.Members, webhooks: d.Webhooks,
-		attachments: attachment.New(d.Streams)}
+		pgsync: d.PgSync, attachments: attachment.New(d.Streams)}
 }
 
 // handlers are the routes' handlers: the API's services and what they use of the HTTP
@@ -126,6 +130,7 @@ func (a *API) Routes(r chi.Router, kit api.Kit, wrap func(httpx.HandlerFunc) htt
 		r.Get("/{type}/{id}/attachments/{attId}", wrap(s.readAttachment))
 		r.Delete("/{type}/{id}/attachments/{attId}", wrap(s.deleteAttachment))
 		r.Post("/{type}/{id}/collections/{collection}", wrap(s.writeCollection))
+		r.Delete("/{type}/{id}/pg-sync-observations/{sourceRef}", wrap(s.deletePgSyncObservation))
 	})
 	// webhook sources (webhook_sources.go, webhook_deliveries.go)
 	r.Route("/webhook-sources", func(r chi.Router) {
@@ -136,6 +141,8 @@ func (a *API) Routes(r chi.Router, kit api.Kit, wrap func(httpx.HandlerFunc) htt
 	})
 	r.Post("/webhook-deliveries/{endpointKey}", wrap(s.deliverWebhook))
 	r.Post("/webhook-deliveries/{endpointKey}/*", wrap(s.deliverWebhook))
+	// pgSync observations (pg_sync.go); their streams are read under /pg-sync/* (api)
+	r.Post("/pg-sync/register", wrap(s.registerPgSync))
 	r.Post("/observations/cron/ensure-stream", wrap(s.ensureCronStream))
 	r.Post("/observations/entities/ensure-stream", wrap(s.ensureEntitiesStream))
 	// Electric's cross-entity wakes (wake_registrations.go)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/entityd/entityd/internal/quota"
+	"github.com/entityd/entityd/pgsync"
 )
 
 // config is the server's configuration. Every setting has a flag and an environment
@@ -87,6 +88,10 @@ type config struct {
 	QuotaAttachments     int
 	QuotaAttachBytes     int
 	MaxTagsPerEntity     int
+	PgSyncTables         string
+	PgSyncSlot           string
+	PgSyncPublication    string
+	PgSyncSlotIdle       time.Duration
 }
 
 func loadConfig(args []string) (*config, error) {
@@ -163,6 +168,10 @@ func loadConfig(args []string) (*config, error) {
 	str(&c.JWTIssuer, "jwt-issuer", "ENTITYD_JWT_ISSUER", "", "jwt mode: the iss every token must carry (unchecked when empty)")
 	str(&c.JWTAudience, "jwt-audience", "ENTITYD_JWT_AUDIENCE", "", "jwt mode: an aud every token must carry (unchecked when empty)")
 	str(&c.JWTPrincipalClaim, "jwt-principal-claim", "ENTITYD_JWT_PRINCIPAL_CLAIM", "sub", "jwt mode: the claim that names the principal")
+	str(&c.PgSyncTables, "pg-sync-tables", "ENTITYD_PG_SYNC_TABLES", "", "comma-separated tables (schema.table) that pgSync observations may watch; empty turns pgSync off (entityd's own tables are always refused)")
+	str(&c.PgSyncSlot, "pg-sync-slot", "ENTITYD_PG_SYNC_SLOT", "", "pgSync's logical replication slot (default entityd_pgsync_<database>)")
+	str(&c.PgSyncPublication, "pg-sync-publication", "ENTITYD_PG_SYNC_PUBLICATION", "entityd_pgsync", "the publication pgSync adds observed tables to")
+	dur(&c.PgSyncSlotIdle, "pg-sync-slot-idle", "ENTITYD_PG_SYNC_SLOT_IDLE", 10*time.Minute, "drop pgSync's replication slot after this long without any observation, so that it holds no WAL")
 	str(&c.Admins, "admin-principals", "ENTITYD_ADMIN_PRINCIPALS", "", "comma-separated principals (kind:id) that pass every permission check")
 	str(&c.CORSOrigins, "cors-origins", "ENTITYD_CORS_ORIGINS", "", "comma-separated browser origins allowed to call the API (dev mode adds loopback origins)")
 	str(&c.OutboundAllow, "outbound-allow", "ENTITYD_OUTBOUND_ALLOW", "", "comma-separated IPs and CIDR ranges that webhooks, serve endpoints and JWKS may reach whatever the other rules say")
@@ -271,6 +280,13 @@ func loadConfig(args []string) (*config, error) {
 	}
 	if c.MCPMaxSessions < 1 {
 		return nil, fmt.Errorf("--mcp-max-sessions-per-principal must be at least 1")
+	}
+	// entityd's own tables are never observable: refuse to start rather than expose them
+	if _, err := pgsync.ParseAllowList(splitList(c.PgSyncTables)); err != nil {
+		return nil, fmt.Errorf("--pg-sync-tables: %w", err)
+	}
+	if c.PgSyncSlotIdle <= 0 {
+		return nil, fmt.Errorf("--pg-sync-slot-idle must be positive")
 	}
 	if c.SlashMaxOwners < 1 {
 		return nil, fmt.Errorf("--slash-max-owners must be at least 1")

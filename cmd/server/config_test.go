@@ -29,3 +29,21 @@ func TestWebhookDeliverySettings(t *testing.T) {
 	_, err = loadConfig(nil)
 	require.ErrorContains(t, err, "ENTITYD_WEBHOOK_TIMEOUT must be a positive duration")
 }
+
+// The pgSync allow-list: off by default; tables read from the flag; entityd's own tables
+// refuse to start.
+func TestPgSyncSettings(t *testing.T) {
+	c, err := loadConfig(nil)
+	require.NoError(t, err)
+	require.Empty(t, c.PgSyncTables)
+	require.Equal(t, 10*time.Minute, c.PgSyncSlotIdle)
+	t.Setenv("ENTITYD_PG_SYNC_TABLES", "public.orders, app.items")
+	c, err = loadConfig([]string{"--pg-sync-slot-idle", "1m"})
+	require.NoError(t, err)
+	require.Equal(t, "public.orders, app.items", c.PgSyncTables)
+	require.Equal(t, time.Minute, c.PgSyncSlotIdle)
+	_, err = loadConfig([]string{"--pg-sync-tables", "public.entities"})
+	require.ErrorContains(t, err, "entityd's own tables")
+	_, err = loadConfig([]string{"--pg-sync-tables", `"x"`})
+	require.ErrorContains(t, err, "--pg-sync-tables")
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/entityd/entityd/internal/authn"
 	"github.com/entityd/entityd/internal/pgcluster"
 	"github.com/entityd/entityd/mcpserve"
+	"github.com/entityd/entityd/pgsync"
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/server"
 	"github.com/entityd/entityd/slashcmd"
@@ -118,9 +119,11 @@ func run(args []string) int {
 		Retention: server.Retention{DedupeWindow: cfg.DedupeWindow, History: cfg.HistoryRetention,
 			ShapeLog: cfg.ShapeLogRetention},
 		ShapeSnapshotRows: cfg.ShapeSnapshotRows,
-		MCP:               mcpserve.Options{MaxSessionsPerPrincipal: cfg.MCPMaxSessions, SessionTimeout: cfg.MCPSessionTimeout},
-		SlashCommands:     slashcmd.Limits{MaxOwnerBytes: cfg.SlashMaxOwnerBytes, MaxOwners: cfg.SlashMaxOwners},
-		Limits:            inbox.Limits{Composer: composer.Limits{MaxSourceUnits: cfg.ComposerMaxSource, MaxNodes: cfg.ComposerMaxNodes}},
+		PgSync: pgsync.Options{Tables: splitList(cfg.PgSyncTables), Slot: cfg.PgSyncSlot,
+			Publication: cfg.PgSyncPublication, SlotIdle: cfg.PgSyncSlotIdle},
+		MCP:           mcpserve.Options{MaxSessionsPerPrincipal: cfg.MCPMaxSessions, SessionTimeout: cfg.MCPSessionTimeout},
+		SlashCommands: slashcmd.Limits{MaxOwnerBytes: cfg.SlashMaxOwnerBytes, MaxOwners: cfg.SlashMaxOwners},
+		Limits:        inbox.Limits{Composer: composer.Limits{MaxSourceUnits: cfg.ComposerMaxSource, MaxNodes: cfg.ComposerMaxNodes}},
 		Wake: wake.Options{Lease: cfg.WakeLease, MaxAttempts: cfg.WakeMaxAttempts, BaseBackoff: cfg.WakeBackoff,
 			HandlerTimeout: cfg.HandlerTimeout},
 		ShutdownTimeout: cfg.ShutdownTimeout,

@@ -42,6 +42,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -462,6 +463,16 @@ func (c *Cluster) ensureInclude(dir string) error {
 	return nil
 }
 
+// DefaultSettings are set on every cluster unless Options.Settings says otherwise:
+// logical decoding for pgSync observations (package pgsync: a replication slot and its
+// walsender), with the WAL a slot may hold back bounded while no entityd streams from it.
+var DefaultSettings = map[string]string{
+	"wal_level":              "logical",
+	"max_replication_slots":  "10",
+	"max_wal_senders":        "10",
+	"max_slot_wal_keep_size": "1GB",
+}
+
 func (c *Cluster) writeConf(port int, opts Options) error {
 	var b strings.Builder
 	b.WriteString("# Written by entityd (internal/pgcluster) at every start: edits are overwritten.\n")
@@ -480,13 +491,15 @@ func (c *Cluster) writeConf(port int, opts Options) error {
 		set("synchronous_commit", "off")
 		set("full_page_writes", "off")
 	}
-	keys := make([]string, 0, len(opts.Settings))
-	for k := range opts.Settings {
+	settings := maps.Clone(DefaultSettings)
+	maps.Copy(settings, opts.Settings)
+	keys := make([]string, 0, len(settings))
+	for k := range settings {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		set(k, opts.Settings[k])
+		set(k, settings[k])
 	}
 	if c.socketOnly { // last, so that no setting above overrides the lockdown
 		set("listen_addresses", "")

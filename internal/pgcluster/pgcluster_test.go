@@ -192,6 +192,13 @@ func TestStartStopRestart(t *testing.T) {
 	if got := query(t, c2.URL(), "SHOW max_connections"); got != "42" {
 		t.Fatalf("max_connections = %s", got)
 	}
+	// logical decoding for pgSync observations, on every cluster unless told otherwise
+	if got := query(t, c2.URL(), "SHOW wal_level"); got != "logical" {
+		t.Fatalf("wal_level = %s", got)
+	}
+	if got := query(t, c2.URL(), "SHOW max_slot_wal_keep_size"); got != "1GB" {
+		t.Fatalf("max_slot_wal_keep_size = %s", got)
+	}
 	stop(t, c2)
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/entityd/entityd/internal/lifecycle"
 	"github.com/entityd/entityd/internal/pgtest"
 	"github.com/entityd/entityd/mcpserve"
+	"github.com/entityd/entityd/pgsync"
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/server"
 	"github.com/entityd/entityd/streamdb"
@@ -54,6 +55,8 @@ type Options struct {
 	Wake wake.Options
 	// WebhookSources bounds deliveries to webhook sources (server.Config).
 	WebhookSources webhooksrc.Options
+	// PgSync configures pgSync observations (server.Config); off unless Tables is set.
+	PgSync pgsync.Options
 }
 
 // Server is a running test server.
@@ -99,7 +102,8 @@ func Start(t testing.TB, opts Options) *Server {
 	var services lifecycle.Group
 	srv := server.New(server.Config{DatabaseURL: dbURL, API: cfg, Limits: opts.Limits, Store: opts.Streams,
 		Subscriptions: opts.Subs, Logger: log, Admins: opts.Admins, ShapeSnapshotRows: opts.ShapeSnapshotRows,
-		MCP: opts.MCP, Wake: opts.Wake, WebhookSources: opts.WebhookSources}, opts.Definitions...)
+		MCP: opts.MCP, Wake: opts.Wake, WebhookSources: opts.WebhookSources,
+		PgSync: opts.PgSync}, opts.Definitions...)
 	a, err := srv.Assemble(ctx, pool, &services)
 	if err != nil {
 		services.Stop(ctx)
