@@ -1,5 +1,3 @@
--- Assigned number 032 (issue 29); numbered 028 on this branch only because tern refuses gaps:
--- renumber at merge.
 -- Postgres tables as live sources (Electric's pgSync observations), served from the
 -- database's own logical replication (package pgsync).
 --
