@@ -63,6 +63,11 @@ type Policy interface {
 	// Snapshot answers a read of m from the beginning with a snapshot positioned at next
 	// instead of the history, when the stream has one (ok).
 	Snapshot(ctx context.Context, m *streamdb.Meta) (body []byte, next streamdb.Offset, ok bool, err error)
+	// Missing answers op on a path with no stream, for an authenticated caller: nil for
+	// the protocol's 404, or the refusal the caller would get were the stream there
+	// (streams that come into being on first use, whose existence is not everyone's to
+	// learn).
+	Missing(r *http.Request, path string, op Op) error
 }
 
 // Config are the protocol's limits and timeouts (zero values are not defaults: the

@@ -243,6 +243,11 @@ func (s *Server) identifyToWrite(r *http.Request, path string, op Op) (streamdb.
 			return id, r, aerr
 		}
 	}
+	if errors.Is(err, streamdb.ErrNotFound) {
+		if merr := s.policy.Missing(r, path, op); merr != nil {
+			return id, r, merr
+		}
+	}
 	if err != nil {
 		return id, r, err
 	}
@@ -280,6 +285,11 @@ func (s *Server) deleteStream(w http.ResponseWriter, r *http.Request, path strin
 		_, err := s.policy.Decide(r, streamdb.IdentityOf(m), path, OpDelete)
 		return err
 	})
+	if errors.Is(err, streamdb.ErrNotFound) {
+		if merr := s.policy.Missing(r, path, OpDelete); merr != nil {
+			return merr
+		}
+	}
 	if err != nil {
 		return StreamError(w, err)
 	}

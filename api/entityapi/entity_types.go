@@ -293,6 +293,9 @@ func (s *handlers) getType(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *handlers) deleteType(w http.ResponseWriter, r *http.Request) error {
+	if err := refusePrincipalType(api.Param(r, "name"), "deleted"); err != nil {
+		return err
+	}
 	err := s.registry.DeleteType(r.Context(), api.Param(r, "name"))
 	if err != nil {
 		return typeError(err, api.Param(r, "name"))
@@ -306,6 +309,9 @@ func (s *handlers) deleteType(w http.ResponseWriter, r *http.Request) error {
 
 // amendSchemas is PATCH /_electric/entity-types/:name/schemas: add message schemas.
 func (s *handlers) amendSchemas(w http.ResponseWriter, r *http.Request) error {
+	if err := refusePrincipalType(api.Param(r, "name"), "amended"); err != nil {
+		return err
+	}
 	b, err := s.kit.ReadJSON(w, r)
 	if err != nil {
 		return err

@@ -146,11 +146,11 @@ func (s *handlers) scheduleTarget(r *http.Request) (*entity.Entity, string, erro
 	if s.schedules == nil {
 		return nil, "", httpx.New(http.StatusServiceUnavailable, api.CodeServiceUnavailable, "Schedules are not served by this server")
 	}
-	if api.Param(r, "type") == "principal" {
-		return nil, "", httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "Principal entities cannot be scheduled")
-	}
 	e, err := s.entityAt(r)
 	if err != nil {
+		return nil, "", err
+	}
+	if err := refusePrincipalMutation(e, "scheduled"); err != nil {
 		return nil, "", err
 	}
 	id := api.Param(r, "scheduleId")

@@ -10,6 +10,7 @@ import (
 	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
+	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/jsonbody"
 	"github.com/entityd/entityd/internal/rawjson"
@@ -66,7 +67,12 @@ func (s *handlers) send(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
+	req.MayUpdateIdentity = s.checker.Privileged(api.Caller(r))
+	req.EnsureSender = true
 	if afterMs > 0 {
+		if e.Type == entitypath.PrincipalType && req.Type == entity.IdentityUpdateType {
+			return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "update_identity is applied at once: it takes no afterMs")
+		}
 		return s.sendLater(w, r, e, req, afterMs)
 	}
 	res, err := s.sender.Send(r.Context(), e, req)
@@ -157,6 +163,9 @@ func sendError(err error) error {
 		return httpx.New(http.StatusUnprocessableEntity, CodeUnknownMessageType, unknown.Error())
 	case errors.As(err, &invalid):
 		return httpx.New(http.StatusUnprocessableEntity, api.CodeSchemaValidationFailed, "Validation failed").WithDetails(invalid.Details)
+	case errors.Is(err, inbox.ErrIdentityForbidden):
+		// 403 with the reference's code for it
+		return httpx.New(http.StatusForbidden, api.CodeUnauthorized, inbox.ErrIdentityForbidden.Error())
 	case errors.Is(err, inbox.ErrMissingPayload):
 		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, inbox.ErrMissingPayload.Error())
 	}

@@ -1,0 +1,42 @@
+package entityapi
+
+import (
+	"net/http"
+
+	"github.com/entityd/entityd/api"
+	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/entitypath"
+	"github.com/entityd/entityd/internal/httpx"
+)
+
+// refusePrincipalMutation answers a change of a principal entity that only the server
+// makes (kill, signals, tags, slash commands, schedules, forks, attachments): 400
+// INVALID_REQUEST, as the reference does, after the route's permission was checked.
+// Routes that change an entity call it with the entity their permission was checked on.
+func refusePrincipalMutation(e *entity.Entity, action string) error {
+	if e.Type != entitypath.PrincipalType {
+		return nil
+	}
+	return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "Principal entities are built in and cannot be "+action)
+}
+
+// ensureSenderEntity makes sure the caller has its principal entity, as the reference
+// does on every send and spawn: the URL its messages and entities name as their sender
+// and creator is an entity. A principal that cannot have one (an id with '/') sends
+// without it.
+func (s *handlers) ensureSenderEntity(r *http.Request) error {
+	p := api.Caller(r)
+	if !entity.Materializable(p) {
+		return nil
+	}
+	_, err := s.registry.EnsurePrincipal(r.Context(), p)
+	return err
+}
+
+// refusePrincipalType answers a change of the built-in principal type (delete, amend).
+func refusePrincipalType(name, action string) error {
+	if name != entitypath.PrincipalType {
+		return nil
+	}
+	return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, `Entity type "principal" is built in and cannot be `+action)
+}

@@ -1,0 +1,65 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/entityd/entityd/api/dsapi"
+	"github.com/entityd/entityd/authz"
+	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/entitypath"
+	"github.com/entityd/entityd/internal/principal"
+)
+
+// principalEntity is the principal entity a route names by its key (id, "kind:id") when
+// it does not exist yet. Electric's server creates it on first use, for whoever asks;
+// here only the principal itself (or a privileged one) brings its entity into being, and
+// anyone else gets the refusal they would get if it existed, so that a principal cannot
+// learn whether another has used the server.
+func (s *Server) principalEntity(r *http.Request, caller principal.Principal, id string, perm authz.Permission) (*entity.Entity, error) {
+	named, ok := principal.Parse(id)
+	if !ok {
+		return nil, newError(http.StatusBadRequest, CodeInvalidRequest,
+			"Invalid principal key: principal entities are /principal/<kind:id>, with kind user, agent, service or system")
+	}
+	if named != caller && !s.checker.Privileged(caller) {
+		return nil, s.denied(perm, named.URL())
+	}
+	if !entity.Materializable(named) {
+		return nil, newError(http.StatusBadRequest, CodeInvalidRequest, "A principal whose id contains '/' has no principal entity")
+	}
+	return s.registry.EnsurePrincipal(r.Context(), named)
+}
+
+// missingPrincipalStream is streamPolicy.Missing: a principal entity's streams exist
+// once the principal has used the server, so a caller other than that principal (or a
+// privileged one) gets, for a path with none yet, the answer it gets when they exist —
+// read: 403; append or close: the write token's 401; delete: 405 — and never learns
+// which it is.
+func (s *Server) missingPrincipalStream(r *http.Request, path string, op dsapi.Op) error {
+	typ, url, _, ok := entitypath.Parse(path)
+	if !ok || typ != entitypath.PrincipalType {
+		return nil
+	}
+	named, ok := principal.ParseURL(url)
+	if !ok {
+		return nil
+	}
+	c := caller(r)
+	if named == c || s.checker.Privileged(c) {
+		return nil
+	}
+	switch op {
+	case dsapi.OpRead:
+		return newError(http.StatusForbidden, CodeForbidden, "Principal is not allowed to read "+url)
+	case dsapi.OpWrite, dsapi.OpClose:
+		if WriteToken(r) == "" {
+			return newError(http.StatusUnauthorized, CodeUnauthorized,
+				"Missing write token: appending to an entity stream needs Authorization: Bearer <X-Write-Token from spawn>")
+		}
+		return newError(http.StatusUnauthorized, CodeUnauthorized, "Invalid write token")
+	case dsapi.OpDelete:
+		return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+			"Entity streams are closed by killing the entity (DELETE /_electric/entities/:type/:id)")
+	}
+	return nil
+}
