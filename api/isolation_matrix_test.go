@@ -56,8 +56,10 @@ var isolationSubjects = map[string]string{"owner": "user:alice", "reader": "user
 //   - wake: alice's runner's wake stream;
 //   - shared: shared state alice made for her entity /vault/v1 (its entity grants);
 //   - cron: a cron stream (any principal reads it; the server writes it);
-//   - members: alice's tag-membership stream (she reads it; the server writes it).
-var streamKinds = []string{"plain", "public", "legacy", "main", "collection", "orphan", "wake", "shared", "cron", "members"}
+//   - members: alice's tag-membership stream (she reads it; the server writes it);
+//   - principal: the main stream of alice's principal entity /principal/user%3Aalice
+//     (her grants; nobody holds a write token of it).
+var streamKinds = []string{"plain", "public", "legacy", "main", "collection", "orphan", "wake", "shared", "cron", "members", "principal"}
 
 // streamWays are the ways through the stream routes (* /* and its alias).
 var streamWays = []string{"catch-up", "long-poll", "sse", "head", "fork", "fork-by-url", "append", "close", "delete",
@@ -187,6 +189,22 @@ var isolationExpected = map[string]map[string]string{
 		"grants-list": "401 400 400 400 400 400 400 400 401 401 401",
 		"grants-add":  "401 400 400 400 400 400 400 400 401 401 401",
 	},
+	// alice's principal entity: read as her entity's grants say; no write token of it
+	// exists (/vault/v1's is refused: 401), and nothing else reaches it.
+	"principal": {
+		"catch-up":    "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"long-poll":   "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"sse":         "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"head":        "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"fork":        "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"fork-by-url": "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"append":      "401 401 401 401 401 401 401 401 401 401 401",
+		"close":       "401 401 401 401 401 401 401 401 401 401 401",
+		"delete":      "401 405 405 405 405 405 405 405 401 401 401",
+		"recreate":    "401 405 405 405 405 405 405 405 401 401 401",
+		"grants-list": "401 400 400 400 400 400 400 400 401 401 401",
+		"grants-add":  "401 400 400 400 400 400 400 400 401 401 401",
+	},
 	// A cron stream: every principal reads it; only the server writes it.
 	"cron": {
 		"catch-up":    "401 ok  ok  ok  ok  ok  ok  ok  401 401 401",
@@ -294,6 +312,12 @@ func newIsolationFixture(t *testing.T) *isolationFixture {
 	}
 	f.send(t, "/vault/v1", "hello")
 	f.paths["main"], f.paths["collection"] = "/vault/v1/main", "/vault/v1/slash-commands"
+	// alice's principal entity (her sends made it), shared as /vault/v1 is
+	for _, g := range []struct{ who, perm string }{{"user:rita", "read"}, {"user:will", "write"}, {"user:dora", "delete"}, {"user:max", "manage"}} {
+		f.must(t, "owner", "POST", "/_electric/entities/principal/user:alice/grants",
+			`{"subject_kind":"principal","subject_value":"`+g.who+`","permission":"`+g.perm+`"}`, http.StatusCreated)
+	}
+	f.paths["principal"] = "/principal/user:alice/main"
 
 	// an entity whose type is then deleted
 	f.must(t, "owner", "POST", "/_electric/entity-types", `{"name":"gone","description":"d"}`, http.StatusCreated)

@@ -31,10 +31,10 @@ func (s *Server) principalEntity(r *http.Request, caller principal.Principal, id
 }
 
 // missingPrincipalStream is streamPolicy.Missing: a principal entity's streams exist
-// once the principal has used the server, so a caller other than that principal (or a
-// privileged one) gets, for a path with none yet, the answer it gets when they exist —
-// read: 403; append or close: the write token's 401; delete: 405 — and never learns
-// which it is.
+// once the principal has used the server, so for a path with none yet a caller gets
+// the answer it gets when they exist — append or close: the write token's 401, whoever
+// asks; read: 403 and delete: 405 for callers other than that principal (or a
+// privileged one) — and never learns which it is.
 func (s *Server) missingPrincipalStream(r *http.Request, path string, op dsapi.Op) error {
 	typ, url, _, ok := entitypath.Parse(path)
 	if !ok || typ != entitypath.PrincipalType {
@@ -44,6 +44,14 @@ func (s *Server) missingPrincipalStream(r *http.Request, path string, op dsapi.O
 	if !ok {
 		return nil
 	}
+	if op == dsapi.OpWrite || op == dsapi.OpClose {
+		// whoever asks: no write token of a principal entity is ever handed out
+		if WriteToken(r) == "" {
+			return newError(http.StatusUnauthorized, CodeUnauthorized,
+				"Missing write token: appending to an entity stream needs Authorization: Bearer <X-Write-Token from spawn>")
+		}
+		return newError(http.StatusUnauthorized, CodeUnauthorized, "Invalid write token")
+	}
 	c := caller(r)
 	if named == c || s.checker.Privileged(c) {
 		return nil
@@ -51,12 +59,6 @@ func (s *Server) missingPrincipalStream(r *http.Request, path string, op dsapi.O
 	switch op {
 	case dsapi.OpRead:
 		return newError(http.StatusForbidden, CodeForbidden, "Principal is not allowed to read "+url)
-	case dsapi.OpWrite, dsapi.OpClose:
-		if WriteToken(r) == "" {
-			return newError(http.StatusUnauthorized, CodeUnauthorized,
-				"Missing write token: appending to an entity stream needs Authorization: Bearer <X-Write-Token from spawn>")
-		}
-		return newError(http.StatusUnauthorized, CodeUnauthorized, "Invalid write token")
 	case dsapi.OpDelete:
 		return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
 			"Entity streams are closed by killing the entity (DELETE /_electric/entities/:type/:id)")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/entityd/entityd/internal/validation"
 	"github.com/entityd/entityd/wire"
@@ -34,11 +35,18 @@ type StateEventError struct {
 }
 
 func (e *StateEventError) Error() string {
-	if e.Details == nil {
-		return fmt.Sprintf("Unknown event type %q (event %d): the entity type's state_schemas do not declare it", e.EventType, e.Index)
+	typ := e.EventType
+	if len(typ) > maxShownEventType { // what a client wrote is echoed, within bounds
+		typ = strings.ToValidUTF8(typ[:maxShownEventType], "") + "…"
 	}
-	return fmt.Sprintf("Event %d (type %q) does not match its state schema", e.Index, e.EventType)
+	if e.Details == nil {
+		return fmt.Sprintf("Unknown event type %q (event %d): the entity type's state_schemas do not declare it", typ, e.Index)
+	}
+	return fmt.Sprintf("Event %d (type %q) does not match its state schema", e.Index, typ)
 }
+
+// maxShownEventType bounds the event type an error message repeats.
+const maxShownEventType = 128
 
 // Unknown reports whether the event's type is not declared (UNKNOWN_EVENT_TYPE).
 func (e *StateEventError) Unknown() bool { return e.Details == nil }

@@ -10,6 +10,7 @@ import (
 	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/jsonbody"
 	"github.com/entityd/entityd/internal/schemas"
@@ -232,7 +233,9 @@ func (s *handlers) listTypes(w http.ResponseWriter, r *http.Request) error {
 	}
 	body := []byte{'['}
 	for _, t := range types {
-		if !maySpawn(t.Name) {
+		// the built-in principal type is spawned by nobody (GET /entity-types/principal
+		// still shows it)
+		if !maySpawn(t.Name) || t.Name == entitypath.PrincipalType {
 			continue
 		}
 		if len(body) > 1 {
