@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/entityd/entityd/api/dsapi"
@@ -64,4 +65,37 @@ func (s *Server) missingPrincipalStream(r *http.Request, path string, op dsapi.O
 			"Entity streams are closed by killing the entity (DELETE /_electric/entities/:type/:id)")
 	}
 	return nil
+}
+
+// namedPrincipalEntity is the principal entity at url when url is one (Electric's spelling,
+// /principal/user%3Aada) and it does not exist yet, for a route that names an entity in
+// its body or headers (a spawn's parent, a wake's subscriber or source, a future send's
+// target, a shared state's owner): made when the caller is that principal or privileged;
+// for anyone else a stand-in with no grants, which the route's own permission check then
+// refuses exactly as it refuses the entity once it exists. ok is false when url is no
+// principal entity's.
+func (s *Server) namedPrincipalEntity(r *http.Request, url string) (e *entity.Entity, ok bool, err error) {
+	named, isPrincipal := principal.ParseURL(url)
+	if !isPrincipal || named.URL() != url || !entity.Materializable(named) {
+		return nil, false, nil
+	}
+	c := caller(r)
+	if named == c || s.checker.Privileged(c) {
+		e, err := s.registry.EnsurePrincipal(r.Context(), named)
+		return e, true, err
+	}
+	return &entity.Entity{URL: url, Type: entitypath.PrincipalType, InstanceID: named.String(), CreatedBy: &url}, true, nil
+}
+
+// namedEntity is Kit.NamedEntity.
+func (s *Server) namedEntity(r *http.Request, url string) (*entity.Entity, error) {
+	e, err := s.registry.Known(r.Context(), url)
+	if !errors.Is(err, entity.ErrNotFound) {
+		return e, err
+	}
+	pe, ok, perr := s.namedPrincipalEntity(r, url)
+	if !ok {
+		return nil, err
+	}
+	return pe, perr
 }

@@ -2,9 +2,12 @@ package api_test
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -24,6 +27,9 @@ func TestPrincipalEntityIsolation(t *testing.T) {
 		require.NoError(t, s.Pool.QueryRow(context.Background(), `SELECT count(*) FROM entities WHERE url = $1`, carolURL).Scan(&n))
 		return n
 	}
+	// sam's own type and entity, for the routes that name an entity in their body
+	s.must(t, sam, "POST", "/_electric/entity-types", `{"name":"pad","description":"d"}`, http.StatusCreated)
+	s.must(t, sam, "PUT", "/_electric/entities/pad/p0", `{}`, http.StatusCreated)
 	routes, err := s.API.AccessRules()
 	require.NoError(t, err)
 	type probe struct{ method, path string }
@@ -41,8 +47,32 @@ func TestPrincipalEntityIsolation(t *testing.T) {
 	streamProbes := []probe{{"GET", "/principal/user:carol/main?offset=-1"}, {"GET", "/principal/user%3Acarol/main?offset=-1"},
 		{"HEAD", "/principal/user:carol/main"}, {"POST", "/principal/user:carol/main"}, {"DELETE", "/principal/user:carol/main"},
 		{"GET", "/v1/stream/principal/user:carol/main?offset=-1"}}
+	// routes naming carol's entity in a body or header
+	named := []struct{ method, path, body, owner string }{
+		{"PUT", "/_electric/entities/pad/kid", `{"parent":"` + carolURL + `"}`, ""},
+		{"POST", "/_electric/wake", `{"subscriberUrl":"/pad/p0","sourceUrl":"` + carolURL + `","condition":{"on":"change"}}`, ""},
+		{"POST", "/_electric/wake", `{"subscriberUrl":"` + carolURL + `","sourceUrl":"/pad/p0","condition":{"on":"change"}}`, ""},
+		{"PUT", "/_electric/entities/pad/p0/schedules/f1", `{"scheduleType":"future_send","payload":1,"fireAt":"` + time.Now().Add(30*24*time.Hour).UTC().Format(time.RFC3339) + `","targetUrl":"` + carolURL + `"}`, ""},
+		{"PUT", "/_electric/shared-state/iso", `[]`, carolURL},
+	}
 	answers := func(who string) map[probe]string {
 		out := map[probe]string{}
+		for i, n := range named {
+			req, err := http.NewRequest(n.method, s.URL+n.path, strings.NewReader(n.body))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
+			if who != "" {
+				req.Header.Set("Authorization", "Bearer "+s.token(t, who))
+			}
+			if n.owner != "" {
+				req.Header.Set("Electric-Owner-Entity", n.owner)
+			}
+			res, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			data, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			out[probe{n.method, n.path + "#" + strconv.Itoa(i)}] = http.StatusText(res.StatusCode) + " " + string(data)
+		}
 		for _, p := range append(append([]probe{}, probes...), streamProbes...) {
 			body := "{}"
 			if p.method == "POST" && strings.HasPrefix(p.path, "/principal/") {
@@ -76,9 +106,9 @@ func TestPrincipalEntityIsolation(t *testing.T) {
 	}
 	require.Equal(t, anonBefore, answers(""))
 	// nor does a list show it to him, under any filter
-	require.Equal(t, []string{}, urlsOf(t, s.must(t, sam, "GET", "/_electric/entities", "", http.StatusOK)))
+	require.Equal(t, []string{"/principal/user%3Asam", "/pad/p0"}, urlsOf(t, s.must(t, sam, "GET", "/_electric/entities", "", http.StatusOK)))
 	require.Equal(t, []string{}, urlsOf(t, s.must(t, sam, "GET", "/_electric/entities?created_by=user:carol", "", http.StatusOK)))
-	require.Equal(t, []string{}, urlsOf(t, s.must(t, sam, "GET", "/_electric/entities?type=principal", "", http.StatusOK)))
+	require.Equal(t, []string{"/principal/user%3Asam"}, urlsOf(t, s.must(t, sam, "GET", "/_electric/entities?type=principal", "", http.StatusOK)))
 	require.Equal(t, []string{carolURL}, urlsOf(t, s.must(t, carol, "GET", "/_electric/entities?type=principal", "", http.StatusOK)))
 
 	// sam cannot update carol's identity, nor can carol (not privileged); the admin can
@@ -95,7 +125,6 @@ func TestPrincipalEntityIsolation(t *testing.T) {
 	s.must(t, "service:ops", "GET", "/_electric/entities/principal/user:dora", "", http.StatusOK)
 
 	// in jwt mode the header names nobody: sam sending "as carol" is sam
-	s.must(t, sam, "POST", "/_electric/entity-types", `{"name":"pad","description":"d"}`, http.StatusCreated)
 	req, err := http.NewRequest("PUT", s.URL+"/_electric/entities/pad/p1", strings.NewReader(`{}`))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
@@ -107,6 +136,6 @@ func TestPrincipalEntityIsolation(t *testing.T) {
 	require.Equal(t, http.StatusCreated, res.StatusCode)
 	out := s.must(t, sam, "GET", "/_electric/entities/pad/p1", "", http.StatusOK)
 	require.Contains(t, out, `"created_by":"/principal/user%3Asam"`)
-	require.Equal(t, []string{"/principal/user%3Asam", "/pad/p1"}, urlsOf(t, s.must(t, sam, "GET", "/_electric/entities?created_by=user:sam", "", http.StatusOK)))
+	require.Equal(t, []string{"/principal/user%3Asam", "/pad/p0", "/pad/p1"}, urlsOf(t, s.must(t, sam, "GET", "/_electric/entities?created_by=user:sam", "", http.StatusOK)))
 	require.Equal(t, samAfter, answers(sam), "sam's own entities changed nothing he sees of carol's")
 }

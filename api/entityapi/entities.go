@@ -70,7 +70,7 @@ func (s *handlers) spawn(w http.ResponseWriter, r *http.Request) error {
 	p := api.Caller(r)
 	if parent != "" {
 		// spawning under a parent needs spawn on the parent too
-		if pe, err := s.registry.Known(r.Context(), parent); err == nil {
+		if pe, err := s.kit.NamedEntity(r, parent); err == nil {
 			if err := s.kit.RequireEntity(r, p, pe, authz.Spawn); err != nil {
 				return err
 			}

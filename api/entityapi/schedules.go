@@ -104,7 +104,11 @@ func (s *handlers) putFutureSend(w http.ResponseWriter, r *http.Request, e *enti
 	target := e
 	if targetURL != "" && targetURL != e.URL {
 		// A schedule sends as its creator: it needs write on the target, as a send would.
-		if target, err = s.registry.Get(r.Context(), targetURL); errors.Is(err, entity.ErrNotFound) {
+		target, err = s.registry.Get(r.Context(), targetURL)
+		if errors.Is(err, entity.ErrNotFound) {
+			target, err = s.kit.NamedEntity(r, targetURL) // a principal entity not made yet
+		}
+		if errors.Is(err, entity.ErrNotFound) {
 			return httpx.New(http.StatusNotFound, api.CodeNotFound, "Entity not found at "+targetURL)
 		} else if err != nil {
 			return err
