@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -184,7 +185,12 @@ func TestPrincipalIdentityUpdate(t *testing.T) {
 		detail{Path: "/identity/key", Message: "must be user:ada, the principal this entity is"},
 		detail{Path: "/identity/url", Message: "must be /principal/user%3Aada, the principal this entity is"})
 	requireError(t, h.send(adaURL, `{"type":"update_identity","afterMs":1000,"payload":{"identity":`+identityOK+`}}`),
-		http.StatusBadRequest, "INVALID_REQUEST", "update_identity is applied at once: it takes no afterMs")
+		http.StatusBadRequest, "INVALID_REQUEST", "update_identity is applied at once: it cannot be sent later")
+	h.registerType(`{"name":"clock","description":"d"}`)
+	h.mustSpawn("clock", "c1", nil)
+	requireError(t, h.do(http.MethodPut, entitiesPath+"/clock/c1/schedules/later", `{"scheduleType":"future_send","messageType":"update_identity",
+		"targetUrl":"`+adaURL+`","fireAt":"`+time.Now().Add(time.Hour).UTC().Format(time.RFC3339)+`","payload":{"identity":`+identityOK+`}}`),
+		http.StatusBadRequest, "INVALID_REQUEST", "update_identity is applied at once: it cannot be sent later")
 	requireError(t, h.send(adaURL, `{"type":"note","payload":{}}`, asAda, adaKey), http.StatusUnprocessableEntity,
 		"UNKNOWN_MESSAGE_TYPE", "Unknown message type: note")
 	require.Equal(t, []string{"entity_created", "identity"}, types(h.events(adaURL)), "refused messages wrote nothing")

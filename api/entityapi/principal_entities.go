@@ -33,6 +33,15 @@ func (s *handlers) ensureSenderEntity(r *http.Request) error {
 	return err
 }
 
+// refuseLaterIdentity refuses an update_identity to a principal entity that would be
+// sent later (afterMs, a future send): the privilege it needs is the sender's now.
+func refuseLaterIdentity(target *entity.Entity, msgType string) error {
+	if target.Type != entitypath.PrincipalType || msgType != entity.IdentityUpdateType {
+		return nil
+	}
+	return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "update_identity is applied at once: it cannot be sent later")
+}
+
 // refusePrincipalType answers a change of the built-in principal type (delete, amend).
 func refusePrincipalType(name, action string) error {
 	if name != entitypath.PrincipalType {

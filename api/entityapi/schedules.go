@@ -121,6 +121,9 @@ func (s *handlers) putFutureSend(w http.ResponseWriter, r *http.Request, e *enti
 			return httpx.New(http.StatusForbidden, api.CodeForbidden, "Principal is not allowed to write "+target.URL)
 		}
 	}
+	if err := refuseLaterIdentity(target, msgType); err != nil {
+		return err
+	}
 	if err := s.quotas.schedule(r.Context(), api.Caller(r), e.URL, id); err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/entity"
 	"github.com/entityd/entityd/inbox"
-	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/jsonbody"
 	"github.com/entityd/entityd/internal/rawjson"
@@ -70,8 +69,8 @@ func (s *handlers) send(w http.ResponseWriter, r *http.Request) error {
 	req.MayUpdateIdentity = s.checker.Privileged(api.Caller(r))
 	req.EnsureSender = true
 	if afterMs > 0 {
-		if e.Type == entitypath.PrincipalType && req.Type == entity.IdentityUpdateType {
-			return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "update_identity is applied at once: it takes no afterMs")
+		if err := refuseLaterIdentity(e, req.Type); err != nil {
+			return err
 		}
 		return s.sendLater(w, r, e, req, afterMs)
 	}
