@@ -14,9 +14,9 @@ import (
 
 // BenchmarkEntityStreamAppend measures a handler's direct write to its entity's main
 // stream over HTTP with the entity's write token (one State Protocol event per POST, 16
-// writers on 16 entities, fsync on): the path the state_schemas check sits on. "plain"
-// is a type without state_schemas (the check must cost nothing there); "schemas" a type
-// whose state_schemas declare the event written.
+// writers on 16 entities; withpg runs Postgres with fsync off unless --fsync): the path
+// the state_schemas check sits on. "plain" is a type without state_schemas (the check
+// must cost nothing there); "schemas" a type whose state_schemas declare the event.
 func BenchmarkEntityStreamAppend(b *testing.B) {
 	for _, tc := range []struct{ name, typeBody string }{
 		{"plain", `{"name":"bench","description":"d"}`},
