@@ -5,8 +5,6 @@ package entitypath
 import (
 	"net/url"
 	"strings"
-
-	"github.com/entityd/entityd/internal/principal"
 )
 
 const (
@@ -28,7 +26,7 @@ const principalPrefix = "/" + PrincipalType + "/"
 // URL is the URL of entity id of type typ (id as decoded from a request path).
 func URL(typ, id string) string {
 	if typ == PrincipalType {
-		return principalPrefix + principal.EncodeURIComponent(id)
+		return principalPrefix + EncodeURIComponent(id)
 	}
 	return "/" + typ + "/" + id
 }
@@ -67,7 +65,7 @@ func streamBase(u string) string {
 // canonical is the entity URL whose streams live under base (streamBase's inverse).
 func canonical(base string) string {
 	if rest, ok := strings.CutPrefix(base, principalPrefix); ok {
-		return principalPrefix + principal.EncodeURIComponent(rest)
+		return principalPrefix + EncodeURIComponent(rest)
 	}
 	return base
 }
@@ -114,4 +112,24 @@ func IsRunnerWake(path string) bool {
 	}
 	id, ok := strings.CutSuffix(rest, "/wake")
 	return ok && id != "" && !strings.Contains(id, "/")
+}
+
+// EncodeURIComponent escapes s as JavaScript's encodeURIComponent does (every byte but
+// letters, digits and -_.!~*'()): how Electric spells a principal's URL. (Here, where
+// the SDK may link it; internal/principal uses it too.)
+func EncodeURIComponent(s string) string {
+	const unreserved = "-_.!~*'()"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(unreserved, c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		const hex = "0123456789ABCDEF"
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&0xf])
+	}
+	return b.String()
 }
