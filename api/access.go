@@ -51,8 +51,12 @@ func (s *Server) admit(r *http.Request) (*http.Request, error) {
 				" (privileged principals only)")
 		}
 	case ruleEntity:
-		url := entitypath.URL(param(r, "type"), param(r, "id"))
+		typ, id := param(r, "type"), param(r, "id")
+		url := entitypath.URL(typ, id)
 		e, err := s.registry.Known(r.Context(), url)
+		if errors.Is(err, entity.ErrNotFound) && typ == entitypath.PrincipalType {
+			e, err = s.principalEntity(r, p, id, rule.perm)
+		}
 		if errors.Is(err, entity.ErrNotFound) {
 			return r, nil
 		}
@@ -66,6 +70,9 @@ func (s *Server) admit(r *http.Request) (*http.Request, error) {
 		name := param(r, "name")
 		if rule.kind == ruleSpawn {
 			name = param(r, "type")
+			if name == entitypath.PrincipalType {
+				return r, nil // the handler refuses the spawn (400), as the reference does before asking
+			}
 		}
 		if _, err := s.registry.Type(r.Context(), name); errors.Is(err, entity.ErrTypeNotFound) {
 			return r, nil

@@ -141,8 +141,9 @@ func TestSpawnRejects(t *testing.T) {
 	requireStatus(t, r, http.StatusOK)
 	var list []map[string]json.RawMessage
 	r.decode(t, &list)
-	require.Len(t, list, 1)
-	require.Equal(t, "/chat/taken", str(t, list[0]["url"]))
+	require.Len(t, list, 2) // the spawner's principal entity, made by the one good spawn, and it
+	require.Equal(t, devPrincipal, str(t, list[0]["url"]))
+	require.Equal(t, "/chat/taken", str(t, list[1]["url"]))
 
 	// With valid args the same type spawns.
 	e := h.mustSpawn("task", "ok", `{"args":{"n":7},"tags":{"team":"core"}}`)
@@ -337,10 +338,11 @@ func TestListEntities(t *testing.T) {
 	h.mustSpawn("task", "d", nil)
 	requireStatus(t, h.signal("/task/d", `{"signal":"SIGSTOP"}`), http.StatusOK)
 
-	require.ElementsMatch(t, []string{"/chat/a", "/chat/b", "/task/c", "/task/d"}, list(""))
+	// (and the creator's principal entity, made on its first spawn)
+	require.ElementsMatch(t, []string{devPrincipal, "/chat/a", "/chat/b", "/task/c", "/task/d"}, list(""))
 	require.ElementsMatch(t, []string{"/task/c", "/task/d"}, list("?type=task"))
 	require.ElementsMatch(t, []string{"/task/d"}, list("?status=paused"))
-	require.ElementsMatch(t, []string{"/chat/a", "/chat/b", "/task/c"}, list("?status=idle"))
+	require.ElementsMatch(t, []string{devPrincipal, "/chat/a", "/chat/b", "/task/c"}, list("?status=idle"))
 	require.ElementsMatch(t, []string{"/chat/b", "/task/c"}, list("?parent=/chat/a"))
 	require.ElementsMatch(t, []string{"/task/c"}, list("?parent=/chat/a&type=task"))
 	require.Equal(t, []string{}, list("?type=nope"))

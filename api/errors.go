@@ -13,6 +13,7 @@ const (
 	CodeNotFound               = "NOT_FOUND"
 	CodeNotRunning             = "NOT_RUNNING"
 	CodeSchemaValidationFailed = "SCHEMA_VALIDATION_FAILED"
+	CodeUnknownEventType       = "UNKNOWN_EVENT_TYPE"
 	CodePayloadTooLarge        = httpx.CodePayloadTooLarge
 	CodeMethodNotAllowed       = "METHOD_NOT_ALLOWED"
 	CodeInternal               = "INTERNAL_SERVER_ERROR"

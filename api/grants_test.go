@@ -120,7 +120,7 @@ func TestShapeRowsAreScoped(t *testing.T) {
 		}
 		return keys
 	}
-	require.Len(t, rows("user:carol", "entities"), 2)
+	require.Len(t, rows("user:carol", "entities"), 3) // doc/a, doc/b and her principal entity
 	require.Equal(t, []string{`"public"."entities"/"/doc/b"`}, rows("user:rita", "entities"))
 	require.Empty(t, rows("user:sam", "entities"))
 	require.Len(t, rows("user:carol", "entity_types"), 1)

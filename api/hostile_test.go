@@ -45,6 +45,7 @@ func hostileSetup(t *testing.T) (*harness, string) {
 	h := setup(t, testserver.Options{QuietLogs: true, API: api.Config{MaxBodyBytes: 64 << 10, MaxAppendBytes: 64 << 10}})
 	h.registerType(`{"name":"notebook","description":"Keeps notes",
 		"inbox_schemas":{"note":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}},
+		"state_schemas":{"entry":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}},
 		"slash_commands":[{"name":"search","description":"Find","arguments":[{"name":"q","type":"string","required":true}]}]}`)
 	token := h.spawn("notebook", "n1", `{"tags":{"team":"core"}}`).Header.Get("X-Write-Token")
 	require.NotEmpty(t, token)
@@ -422,6 +423,34 @@ func hostileCases(token string) []hostileCase {
 		c("write token: a good event then a forged one", "POST", "/v1/stream/notebook/n1/main", `[{"type":"text","key":"a","value":{},"headers":{"operation":"insert"}},{"type":"text","key":"b","value":{},"headers":{"operation":"insert","from":"/principal/user%3Ax"}}]`, unp, invalid, "Authorization", "Bearer "+token),
 		c("write token: control", "POST", "/v1/stream/notebook/n1/main", `[{"headers":{"control":"snapshot-start"}}]`, unp, invalid, "Authorization", "Bearer "+token),
 		c("write token: no operation", "POST", "/v1/stream/notebook/n1/main", `[{"type":"text","key":"a","value":{}}]`, unp, invalid, "Authorization", "Bearer "+token),
+		// state_schemas on direct writes (issue 29)
+		c("write token: undeclared event type", "POST", "/notebook/n1/main", `{"type":"ghost","key":"a","value":{},"headers":{"operation":"insert"}}`, unp, "UNKNOWN_EVENT_TYPE", "Authorization", "Bearer "+token),
+		c("write token: event type oversize", "POST", "/notebook/n1/main", `{"type":"`+strings.Repeat("t", 50<<10)+`","key":"a","value":{},"headers":{"operation":"insert"}}`, unp, "UNKNOWN_EVENT_TYPE", "Authorization", "Bearer "+token),
+		c("write token: value fails its state schema", "POST", "/notebook/n1/main", `{"type":"entry","key":"a","value":{"text":1},"headers":{"operation":"insert"}}`, unp, schemaFail, "Authorization", "Bearer "+token),
+		c("write token: value not an object", "POST", "/notebook/n1/main", `{"type":"entry","key":"a","value":"text","headers":{"operation":"insert"}}`, unp, schemaFail, "Authorization", "Bearer "+token),
+		c("write token: value deeply nested", "POST", "/notebook/n1/main", `{"type":"entry","key":"a","value":`+nested(20000)+`,"headers":{"operation":"insert"}}`, bad, invalid, "Authorization", "Bearer "+token),
+		c("write token: delete's old_value fails", "POST", "/notebook/n1/main", `{"type":"entry","key":"a","old_value":{},"headers":{"operation":"delete"}}`, unp, schemaFail, "Authorization", "Bearer "+token),
+		c("write token: good entry then an undeclared one", "POST", "/notebook/n1/main", `[{"type":"entry","key":"a","value":{"text":"ok"},"headers":{"operation":"insert"}},{"type":"ghost","key":"b","value":{},"headers":{"operation":"insert"}}]`, unp, "UNKNOWN_EVENT_TYPE", "Authorization", "Bearer "+token),
+		// principal entities and the created_by filter (issue 29)
+		c("principal entity: no kind", "GET", "/_electric/entities/principal/ada", nil, bad, invalid),
+		c("principal entity: unknown kind", "GET", "/_electric/entities/principal/robot:ada", nil, bad, invalid),
+		c("principal entity: empty id", "GET", "/_electric/entities/principal/user:", nil, bad, invalid),
+		c("principal entity: NUL in id", "GET", "/_electric/entities/principal/user:a%00b", nil, bad, invalid),
+		c("principal entity: invalid UTF-8 id", "GET", "/_electric/entities/principal/user:%FF", nil, bad, invalid),
+		c("principal entity: space in id", "GET", "/_electric/entities/principal/user:a%20b", nil, bad, invalid),
+		c("principal entity: slash in id", "GET", "/_electric/entities/principal/user:a%2Fb", nil, bad, invalid),
+		c("principal entity: id oversize", "GET", "/_electric/entities/principal/user:"+strings.Repeat("a", 300), nil, bad, invalid),
+		c("principal entity: kill", "DELETE", "/_electric/entities/principal/system:dev-local", nil, bad, invalid),
+		c("principal entity: signal", "POST", "/_electric/entities/principal/system:dev-local/signal", `{"signal":"SIGTERM"}`, bad, invalid),
+		c("principal entity: tag", "POST", "/_electric/entities/principal/system:dev-local/tags/x", `{"value":"y"}`, bad, invalid),
+		c("principal entity: identity not an object", "POST", "/_electric/entities/principal/system:dev-local/send", `{"type":"update_identity","payload":{"identity":"me"}}`, unp, schemaFail),
+		c("principal entity: identity deeply nested", "POST", "/_electric/entities/principal/system:dev-local/send", `{"type":"update_identity","payload":{"identity":`+nested(20000)+`}}`, bad, invalid),
+		c("principal entity: identity of another", "POST", "/_electric/entities/principal/system:dev-local/send", `{"type":"update_identity","payload":{"identity":{"kind":"user","id":"eve","key":"user:eve","url":"/principal/user%3Aeve","updated_at":"x"}}}`, unp, schemaFail),
+		c("principal entity: identity later", "POST", "/_electric/entities/principal/system:dev-local/send", `{"type":"update_identity","afterMs":10,"payload":{"identity":{}}}`, bad, invalid),
+		c("principal entity: unknown message type", "POST", "/_electric/entities/principal/system:dev-local/send", `{"type":"note","payload":{}}`, unp, "UNKNOWN_MESSAGE_TYPE"),
+		c("principal type: delete", "DELETE", types+"/principal", nil, bad, invalid),
+		c("principal type: amend", "PATCH", types+"/principal/schemas", `{"state_schemas":{"x":{}}}`, bad, invalid),
+		c("list: created_by oversize", "GET", "/_electric/entities?created_by="+strings.Repeat("u", 2100), nil, bad, invalid),
 		c("stream: entity path", "PUT", "/v1/stream/future/x/main", `[]`, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED"),
 		c("stream: runner wake path", "PUT", "/v1/stream/runners/x/wake", `[]`, http.StatusForbidden, "FORBIDDEN"),
 		c("runner: entity stream as wake stream", "POST", "/_electric/runners", `{"id":"r","wake_stream":"/notebook/n1/main"}`, bad, invalid),

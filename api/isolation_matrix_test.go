@@ -65,8 +65,11 @@ var isolationSubjects = map[string]string{"owner": "user:alice", "reader": "user
 //   - attachment: a file alice uploaded to /vault/v1 (read under its entity's grants).
 //   - pgsync: alice's pgSync observation of a table (she reads it; the server writes it);
 //   - pgsync-entity: one naming her entity /vault/v1 as its observer (its readers read it).
+//   - principal: the main stream of alice's principal entity /principal/user%3Aalice
+//     (her grants; nobody holds a write token of it).
 var streamKinds = []string{"plain", "public", "legacy", "main", "collection", "orphan", "wake", "shared", "cron", "members",
-	"webhook", "webhook-public", "attachment", "pgsync", "pgsync-entity"}
+	"webhook", "webhook-public", "attachment", "pgsync", "pgsync-entity",
+	"principal"}
 
 // streamWays are the ways through the stream routes (* /* and its alias).
 var streamWays = []string{"catch-up", "long-poll", "sse", "head", "fork", "fork-by-url", "append", "close", "delete",
@@ -210,6 +213,22 @@ var isolationExpected = map[string]map[string]string{
 		"close":       "401 ok  403 ok  403 403 403 ok  401 401 401",
 		"delete":      "401 403 403 403 403 403 403 ok  401 401 401",
 		"recreate":    "401 ok  403 ok  403 403 403 ok  401 401 401",
+		"grants-list": "401 400 400 400 400 400 400 400 401 401 401",
+		"grants-add":  "401 400 400 400 400 400 400 400 401 401 401",
+	},
+	// alice's principal entity: read as her entity's grants say; no write token of it
+	// exists (/vault/v1's is refused: 401), and nothing else reaches it.
+	"principal": {
+		"catch-up":    "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"long-poll":   "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"sse":         "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"head":        "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"fork":        "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"fork-by-url": "401 ok  ok  403 403 403 403 ok  401 401 401",
+		"append":      "401 401 401 401 401 401 401 401 401 401 401",
+		"close":       "401 401 401 401 401 401 401 401 401 401 401",
+		"delete":      "401 405 405 405 405 405 405 405 401 401 401",
+		"recreate":    "401 405 405 405 405 405 405 405 401 401 401",
 		"grants-list": "401 400 400 400 400 400 400 400 401 401 401",
 		"grants-add":  "401 400 400 400 400 400 400 400 401 401 401",
 	},
@@ -411,6 +430,12 @@ func newIsolationFixture(t *testing.T) *isolationFixture {
 	up := f.call(t, "owner", "POST", "/_electric/entities/vault/v1/attachments", string(body), "Content-Type", ct)
 	require.Equal(t, http.StatusCreated, up.status, up.body)
 	f.paths["attachment"] = "/vault/v1/attachments/iso"
+	// alice's principal entity (her sends made it), shared as /vault/v1 is
+	for _, g := range []struct{ who, perm string }{{"user:rita", "read"}, {"user:will", "write"}, {"user:dora", "delete"}, {"user:max", "manage"}} {
+		f.must(t, "owner", "POST", "/_electric/entities/principal/user:alice/grants",
+			`{"subject_kind":"principal","subject_value":"`+g.who+`","permission":"`+g.perm+`"}`, http.StatusCreated)
+	}
+	f.paths["principal"] = "/principal/user:alice/main"
 
 	// an entity whose type is then deleted
 	f.must(t, "owner", "POST", "/_electric/entity-types", `{"name":"gone","description":"d"}`, http.StatusCreated)

@@ -90,6 +90,14 @@ func (k Kit) RequireStreamRead(r *http.Request, id streamdb.Identity, path strin
 	return err
 }
 
+// NamedEntity is the entity at url, for a route that names one in its body: the
+// registry's (Known), or for a principal entity not made yet what Server's
+// namedPrincipalEntity gives (made for its principal, a stand-in others' permission
+// checks refuse). entity.ErrNotFound when there is none.
+func (k Kit) NamedEntity(r *http.Request, url string) (*entity.Entity, error) {
+	return k.s.namedEntity(r, url)
+}
+
 // Caller is the principal admission authenticated; on a route that asks for none it is
 // the zero principal, which no check lets through.
 func Caller(r *http.Request) principal.Principal { return caller(r) }

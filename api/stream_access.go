@@ -296,7 +296,7 @@ func (s *Server) decideSharedState(r *http.Request, id streamdb.Identity, path s
 			"Shared state is kept while entities use it; only privileged principals delete it")
 	}
 	if owner != "" {
-		if _, err := s.registry.Known(r.Context(), owner); errors.Is(err, entity.ErrNotFound) {
+		if _, err := s.namedEntity(r, owner); errors.Is(err, entity.ErrNotFound) {
 			return r, newError(http.StatusNotFound, CodeNotFound, "Entity not found at "+owner+" (electric-owner-entity)")
 		} else if err != nil {
 			return r, err

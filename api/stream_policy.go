@@ -89,6 +89,11 @@ func (p streamPolicy) PrepareAppend(r *http.Request, id streamdb.Identity, msgs 
 	return statements, func() { s.wakes.Noted(context.WithoutCancel(r.Context()), sources...) }, nil
 }
 
+// Missing hides whether a principal entity's streams exist from other principals.
+func (p streamPolicy) Missing(r *http.Request, path string, op dsapi.Op) error {
+	return p.s.missingPrincipalStream(r, path, op)
+}
+
 // Snapshot answers a read of an entity's slash-command collection from the start with
 // its current rows, positioned at the collection's tail.
 func (p streamPolicy) Snapshot(ctx context.Context, m *streamdb.Meta) ([]byte, streamdb.Offset, bool, error) {

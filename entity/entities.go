@@ -365,6 +365,8 @@ func (r *Registry) ByStream(ctx context.Context, path string) (*Entity, error) {
 // Filter selects entities in List.
 type Filter struct {
 	Type, Status, Parent string
+	// CreatedBy keeps the entities created by this principal URL.
+	CreatedBy string
 	// Tags, when set, keeps the entities carrying every one of these tags.
 	Tags map[string]string
 	// Limit is the page size (at most MaxListLimit, which is also the default).
@@ -393,6 +395,7 @@ func (r *Registry) List(ctx context.Context, f Filter) ([]*Entity, error) {
 	add("type", f.Type)
 	add("status", f.Status)
 	add("parent", f.Parent)
+	add("created_by", f.CreatedBy)
 	if len(f.Tags) > 0 {
 		tags, err := json.Marshal(f.Tags)
 		if err != nil {

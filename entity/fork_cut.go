@@ -77,16 +77,6 @@ func (r *Registry) pointerSeq(ctx context.Context, m *streamdb.Meta, p *ForkPoin
 	return base + p.Sub, nil
 }
 
-// stateEvent is what the fork reads of a State Protocol event.
-type stateEvent struct {
-	Type    string          `json:"type"`
-	Key     string          `json:"key"`
-	Value   json.RawMessage `json:"value"`
-	Headers struct {
-		Operation string `json:"operation"`
-	} `json:"headers"`
-}
-
 // runScanWindow is how many messages lastCompletedRun reads at a time, from the tail
 // back: the last completed run is usually among the last few events.
 const runScanWindow = 512

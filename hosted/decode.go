@@ -11,7 +11,6 @@ import (
 	"github.com/entityd/entityd/runtime"
 	"github.com/entityd/entityd/streamdb"
 	"github.com/entityd/entityd/wire"
-	"github.com/entityd/entityd/wire/editortool"
 )
 
 // Limits of one done's effects (the callback body is bounded too).
@@ -141,12 +140,6 @@ func (r *Runner) checkRun(ctx context.Context, d *runtime.Effects) (checkedRun, 
 	return run, nil
 }
 
-// builtinEventTypes are written by Context helpers (WriteText, StartRun, FailRun,
-// InsertContext, RemoveContext, CallEditorTool) and by a given-up run's failure events,
-// and are not subject to the type's state schemas.
-var builtinEventTypes = map[string]bool{"run": true, "text": true, "text_delta": true, "error": true,
-	"context_inserted": true, "context_removed": true, editortool.CallEventType: true}
-
 func (r *Runner) checkEvent(ctx context.Context, raw json.RawMessage, e *entity.Entity, t *entity.Type) error {
 	var ev wire.StreamEvent
 	if err := json.Unmarshal(raw, &ev); err != nil {
@@ -163,7 +156,10 @@ func (r *Runner) checkEvent(ctx context.Context, raw json.RawMessage, e *entity.
 		}
 		return err
 	}
-	if entity.ServerEventTypes[ev.Type] || builtinEventTypes[ev.Type] || ev.Headers.Operation == wire.OpDelete {
+	// Context helpers (WriteText, StartRun, FailRun, InsertContext, RemoveContext,
+	// CallEditorTool) and a given-up run's failure events write built-in event types,
+	// which a type's state schemas need not declare (the rule of direct writes too).
+	if entity.ServerEventTypes[ev.Type] || entity.BuiltinEventTypes[ev.Type] || ev.Headers.Operation == wire.OpDelete {
 		return nil
 	}
 	compiled, declared, err := r.registry.StateSchema(e, t, ev.Type)

@@ -35,6 +35,12 @@ type SendRequest struct {
 	// Sender is the authenticated principal's URL; it becomes the value's "from" unless
 	// FromPrincipal is set.
 	Sender string
+	// MayUpdateIdentity is set by the caller when the sender is privileged: only such a
+	// sender's update_identity message to a principal entity is accepted.
+	MayUpdateIdentity bool
+	// EnsureSender makes sure the Sender principal has its principal entity once the
+	// message is valid, before it is appended (as the reference does on every send).
+	EnsureSender bool
 }
 
 // Errors of the send rules; the HTTP layer maps them to the reference's codes.
@@ -43,6 +49,9 @@ var (
 	ErrMissingPayload = errors.New("Missing required field: payload")
 	// ErrKeyReused: the idempotency key was used before for a different message.
 	ErrKeyReused = errors.New("the key was already used for a different message to this entity")
+	// ErrIdentityForbidden: an update_identity message to a principal entity from a
+	// sender that is not privileged.
+	ErrIdentityForbidden = errors.New("Only system principals can update a principal's identity")
 )
 
 // UnknownMessageTypeError: the entity declares inbox schemas, none for this type.
@@ -120,6 +129,14 @@ func (s *Sender) Validate(e *entity.Entity, t *entity.Type, req *SendRequest) er
 		}
 		if schema != nil && req.Payload != nil {
 			if d := schema.Validate(req.Payload); d != nil {
+				return &InvalidPayloadError{Details: d}
+			}
+		}
+		if isIdentityUpdate(e, req) {
+			if !req.MayUpdateIdentity {
+				return ErrIdentityForbidden
+			}
+			if d := checkIdentity(e, req.Payload); d != nil {
 				return &InvalidPayloadError{Details: d}
 			}
 		}
@@ -211,8 +228,16 @@ func (s *Sender) Send(ctx context.Context, e *entity.Entity, req *SendRequest) (
 			return nil, err
 		}
 	}
+	if err := s.ensureSender(ctx, req); err != nil {
+		return nil, err
+	}
 	p := s.Prepare(req)
-	res, err := s.streams.Append(ctx, s.appendRequest(e, p))
+	areq := s.appendRequest(e, p)
+	if isIdentityUpdate(e, req) {
+		// the identity the message carries replaces the entity's, in the same commit
+		areq.Messages = append(areq.Messages, entity.IdentityEvent(wire.OpUpdate, identityOf(req.Payload), p.Txid))
+	}
+	res, err := s.streams.Append(ctx, areq)
 	var closed *streamdb.ClosedError
 	switch {
 	case errors.As(err, &closed), errors.Is(err, entity.ErrNotRunning):

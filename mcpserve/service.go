@@ -14,6 +14,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	neturl "net/url"
 	"sync"
 	"time"
 
@@ -189,10 +190,20 @@ func (s *Service) Routes(r chi.Router, wrap func(httpx.HandlerFunc) http.Handler
 	r.Delete("/", h)
 }
 
+// pathParam is a route parameter percent-decoded, as the api's admission reads it (so
+// both name the same entity: /principal/user%3Aada is the entity of user:ada).
+func pathParam(r *http.Request, name string) string {
+	v := chi.URLParam(r, name)
+	if u, err := neturl.PathUnescape(v); err == nil {
+		return u
+	}
+	return v
+}
+
 // serve hands the request to the entity's MCP server. The api checked the caller's
 // read permission before this runs; an unknown entity is a 404.
 func (s *Service) serve(w http.ResponseWriter, r *http.Request) error {
-	url := entitypath.URL(chi.URLParam(r, "type"), chi.URLParam(r, "id"))
+	url := entitypath.URL(pathParam(r, "type"), pathParam(r, "id"))
 	e, err := s.deps.Entities.Known(r.Context(), url)
 	if errors.Is(err, entity.ErrNotFound) {
 		return httpx.New(http.StatusNotFound, "NOT_FOUND", "Entity "+url+" not found")

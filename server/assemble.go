@@ -122,6 +122,11 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 	if err := a.Handlers.Register(ctx); err != nil {
 		return nil, fmt.Errorf("register entity types: %w", err)
 	}
+	// the built-in type of principal entities exists before the API serves (Electric's
+	// server makes sure of it at startup too)
+	if _, err := a.Registry.EnsurePrincipalType(ctx); err != nil {
+		return nil, fmt.Errorf("register the principal entity type: %w", err)
+	}
 	if err := a.Registry.ReconcileAll(ctx); err != nil {
 		return nil, fmt.Errorf("reconcile static slash commands: %w", err)
 	}

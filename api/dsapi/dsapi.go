@@ -63,6 +63,12 @@ type Policy interface {
 	// Snapshot answers a read of m from the beginning with a snapshot positioned at next
 	// instead of the history, when the stream has one (ok).
 	Snapshot(ctx context.Context, m *streamdb.Meta) (body []byte, next streamdb.Offset, ok bool, err error)
+	// Missing answers op on a path with no stream: nil for the protocol's 404, or the
+	// refusal the caller would get were the stream there (streams that come into being
+	// on first use, whose existence is not everyone's to learn). Reads and deletes ask
+	// it for an authenticated caller; appends and closes before authentication, as a
+	// stream written with a credential of its own answers them.
+	Missing(r *http.Request, path string, op Op) error
 }
 
 // Config are the protocol's limits and timeouts (zero values are not defaults: the

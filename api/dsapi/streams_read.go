@@ -59,6 +59,11 @@ func (s *Server) lookupToRead(r *http.Request, path string) (*streamdb.Meta, *ht
 		return nil, r, err
 	}
 	m, err := s.streams.Lookup(r.Context(), path)
+	if errors.Is(err, streamdb.ErrNotFound) {
+		if merr := s.policy.Missing(r, path, OpRead); merr != nil {
+			return nil, r, merr
+		}
+	}
 	if err != nil {
 		return nil, r, err
 	}

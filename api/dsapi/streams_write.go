@@ -237,6 +237,13 @@ func (s *Server) appendStream(w http.ResponseWriter, r *http.Request, path strin
 // authenticated first, so that a request without credentials learns nothing.
 func (s *Server) identifyToWrite(r *http.Request, path string, op Op) (streamdb.Identity, *http.Request, error) {
 	id, err := s.streams.Identify(r.Context(), path)
+	if errors.Is(err, streamdb.ErrNotFound) {
+		// before authentication: appends to a stream written with a credential of its
+		// own are answered on that credential, whoever sends it
+		if merr := s.policy.Missing(r, path, op); merr != nil {
+			return id, r, merr
+		}
+	}
 	if err != nil || !s.policy.OwnCredential(id) {
 		var aerr error
 		if r, aerr = s.policy.Authenticate(r); aerr != nil {
@@ -280,6 +287,11 @@ func (s *Server) deleteStream(w http.ResponseWriter, r *http.Request, path strin
 		_, err := s.policy.Decide(r, streamdb.IdentityOf(m), path, OpDelete)
 		return err
 	})
+	if errors.Is(err, streamdb.ErrNotFound) {
+		if merr := s.policy.Missing(r, path, OpDelete); merr != nil {
+			return merr
+		}
+	}
 	if err != nil {
 		return StreamError(w, err)
 	}

@@ -196,15 +196,6 @@ func attachmentNotFound() error {
 	return httpx.New(http.StatusNotFound, api.CodeNotFound, "Attachment not found")
 }
 
-// refusePrincipalEntity refuses a mutation of a principal's entity, as the reference
-// does (400).
-func refusePrincipalEntity(r *http.Request, what string) error {
-	if api.Param(r, "type") == "principal" {
-		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "Principal entities cannot be "+what)
-	}
-	return nil
-}
-
 // attachment is checked before p uploads size bytes: the count and the bytes of what p
 // uploaded before.
 func (q quotas) attachment(ctx context.Context, p principal.Principal, size int64) error {

@@ -17,10 +17,6 @@ import (
 	"github.com/entityd/entityd/wire"
 )
 
-// codeUnknownEventType answers a write whose event type the entity's state schemas do
-// not declare.
-const codeUnknownEventType = "UNKNOWN_EVENT_TYPE"
-
 // maxCollectionKeyLength bounds the key of a collection write (as a send's key).
 const maxCollectionKeyLength = 256
 
@@ -145,7 +141,7 @@ func (s *handlers) checkStateEvent(e *entity.Entity, t *entity.Type, typ string,
 		return err
 	}
 	if declared && schema == nil {
-		return httpx.New(http.StatusUnprocessableEntity, codeUnknownEventType, fmt.Sprintf("Unknown event type %q", typ))
+		return httpx.New(http.StatusUnprocessableEntity, api.CodeUnknownEventType, fmt.Sprintf("Unknown event type %q", typ))
 	}
 	if schema == nil || value == nil {
 		return nil

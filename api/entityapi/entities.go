@@ -15,10 +15,25 @@ import (
 	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/jsonbody"
+	"github.com/entityd/entityd/internal/principal"
 	"github.com/entityd/entityd/internal/validation"
 )
 
 const maxInstanceIDLength = 256
+
+// maxCreatedByLength bounds the created_by list filter: a principal URL is at most
+// "/principal/" and a kind:id of principal.MaxIDBytes, each byte encoded as %XX.
+const maxCreatedByLength = 2048
+
+// createdByURL is the principal URL a created_by filter names: a principal URL
+// (/principal/user%3Aada, the form entities carry) or key (user:ada) is taken to that
+// principal's URL; anything else is matched as written.
+func createdByURL(v string) string {
+	if p, ok := principal.ParseAny(v); ok {
+		return p.URL()
+	}
+	return v
+}
 
 // spawn is PUT /_electric/entities/:type/:id.
 func (s *handlers) spawn(w http.ResponseWriter, r *http.Request) error {
@@ -55,7 +70,7 @@ func (s *handlers) spawn(w http.ResponseWriter, r *http.Request) error {
 	p := api.Caller(r)
 	if parent != "" {
 		// spawning under a parent needs spawn on the parent too
-		if pe, err := s.registry.Known(r.Context(), parent); err == nil {
+		if pe, err := s.kit.NamedEntity(r, parent); err == nil {
 			if err := s.kit.RequireEntity(r, p, pe, authz.Spawn); err != nil {
 				return err
 			}
@@ -93,6 +108,11 @@ func (s *handlers) spawn(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The origin the client reached us at names the callback URLs of a dispatch
 	// subscription the spawn may create (only spawns need it, so only they carry it).
+	// the creator's principal entity, as the reference makes it on every spawn: once the
+	// request is known good, so that a refused spawn writes nothing
+	if err := s.ensureSenderEntity(r); err != nil {
+		return err
+	}
 	ctx := authz.WithSpawnGrants(httpx.WithOrigin(r.Context(), httpx.RequestOrigin(r)), grants)
 	res, err := s.registry.Spawn(ctx, t, req)
 	if err != nil {
@@ -183,6 +203,12 @@ func (s *handlers) headEntity(w http.ResponseWriter, r *http.Request) error {
 func (s *handlers) listEntities(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	f := entity.Filter{Type: q.Get("type"), Status: q.Get("status"), Parent: q.Get("parent"), After: q.Get("after")}
+	if v := q.Get("created_by"); v != "" {
+		if len(v) > maxCreatedByLength {
+			return httpx.BadRequest(fmt.Sprintf("created_by must be at most %d bytes", maxCreatedByLength))
+		}
+		f.CreatedBy = createdByURL(v)
+	}
 	if f.Status != "" && !entity.Status(f.Status).Valid() {
 		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest,
 			"status must be one of running, idle, paused, stopping, stopped, killed")
@@ -222,6 +248,9 @@ func (s *handlers) killEntity(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := refusePrincipalMutation(e, "killed"); err != nil {
+		return err
+	}
 	res, err := s.registry.Signal(r.Context(), e.URL, entity.SignalRequest{Signal: entity.SIGKILL})
 	if err != nil {
 		return signalError(err)
@@ -234,6 +263,9 @@ func (s *handlers) killEntity(w http.ResponseWriter, r *http.Request) error {
 func (s *handlers) signal(w http.ResponseWriter, r *http.Request) error {
 	e, err := s.entityAt(r)
 	if err != nil {
+		return err
+	}
+	if err := refusePrincipalMutation(e, "signaled"); err != nil {
 		return err
 	}
 	b, err := s.kit.ReadJSON(w, r)

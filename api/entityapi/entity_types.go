@@ -10,6 +10,7 @@ import (
 	"github.com/entityd/entityd/api"
 	"github.com/entityd/entityd/authz"
 	"github.com/entityd/entityd/entity"
+	"github.com/entityd/entityd/internal/entitypath"
 	"github.com/entityd/entityd/internal/httpx"
 	"github.com/entityd/entityd/internal/jsonbody"
 	"github.com/entityd/entityd/internal/schemas"
@@ -235,7 +236,9 @@ func (s *handlers) listTypes(w http.ResponseWriter, r *http.Request) error {
 	}
 	body := []byte{'['}
 	for _, t := range types {
-		if !maySpawn(t.Name) {
+		// the built-in principal type is spawned by nobody (GET /entity-types/principal
+		// still shows it)
+		if !maySpawn(t.Name) || t.Name == entitypath.PrincipalType {
 			continue
 		}
 		if len(body) > 1 {
@@ -296,6 +299,9 @@ func (s *handlers) getType(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *handlers) deleteType(w http.ResponseWriter, r *http.Request) error {
+	if err := refusePrincipalType(api.Param(r, "name"), "deleted"); err != nil {
+		return err
+	}
 	err := s.registry.DeleteType(r.Context(), api.Param(r, "name"))
 	if err != nil {
 		return typeError(err, api.Param(r, "name"))
@@ -309,6 +315,9 @@ func (s *handlers) deleteType(w http.ResponseWriter, r *http.Request) error {
 
 // amendSchemas is PATCH /_electric/entity-types/:name/schemas: add message schemas.
 func (s *handlers) amendSchemas(w http.ResponseWriter, r *http.Request) error {
+	if err := refusePrincipalType(api.Param(r, "name"), "amended"); err != nil {
+		return err
+	}
 	b, err := s.kit.ReadJSON(w, r)
 	if err != nil {
 		return err

@@ -39,8 +39,8 @@ const (
 // descendants (package entity's Fork), then link, wake and message the copy as a spawn
 // does. 201 {root, entities} is written once the copy committed.
 func (s *handlers) fork(w http.ResponseWriter, r *http.Request) error {
-	if api.Param(r, "type") == "principal" {
-		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "Principal entities cannot be forked")
+	if err := refusePrincipalEntity(r, "forked"); err != nil {
+		return err
 	}
 	e, err := s.entityAt(r)
 	if err != nil {

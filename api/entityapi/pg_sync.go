@@ -201,8 +201,8 @@ func (s *handlers) deletePgSyncObservation(w http.ResponseWriter, r *http.Reques
 	if s.pgsync == nil {
 		return httpx.New(http.StatusServiceUnavailable, api.CodeServiceUnavailable, "pgSync observations are not served by this server")
 	}
-	if api.Param(r, "type") == "principal" {
-		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "Principal entities cannot unobserve a pg-sync source")
+	if err := refusePrincipalEntity(r, "unsubscribed from pg-sync sources"); err != nil {
+		return err
 	}
 	e, err := s.entityAt(r)
 	if err != nil {

@@ -104,7 +104,11 @@ func (s *handlers) putFutureSend(w http.ResponseWriter, r *http.Request, e *enti
 	target := e
 	if targetURL != "" && targetURL != e.URL {
 		// A schedule sends as its creator: it needs write on the target, as a send would.
-		if target, err = s.registry.Get(r.Context(), targetURL); errors.Is(err, entity.ErrNotFound) {
+		target, err = s.registry.Get(r.Context(), targetURL)
+		if errors.Is(err, entity.ErrNotFound) {
+			target, err = s.kit.NamedEntity(r, targetURL) // a principal entity not made yet
+		}
+		if errors.Is(err, entity.ErrNotFound) {
 			return httpx.New(http.StatusNotFound, api.CodeNotFound, "Entity not found at "+targetURL)
 		} else if err != nil {
 			return err
@@ -116,6 +120,9 @@ func (s *handlers) putFutureSend(w http.ResponseWriter, r *http.Request, e *enti
 		if !ok {
 			return httpx.New(http.StatusForbidden, api.CodeForbidden, "Principal is not allowed to write "+target.URL)
 		}
+	}
+	if err := refuseLaterIdentity(target, msgType); err != nil {
+		return err
 	}
 	if err := s.quotas.schedule(r.Context(), api.Caller(r), e.URL, id); err != nil {
 		return err
@@ -146,11 +153,11 @@ func (s *handlers) scheduleTarget(r *http.Request) (*entity.Entity, string, erro
 	if s.schedules == nil {
 		return nil, "", httpx.New(http.StatusServiceUnavailable, api.CodeServiceUnavailable, "Schedules are not served by this server")
 	}
-	if api.Param(r, "type") == "principal" {
-		return nil, "", httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, "Principal entities cannot be scheduled")
-	}
 	e, err := s.entityAt(r)
 	if err != nil {
+		return nil, "", err
+	}
+	if err := refusePrincipalMutation(e, "scheduled"); err != nil {
 		return nil, "", err
 	}
 	id := api.Param(r, "scheduleId")

@@ -66,7 +66,12 @@ func (s *handlers) send(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
+	req.MayUpdateIdentity = s.checker.Privileged(api.Caller(r))
+	req.EnsureSender = true
 	if afterMs > 0 {
+		if err := refuseLaterIdentity(e, req.Type); err != nil {
+			return err
+		}
 		return s.sendLater(w, r, e, req, afterMs)
 	}
 	res, err := s.sender.Send(r.Context(), e, req)
@@ -159,6 +164,9 @@ func sendError(err error) error {
 		return httpx.New(http.StatusUnprocessableEntity, CodeUnknownMessageType, unknown.Error())
 	case errors.As(err, &invalid):
 		return httpx.New(http.StatusUnprocessableEntity, api.CodeSchemaValidationFailed, "Validation failed").WithDetails(invalid.Details)
+	case errors.Is(err, inbox.ErrIdentityForbidden):
+		// 403 with the reference's code for it
+		return httpx.New(http.StatusForbidden, api.CodeUnauthorized, inbox.ErrIdentityForbidden.Error())
 	case errors.Is(err, inbox.ErrMissingPayload):
 		return httpx.New(http.StatusBadRequest, api.CodeInvalidRequest, inbox.ErrMissingPayload.Error())
 	}

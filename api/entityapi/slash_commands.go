@@ -60,6 +60,9 @@ func (s *handlers) putSlashCommand(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
+	if err := refusePrincipalMutation(e, "given slash commands"); err != nil {
+		return err
+	}
 	name := api.Param(r, "name")
 	b, err := s.kit.ReadJSON(w, r)
 	if err != nil {
@@ -107,6 +110,9 @@ func (s *handlers) putSlashCommand(w http.ResponseWriter, r *http.Request) error
 func (s *handlers) deleteSlashCommand(w http.ResponseWriter, r *http.Request) error {
 	e, err := s.entityAt(r)
 	if err != nil {
+		return err
+	}
+	if err := refusePrincipalMutation(e, "given slash commands"); err != nil {
 		return err
 	}
 	name := api.Param(r, "name")

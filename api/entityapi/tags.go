@@ -54,6 +54,9 @@ func (s *handlers) tagTarget(r *http.Request) (*entity.Entity, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	if err := refusePrincipalMutation(e, "tagged"); err != nil {
+		return nil, "", err
+	}
 	key := api.Param(r, "tagKey")
 	if key == "" || len(key) > maxTagKeyLength || !textpolicy.Valid(key, textpolicy.Name) {
 		return nil, "", httpx.New(http.StatusBadRequest, api.CodeInvalidRequest,

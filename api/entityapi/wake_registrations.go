@@ -95,7 +95,7 @@ func (s *handlers) readWakeBody(w http.ResponseWriter, r *http.Request) ([]byte,
 
 // wakeSubscriber finds the subscriber entity and checks that p may write to it.
 func (s *handlers) wakeSubscriber(r *http.Request, p principal.Principal, url string) (*entity.Entity, error) {
-	e, err := s.registry.Known(r.Context(), url)
+	e, err := s.kit.NamedEntity(r, url)
 	if errors.Is(err, entity.ErrNotFound) {
 		return nil, httpx.New(http.StatusNotFound, api.CodeNotFound, "Subscriber entity not found: "+url)
 	}
@@ -110,7 +110,7 @@ func (s *handlers) wakeSubscriber(r *http.Request, p principal.Principal, url st
 // a registration on a path nobody owns yet would see whatever a later owner writes.
 func (s *handlers) wakeSource(r *http.Request, p principal.Principal, url string) (string, error) {
 	if wakereg.LooksLikeEntity(url) {
-		e, err := s.registry.Known(r.Context(), url)
+		e, err := s.kit.NamedEntity(r, url)
 		if errors.Is(err, entity.ErrNotFound) {
 			return "", httpx.New(http.StatusNotFound, api.CodeNotFound, "Source entity not found: "+url)
 		}

@@ -156,6 +156,9 @@ func (s *handlers) deleteWebhookSourceSubscription(w http.ResponseWriter, r *htt
 }
 
 func (s *handlers) subscriptionTarget(r *http.Request) (*entity.Entity, string, error) {
+	if err := refusePrincipalEntity(r, "subscribed to webhook sources"); err != nil {
+		return nil, "", err
+	}
 	if err := s.webhooksServed(); err != nil {
 		return nil, "", err
 	}

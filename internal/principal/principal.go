@@ -11,6 +11,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/entityd/entityd/internal/entitypath"
 )
 
 // Principal is a caller identity of kind user, agent, service or system.
@@ -93,23 +95,9 @@ func FromHeader(v string) Principal {
 // URL is the principal's entity URL, e.g. /principal/system%3Adev-local.
 func (p Principal) URL() string { return "/principal/" + EncodeURIComponent(p.Kind+":"+p.ID) }
 
-// EncodeURIComponent escapes s like JavaScript's encodeURIComponent.
-func EncodeURIComponent(s string) string {
-	const unreserved = "-_.!~*'()"
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte(unreserved, c) >= 0 {
-			b.WriteByte(c)
-			continue
-		}
-		const hex = "0123456789ABCDEF"
-		b.WriteByte('%')
-		b.WriteByte(hex[c>>4])
-		b.WriteByte(hex[c&0xf])
-	}
-	return b.String()
-}
+// EncodeURIComponent escapes s like JavaScript's encodeURIComponent (one definition, in
+// internal/entitypath, which names principal entities with it).
+func EncodeURIComponent(s string) string { return entitypath.EncodeURIComponent(s) }
 
 type ctxKey struct{}
 
