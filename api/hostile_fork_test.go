@@ -50,7 +50,7 @@ func hostileForkCases(ent string) []hostileCase {
 		c("wake to another subscriber", `{"parent":"/notebook/n1","wake":{"subscriberUrl":"/notebook/x","condition":"runFinished"}}`,
 			http.StatusUnauthorized, "UNAUTHORIZED"),
 		c("wake malformed", `{"parent":"/notebook/n1","wake":{"condition":"runFinished"}}`, bad, invalid),
-		{name: "fork: principal entity", method: "POST", path: "/_electric/entities/principal/user%3Ax/fork", body: `{}`, status: bad, code: invalid},
+		{name: "fork: principal entity", method: "POST", path: "/_electric/entities/principal/system:dev-local/fork", body: `{}`, status: bad, code: invalid},
 		{name: "fork: unknown entity", method: "POST", path: "/_electric/entities/notebook/ghost/fork", body: `{}`, status: nf, code: "NOT_FOUND"},
 		{name: "fork: unknown type", method: "POST", path: "/_electric/entities/ghost/g/fork", body: `{}`, status: nf, code: "UNKNOWN_ENTITY_TYPE"},
 	}

@@ -57,7 +57,7 @@ func TestHostilePgSyncInput(t *testing.T) {
 		{name: "body too large", method: "POST", path: reg, body: `{"options":{"table":"orders","url":"` + strings.Repeat("x", 70<<10) + `"}}`, status: http.StatusRequestEntityTooLarge, code: "PAYLOAD_TOO_LARGE"},
 		{name: "unobserve, ref too long", method: "DELETE", path: unobserve + strings.Repeat("a", 65), status: bad, code: invalid},
 		{name: "unobserve, ref with a quote", method: "DELETE", path: unobserve + "ab%27cd", status: bad, code: invalid},
-		{name: "unobserve, principal entity", method: "DELETE", path: entitiesPath + "/principal/user%3Ax/pg-sync-observations/ab", status: bad, code: invalid},
+		{name: "unobserve, principal entity", method: "DELETE", path: entitiesPath + "/principal/system:dev-local/pg-sync-observations/ab", status: bad, code: invalid},
 		{name: "unobserve, no entity", method: "DELETE", path: entitiesPath + "/notebook/none/pg-sync-observations/ab", status: nf, code: "NOT_FOUND"},
 		{name: "stream, encoded slash", method: "GET", path: "/_electric/pg-sync/a%2Fb?offset=-1", status: nf},
 		{name: "stream, none there", method: "GET", path: "/_electric/pg-sync/0123?offset=-1", status: nf},

@@ -39,7 +39,8 @@ func TestPrincipalEntityIsolation(t *testing.T) {
 			continue
 		}
 		p := strings.NewReplacer("{type}", "principal", "{id}", "user:carol", "{messageKey}", "m1", "{tagKey}", "k1",
-			"{grantId}", "g_missing", "{name}", "cmd", "{scheduleId}", "s1").Replace(ra.Pattern)
+			"{grantId}", "g_missing", "{name}", "cmd", "{scheduleId}", "s1", "{attId}", "a1", "{collection}", "comments",
+			"{sid}", "s1", "{sourceRef}", "ab").Replace(ra.Pattern)
 		require.NotContains(t, p, "{", "a parameter the test does not fill: %s", ra.Pattern)
 		probes = append(probes, probe{ra.Method, p})
 	}
