@@ -169,7 +169,7 @@ func TestChangesFollowTheSnapshotTheyMissed(t *testing.T) {
 
 	c := newClient(e, "entities")
 	first, _ := c.next()
-	require.Len(t, c.rows, 2, first.raw)
+	require.Len(t, c.rows, 3, first.raw) // a, b and the caller's principal entity
 	require.Contains(t, c.rows[entityKey("/chat/a")]["tags"], "team", first.raw)
 
 	// the transaction that was running writes and commits; a marker follows it
@@ -178,8 +178,10 @@ func TestChangesFollowTheSnapshotTheyMissed(t *testing.T) {
 	e.mustStatus(e.do("PUT", "/_electric/entities/chat/m", `{}`), http.StatusCreated)
 	c.until(entityKey("/chat/m"))
 
-	require.Equal(t, map[string]int{entityKey("/chat/a"): 1, entityKey("/chat/b"): 2, entityKey("/chat/m"): 1}, c.seen,
-		"a: its row; b: its row, then the change of the transaction the snapshot saw running; m: the marker")
+	require.Equal(t, map[string]int{entityKey("/chat/a"): 1, entityKey("/chat/b"): 2, entityKey("/chat/m"): 1,
+		entityKey("/principal/system%3Adev-local"): 1}, c.seen,
+		"a: its row; b: its row, then the change of the transaction the snapshot saw running; m: the marker; "+
+			"and the caller's principal entity, made by its first spawn")
 	require.Contains(t, c.rows[entityKey("/chat/b")]["tags"], "late")
 	require.Equal(t, c.fresh(), c.rows)
 }
@@ -238,8 +240,9 @@ func TestSnapshotPagesServeEachChangeOnce(t *testing.T) {
 	for _, u := range []string{"a0", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9", "c99", "zz"} {
 		want[entityKey("/chat/"+u)] = 1
 	}
-	want[entityKey("/chat/c0")] = 2 // its row, its tag
-	want[entityKey("/chat/c1")] = 2 // its row (tagged pre), the running transaction's tag
+	want[entityKey("/chat/c0")] = 2                      // its row, its tag
+	want[entityKey("/chat/c1")] = 2                      // its row (tagged pre), the running transaction's tag
+	want[entityKey("/principal/system%3Adev-local")] = 1 // made by the caller's first spawn
 	require.Equal(t, want, c.seen)
 	require.Equal(t, c.fresh(), c.rows)
 }

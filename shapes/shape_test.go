@@ -131,7 +131,8 @@ func TestEntitiesShapeSnapshotThenChanges(t *testing.T) {
 	e.mustStatus(idle, http.StatusOK)
 	idleRows := map[string]map[string]any{}
 	apply(idleRows, idle.msgs)
-	require.Len(t, idleRows, 1)
+	// the idle chat entity and the caller's principal entity (made by its first spawn)
+	require.Len(t, idleRows, 2)
 	require.NotEqual(t, all.header.Get("electric-handle"), idle.header.Get("electric-handle"), "a where is another shape")
 
 	// changes: a spawn and a kill
@@ -154,7 +155,7 @@ func TestEntitiesShapeSnapshotThenChanges(t *testing.T) {
 		apply(rows, r.msgs)
 		offset = r.header.Get("electric-offset")
 	}
-	require.Len(t, rows, 2)
+	require.Len(t, rows, 3) // a, b and the caller's principal entity
 
 	offset = idle.header.Get("electric-offset")
 	for idleRows[`"public"."entities"/"/chat/a"`] != nil || idleRows[`"public"."entities"/"/chat/b"`] == nil {
@@ -164,7 +165,8 @@ func TestEntitiesShapeSnapshotThenChanges(t *testing.T) {
 		apply(idleRows, r.msgs)
 		offset = r.header.Get("electric-offset")
 	}
-	require.Len(t, idleRows, 1, "the killed entity left the idle shape as a delete")
+	// b and the caller's principal entity
+	require.Len(t, idleRows, 2, "the killed entity left the idle shape as a delete")
 }
 
 // TestLiveLongPollWakesOnAChange: a live request at the tail waits, and answers with the

@@ -72,7 +72,7 @@ func TestSnapshotInPages(t *testing.T) {
 		next()
 	}
 	// what a client holds is what the table holds
-	require.Len(t, rows, 13)
+	require.Len(t, rows, 14) // with the caller's principal entity
 	require.Equal(t, "killed", rows[key("/chat/c0")]["status"])
 	require.JSONEq(t, `{"team":"x"}`, rows[key("/chat/c8")]["tags"].(string))
 	require.NotNil(t, rows[key("/chat/c99")])
