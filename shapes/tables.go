@@ -31,9 +31,11 @@ var tables = map[string]*table{
 	"entity_types": {
 		name: "entity_types", key: "name",
 		columns: []string{"name", "description", "creation_schema", "inbox_schemas", "state_schemas",
-			"slash_commands", "serve_endpoint", "default_dispatch_policy", "revision", "created_at", "updated_at"},
+			"slash_commands", "externally_writable_collections", "serve_endpoint", "default_dispatch_policy",
+			"revision", "created_at", "updated_at"},
 		types: map[string]string{"name": "text", "description": "text", "creation_schema": "json",
-			"inbox_schemas": "json", "state_schemas": "json", "slash_commands": "json", "serve_endpoint": "text",
+			"inbox_schemas": "json", "state_schemas": "json", "slash_commands": "json",
+			"externally_writable_collections": "json", "serve_endpoint": "text",
 			"default_dispatch_policy": "json", "revision": "int4", "created_at": "text", "updated_at": "text"},
 		rows:    sqlEntityTypeRows,
 		filters: map[string]string{"name": "key"},
