@@ -64,22 +64,11 @@ func TestHostilePgSyncInput(t *testing.T) {
 		{name: "stream, append to none", method: "POST", path: "/_electric/pg-sync/0123", body: `[]`, status: nf},
 		{name: "stream, create", method: "PUT", path: "/_electric/pg-sync/0123", body: `[]`, status: bad, code: invalid},
 	}
-	published := func() int {
-		var n int
-		require.NoError(t, h.srv.Pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_publication_tables`).Scan(&n))
+	published := func() string {
+		var n string
+		require.NoError(t, h.srv.Pool.QueryRow(context.Background(), `SELECT count(*)::text FROM pg_publication_tables`).Scan(&n))
 		return n
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			before, beforePub := h.fingerprint(), published()
-			r := h.hostile(t, tc)
-			require.Equal(t, tc.status, r.Status, "body: %s", r.Body)
-			if tc.code != "" {
-				require.Contains(t, string(r.Body), `"code":"`+tc.code+`"`)
-			}
-			require.Equal(t, before, h.fingerprint(), "nothing is written")
-			require.Equal(t, beforePub, published(), "no table is published")
-		})
-	}
+	h.runHostileCases(t, cases, published, nil) // published: no table is added to the publication
 	requireStatus(t, h.do(http.MethodPost, reg, `{"options":{"table":"orders"}}`), http.StatusOK)
 }

@@ -127,19 +127,9 @@ func TestHostileWebhookSourceInput(t *testing.T) {
 			(SELECT count(*) || '/' || sum(revision) FROM webhook_sources), (SELECT count(*) FROM wake_registrations))`).Scan(&fp))
 		return fp
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			before, beforeExtra := h.fingerprint(), extra()
-			r := h.hostile(t, tc)
-			require.Equal(t, tc.status, r.Status, "body: %s", r.Body)
-			if tc.code != "" {
-				require.Contains(t, string(r.Body), `"code":"`+tc.code+`"`)
-			}
-			require.NotContains(t, string(r.Body), hookSecret)
-			require.Equal(t, before, h.fingerprint(), "nothing is written")
-			require.Equal(t, beforeExtra, extra(), "nothing is written")
-		})
-	}
+	h.runHostileCases(t, cases, extra, func(t *testing.T, r *response) {
+		require.NotContains(t, string(r.Body), hookSecret)
+	})
 	// still serving: a good delivery is taken
 	requireStatus(t, h.do(http.MethodPost, dlv, `{}`, signed(`{}`, "X-GitHub-Delivery", "ok")...), http.StatusOK)
 }
