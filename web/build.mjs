@@ -2,7 +2,7 @@
 // builds into a temporary directory and fails when the committed bundle differs from
 // what the sources build to: the bundle in git must be the sources' bundle.
 import { build } from "esbuild"
-import { mkdtempSync, readFileSync, readdirSync, copyFileSync, mkdirSync, rmSync } from "node:fs"
+import { mkdtempSync, readFileSync, readdirSync, copyFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, dirname } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -27,7 +27,10 @@ await build({
   logLevel: "warning",
 })
 copyFileSync(join(here, "index.html"), join(out, "index.html"))
-copyFileSync(join(here, "style.css"), join(out, "app.css"))
+// style.css first, then each view's own stylesheet (styles/*.css, by name): one file per
+// idea, one request for the page.
+const sheets = [join(here, "style.css"), ...readdirSync(join(here, "styles")).filter((f) => f.endsWith(".css")).sort().map((f) => join(here, "styles", f))]
+writeFileSync(join(out, "app.css"), sheets.map((f) => readFileSync(f, "utf8")).join("\n"))
 
 let bytes = 0
 for (const f of readdirSync(out)) bytes += gzipSync(readFileSync(join(out, f)), { level: 9 }).length
