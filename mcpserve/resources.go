@@ -156,24 +156,40 @@ func text(uri string, body []byte) *mcp.ReadResourceResult {
 // runs until the entity's server closes. The SDK keeps who is subscribed to what and
 // sends each notification only to them.
 type resourceWatch struct {
-	once sync.Once
+	mu      sync.Mutex
+	started bool
 }
 
 // subscribe accepts a subscription to one of the entity's resources (anything else is
 // -32002) and starts the watcher.
-func (en *entry) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
+func (en *entry) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 	if !en.ownsResource(req.Params.URI) {
 		return mcp.ResourceNotFoundError(req.Params.URI)
 	}
-	en.watch.once.Do(func() {
-		// Under s.mu and only before Stop: Stop cancels s.ctx before it takes s.mu, so
-		// this Go cannot come after Stop's Wait has begun (newEntry does the same).
-		en.s.mu.Lock()
-		defer en.s.mu.Unlock()
-		if en.s.ctx.Err() == nil {
-			en.s.wg.Go(en.watchMain)
-		}
-	})
+	en.watch.mu.Lock()
+	defer en.watch.mu.Unlock()
+	if en.watch.started {
+		return nil
+	}
+	// The watcher starts from the tail as it is now, before the subscription is
+	// answered: a change the client makes right after the answer is then one it is told
+	// about. (Read by the goroutine instead, the tail could already include that change,
+	// and the client would wait for a notification that never comes.)
+	m, err := en.s.deps.Streams.Lookup(ctx, entitypath.Main(en.url))
+	if errors.Is(err, streamdb.ErrNotFound) || errors.Is(err, streamdb.ErrGone) {
+		return mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	if err != nil {
+		return err // the next subscription tries again
+	}
+	// Under s.mu and only before Stop: Stop cancels s.ctx before it takes s.mu, so this
+	// Go cannot come after Stop's Wait has begun (newEntry does the same).
+	en.s.mu.Lock()
+	defer en.s.mu.Unlock()
+	if en.s.ctx.Err() == nil {
+		en.watch.started = true
+		en.s.wg.Go(func() { en.watchMain(m) })
+	}
 	return nil
 }
 
@@ -192,16 +208,9 @@ func (en *entry) ownsResource(uri string) bool {
 // sessions that both resources changed; then it rests ResourceUpdateInterval, so a
 // handler streaming a reply in many small events costs a client a few reads a second,
 // not one per event.
-func (en *entry) watchMain() {
+func (en *entry) watchMain(m *streamdb.Meta) {
 	log := en.s.log.With(zap.String("entity", en.url))
 	st := en.s.deps.Streams
-	m, err := st.Lookup(en.ctx, entitypath.Main(en.url))
-	if err != nil {
-		if en.ctx.Err() == nil {
-			log.Warn("mcp: cannot watch the main stream for resource subscriptions", zap.Error(err))
-		}
-		return
-	}
 	from := m.Tail
 	backoff := 100 * time.Millisecond
 	for {
