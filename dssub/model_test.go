@@ -1,7 +1,9 @@
 package dssub
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -166,7 +168,7 @@ func runModel(t *testing.T, seed uint64, steps int) {
 					break
 				}
 				if resp.Status != http.StatusOK {
-					t.Fatalf("heartbeat: %d %s", resp.Status, resp.Body)
+					t.Fatalf("heartbeat for %s (gen %d): %d %s\n%s", current.WakeID, gen, resp.Status, resp.Body, modelEvidence(h, rc))
 				}
 				current.leaseFrom = sent
 				fallthrough
@@ -174,7 +176,8 @@ func runModel(t *testing.T, seed uint64, steps int) {
 				resp := callback(h, current.webhookBody, map[string]any{"wake_id": current.WakeID,
 					"generation": current.Generation, "acks": ackAll(current), "done": true})
 				if resp.Status != http.StatusOK && !fencedByLapse(resp) {
-					t.Fatalf("done: %d %s", resp.Status, resp.Body)
+					t.Fatalf("done for %s (gen %d, lease from %s ago): %d %s\n%s", current.WakeID, current.Generation,
+						time.Since(current.leaseFrom), resp.Status, resp.Body, modelEvidence(h, rc))
 				}
 				end()
 			}
@@ -200,4 +203,19 @@ func runModel(t *testing.T, seed uint64, steps int) {
 		}
 		return true
 	}, 15*time.Second)
+}
+
+// modelEvidence is what a failure of the model needs to be understood after the fact
+// (it has been seen once, under load, and not reproduced): the subscription as the
+// server has it, and every request the receiver got, in order, with its answer.
+func modelEvidence(h *harness, rc *receiver) string {
+	sub, _ := json.Marshal(h.getSub("model"))
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	var b strings.Builder
+	fmt.Fprintf(&b, "subscription: %s\n", sub)
+	for i, r := range rc.got {
+		fmt.Fprintf(&b, "request %d: wake %s gen %d\n", i, r.Body.WakeID, r.Body.Generation)
+	}
+	return b.String()
 }
