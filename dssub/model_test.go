@@ -3,9 +3,9 @@ package dssub
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
