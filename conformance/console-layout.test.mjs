@@ -93,11 +93,15 @@ describe("the console on a phone (390x844)", () => {
         expect(await overflow(page), `${v.name} ${scheme}: scrollWidth - innerWidth`).toBeLessThanOrEqual(0)
         expect(await axe(page), `${v.name} ${scheme}`).toEqual([])
         await screenshot(page, `phone-${v.name}-${scheme}`)
+        if (v.name === "types") { // a type opened: its schemas and commands fit too
+          await page.locator('.type-card[data-type="assistant"] summary').click()
+          expect(await overflow(page), `open type card ${scheme}`).toBeLessThanOrEqual(0)
+        }
       }
       expect(page.errors).toEqual([])
       await page.context().close()
     }
-  })
+  }, 120000)
 
   it("the entity list is stacked cards and the spawn form opens above it", async () => {
     const page = await newPage({ viewport: PHONE, isMobile: true, hasTouch: true })
@@ -175,6 +179,16 @@ describe("dark mode", () => {
         expect(await background(page)).toBe(theme === "dark" ? DARK_BG : LIGHT_BG)
         expect(await axe(page), `${v.name} ${theme}`).toEqual([])
         if (theme === "dark") await screenshot(page, `${v.name}-dark`)
+        if (v.name === "entity") { // the composer's picker and a chip
+          const box = page.getByRole("combobox", { name: "Message" })
+          await box.click()
+          await page.keyboard.type("/")
+          await page.getByRole("listbox", { name: "Slash commands" }).waitFor()
+          expect(await axe(page), `picker ${theme}`).toEqual([])
+          await page.keyboard.press("Enter")
+          await box.locator(".chip").waitFor()
+          expect(await axe(page), `chip ${theme}`).toEqual([])
+        }
       }
       // the spawn form's controls and the empty/no-match state's button
       await page.goto(`${url}/_electric/console/entities?type=none-${run}`)
@@ -183,7 +197,7 @@ describe("dark mode", () => {
       expect(page.errors).toEqual([])
       await page.context().close()
     }
-  })
+  }, 120000)
 })
 
 describe("the entity list's states", () => {
