@@ -15,9 +15,10 @@ let stopView: Stop | null = null
 
 function shell(): HTMLElement {
   const dialog = tokenDialog()
-  const tokenButton = h("button", { type: "button", id: "token-button", onclick: () => dialog.showModal() }, token() ? "Token set" : "Token")
-  // Few stops before the content: the brand is not a link (Entities is), and the header
-  // has two controls, the theme and the token.
+  // The Token button shows once the server has asked for a token (or one is set): a dev
+  // mode server never does, and the header keeps one control fewer before the content.
+  const tokenButton = h("button", { type: "button", id: "token-button", hidden: !token(), onclick: () => dialog.showModal() }, token() ? "Token set" : "Token")
+  // Few stops before the content: the brand is not a link (Entities is).
   const header = h("header", { class: "top" },
     h("span", { class: "brand" }, "entityd console"),
     h("nav", { "aria-label": "Views" },
@@ -38,6 +39,7 @@ function shell(): HTMLElement {
   document.body.append(skip, header, offline, main, dialog,
     h("div", { id: "announcer", class: "visually-hidden", "aria-live": "polite" }))
   whenUnauthorized(() => {
+    tokenButton.hidden = false
     if (!dialog.open) dialog.showModal()
   })
   return main
