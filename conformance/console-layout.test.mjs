@@ -126,6 +126,20 @@ describe("the console on a phone (390x844)", () => {
     expect((await form.boundingBox()).y).toBeLessThan((await page.locator("table.entities").boundingBox()).y)
     expect(await page.evaluate(() => document.activeElement?.id)).toBe("spawn-type")
     expect(await overflow(page)).toBeLessThanOrEqual(0)
+    await screenshot(page, "phone-spawn-light")
+    expect(page.errors).toEqual([])
+    await page.context().close()
+  })
+})
+
+describe("the console at 768 px (between the phone and the two-column layouts)", () => {
+  it("no view overflows horizontally", async () => {
+    const page = await newPage({ viewport: { width: 768, height: 1024 } })
+    for (const v of views()) {
+      await page.goto(`${url}${v.path}`)
+      await v.ready(page)
+      expect(await overflow(page), v.name).toBeLessThanOrEqual(0)
+    }
     expect(page.errors).toEqual([])
     await page.context().close()
   })
