@@ -34,13 +34,48 @@ export function announce(text: string): void {
 }
 
 const pad = (n: number) => (n < 10 ? "0" : "") + n
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
-/** formatTime is a timestamp's local time of day, HH:MM:SS (toLocaleTimeString costs
- * about 60 µs a call, which a 1,000-event timeline feels). */
-export function formatTime(v: unknown): string {
-  const d = typeof v === "number" || typeof v === "string" ? new Date(v) : null
-  if (!d || isNaN(d.getTime())) return ""
-  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`
+// Local midnight today and tomorrow, and this year, recomputed only when the clock
+// passes midnight (formatTime runs once per timeline event).
+let dayStart = 0
+let dayEnd = -1
+let thisYear = 0
+function today(now: number): void {
+  const d = new Date(now)
+  d.setHours(0, 0, 0, 0)
+  dayStart = d.getTime()
+  d.setDate(d.getDate() + 1)
+  dayEnd = d.getTime()
+  thisYear = new Date(now).getFullYear()
+}
+
+function toDate(v: unknown): Date | null {
+  const d = typeof v === "number" || typeof v === "string" ? new Date(v) : v instanceof Date ? v : null
+  return d && !isNaN(d.getTime()) ? d : null
+}
+
+/** formatTime is a timestamp in local time: HH:MM:SS today, "26 Nov 14:03:11" on an
+ * earlier (or later) day this year, "26 Nov 2025 14:03:11" in another year. Formatted by
+ * hand: toLocaleString costs about 60 µs a call, which a 1,000-event timeline feels. */
+export function formatTime(v: unknown, now = Date.now()): string {
+  const d = toDate(v)
+  if (!d) return ""
+  if (now >= dayEnd || now < dayStart) today(now)
+  const t = d.getTime()
+  const time = `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`
+  if (t >= dayStart && t < dayEnd) return time
+  const y = d.getFullYear()
+  return `${d.getDate()} ${MONTHS[d.getMonth()]}${y === thisYear ? "" : " " + y} ${time}`
+}
+
+/** timeEl is a <time> with formatTime's text, the ISO instant as its datetime and the
+ * full local date and time as its tooltip. */
+export function timeEl(v: unknown): HTMLTimeElement | string {
+  const d = toDate(v)
+  if (!d) return ""
+  const iso = d.toISOString()
+  return h("time", { datetime: iso, title: iso }, formatTime(d))
 }
 
 const measured = new Map<string, number>()

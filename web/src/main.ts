@@ -1,6 +1,7 @@
 // The entityd console: entry point. A header with the views and the token, and one
 // view at a time in <main>; leaving a view stops everything it follows.
 
+import { storedTheme, setTheme, onThemeChange, THEMES, type Theme } from "./theme" // first: the theme before anything renders
 import { h, clear } from "./dom"
 import { setToken, token, whenUnauthorized } from "./http"
 import { onConnectionChange } from "./connection"
@@ -14,24 +15,65 @@ let stopView: Stop | null = null
 
 function shell(): HTMLElement {
   const dialog = tokenDialog()
-  const tokenButton = h("button", { type: "button", id: "token-button", onclick: () => dialog.showModal() }, token() ? "Token set" : "Token")
+  // The Token button shows once the server has asked for a token (or one is set): a dev
+  // mode server never does, and the header keeps one control fewer before the content.
+  const tokenButton = h("button", { type: "button", id: "token-button", hidden: !token(), onclick: () => dialog.showModal() }, token() ? "Token set" : "Token")
+  // Few stops before the content: the brand is not a link (Entities is).
   const header = h("header", { class: "top" },
-    h("a", { href: `${BASE}/`, "data-link": "", class: "brand" }, "entityd console"),
+    h("span", { class: "brand" }, "entityd console"),
     h("nav", { "aria-label": "Views" },
       h("a", { href: `${BASE}/entities`, "data-link": "", id: "nav-entities" }, "Entities"),
       h("a", { href: `${BASE}/types`, "data-link": "", id: "nav-types" }, "Types")),
-    tokenButton)
+    h("div", { class: "tools" }, h("label", { for: "theme-select" }, "Theme"), themeSelect(), tokenButton))
   const main = h("main", { id: "view" })
   const offline = h("div", { class: "offline", role: "status", hidden: true }, "The server cannot be reached. Retrying; what you see is as of the last update.")
   onConnectionChange((online) => {
     offline.hidden = online
   })
-  document.body.append(h("a", { href: "#view", class: "skip" }, "Skip to content"), header, offline, main, dialog,
+  // The skip link moves the focus to the view's heading itself: following "#view" would
+  // be a history entry, which the router takes for a navigation.
+  const skip = h("a", { href: "#view", class: "skip", onclick: (e: MouseEvent) => {
+    e.preventDefault()
+    focusHeading(main)
+  } }, "Skip to content")
+  document.body.append(skip, header, offline, main, dialog,
     h("div", { id: "announcer", class: "visually-hidden", "aria-live": "polite" }))
   whenUnauthorized(() => {
+    tokenButton.hidden = false
     if (!dialog.open) dialog.showModal()
   })
   return main
+}
+
+/** themeSelect is the header's System / Light / Dark choice (remembered, see theme.ts). */
+function themeSelect(): HTMLSelectElement {
+  const labels: Record<Theme, string> = { system: "System", light: "Light", dark: "Dark" }
+  const select = h("select", { id: "theme-select", onchange: () => setTheme(select.value as Theme) },
+    THEMES.map((t) => h("option", { value: t }, labels[t])))
+  select.value = storedTheme()
+  onThemeChange((t) => {
+    select.value = t
+  })
+  return select
+}
+
+function focusHeading(root: HTMLElement): void {
+  const heading = root.querySelector("h1")
+  if (heading instanceof HTMLElement) {
+    heading.tabIndex = -1
+    heading.focus()
+  }
+}
+
+/** notFound is the page for a console path that names no view, with the ways back. */
+function notFound(root: HTMLElement, path: string): void {
+  clear(root)
+  root.appendChild(h("div", { class: "not-found" },
+    h("h1", {}, "Not found"),
+    h("p", {}, "The console has no page at ", h("code", {}, BASE + path), "."),
+    h("p", {}, h("a", { href: `${BASE}/entities`, "data-link": "" }, "Go to the entity list"), " or ",
+      h("a", { href: `${BASE}/types`, "data-link": "" }, "the entity types"), ".")))
+  root.setAttribute("data-ready", "true")
 }
 
 /** tokenDialog asks for a bearer token (jwt mode). It is kept for this tab only. */
@@ -83,17 +125,12 @@ function render(): void {
       stopView = entityView(main, r.type, r.id)
       break
     default:
-      clear(main)
-      main.appendChild(h("h1", {}, "Not found"))
-      main.appendChild(h("p", {}, `The console has no page at ${r.path}.`))
+      document.title = "Not found · entityd console"
+      notFound(main, r.path)
   }
   // After a navigation inside the console the focus goes to the new view's heading (the
   // link that had it is gone), which also tells a screen reader where it is.
-  const heading = main.querySelector("h1")
-  if (rendered && heading instanceof HTMLElement) {
-    heading.tabIndex = -1
-    heading.focus()
-  }
+  if (rendered) focusHeading(main)
   rendered = true
 }
 

@@ -1,7 +1,7 @@
 // The entity list, live from the `entities` shape (spawns, kills, status and tag changes
 // show without a reload), with filters, and the spawn form.
 
-import { h, clear, formatTime, keepFocus } from "../dom"
+import { h, clear, timeEl, keepFocus } from "../dom"
 import { api, entityPath } from "../http"
 import { followShape, type Stop } from "../live"
 import { argsForm, type ArgsForm } from "./schemaform"
@@ -30,6 +30,15 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
   const body = h("tbody", {})
   const count = h("span", { class: "muted", id: "entity-count" })
   const more = h("p", { class: "muted", role: "status" })
+  // What the list is when it has no rows: loading, empty, no match (filled by render).
+  const state = h("div", { class: "state", role: "status" })
+  const table = h("table", { class: "entities" },
+    h("thead", {}, h("tr", {}, ["Entity", "Type", "Status", "Tags", "Created"].map((c) => h("th", { scope: "col" }, c)))),
+    body)
+  let loaded = false // the list shape has answered since the last follow()
+  // it failed: the client stops on a 4xx (until the next follow()), and Electric's Shape
+  // then still calls back with its rows so far, which must not read as "no entities"
+  let failed = false
 
   const spawnType = h("select", { id: "spawn-type", required: true })
   const spawnId = h("input", { id: "spawn-id", type: "text", placeholder: "generated when empty", pattern: "[^/]+" })
@@ -39,7 +48,11 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
   let args: ArgsForm = argsForm(null, "spawn-arg")
   // Enabled once the types are known (they come from a shape).
   const spawnButton = h("button", { type: "submit", class: "primary", disabled: true }, "Spawn")
-  const spawnForm = h("form", { class: "panel spawn", "aria-labelledby": "spawn-title", onsubmit: (e: Event) => { e.preventDefault(); void spawn() } },
+  // Below 900px the form sits above the list, folded until "New entity" opens it (a
+  // link with ?spawn=<type> opens it at once); wider, it is always shown beside the list.
+  const spawnOpen = h("button", { type: "button", class: "spawn-open", "aria-controls": "spawn-form",
+    "aria-expanded": query.get("spawn") ? "true" : "false", onclick: () => openSpawn(spawnOpen.getAttribute("aria-expanded") !== "true") }, "New entity")
+  const spawnForm = h("form", { id: "spawn-form", class: query.get("spawn") ? "panel spawn" : "panel spawn collapsed", "aria-labelledby": "spawn-title", onsubmit: (e: Event) => { e.preventDefault(); void spawn() } },
     h("h2", { id: "spawn-title" }, "Spawn an entity"),
     h("div", { class: "field" }, h("label", { for: "spawn-type" }, "Type"), spawnType),
     h("div", { class: "field" }, h("label", { for: "spawn-id" }, "Id"), spawnId),
@@ -50,7 +63,7 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
 
   clear(root)
   root.appendChild(h("div", { class: "entities-view" },
-    h("h1", {}, "Entities ", count),
+    h("div", { class: "view-head" }, h("h1", {}, "Entities ", count), spawnOpen),
     h("div", { class: "entities-layout" },
       h("section", { class: "panel", "aria-labelledby": "list-title" },
         h("h2", { id: "list-title", class: "visually-hidden" }, "Entity list"),
@@ -59,9 +72,8 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
           h("label", { for: "filter-status" }, "Status"), statusFilter,
           h("label", { for: "filter-tag" }, "Tag"), tagFilter),
         listErrors,
-        h("table", { class: "entities" },
-          h("thead", {}, h("tr", {}, ["Entity", "Type", "Status", "Tags", "Created"].map((c) => h("th", { scope: "col" }, c)))),
-          body),
+        table,
+        state,
         more),
       spawnForm)))
 
@@ -87,10 +99,43 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
     return rest.length === 0 ? have !== undefined : have !== undefined && String(have) === v.trim()
   }
 
+  function openSpawn(open: boolean): void {
+    spawnOpen.setAttribute("aria-expanded", String(open))
+    spawnForm.classList.toggle("collapsed", !open)
+    if (open) spawnType.focus()
+  }
+
+  const filtered = () => Boolean(wantedType || statusFilter.value || tagFilter.value.trim())
+  const clearFilters = () => {
+    wantedType = ""
+    typeFilter.value = ""
+    statusFilter.value = ""
+    tagFilter.value = ""
+    follow()
+    typeFilter.focus()
+  }
+
+  const renderState = (n: number) => {
+    clear(state)
+    table.hidden = !loaded || failed || n === 0
+    if (failed) return // the error box says it
+    if (!loaded) state.append(h("p", {}, "Loading entities…"))
+    else if (n > 0) return
+    else if (filtered()) {
+      state.append(h("p", { class: "state-title" }, "No entity matches these filters"),
+        h("button", { type: "button", onclick: clearFilters }, "Clear filters"))
+    } else {
+      state.append(h("p", { class: "state-title" }, "No entities yet"),
+        h("p", {}, "Spawn one of a registered type with ",
+          h("a", { href: "#spawn-form", onclick: (e: MouseEvent) => { e.preventDefault(); openSpawn(true) } }, "the spawn form"), "."))
+    }
+  }
+
   const render = () => {
     const matching = rows.filter((r) => tagMatch(r.tags)).sort((a, b) => Number(b.created_at) - Number(a.created_at))
     const shown = matching.slice(0, MAX_ROWS)
-    count.textContent = `(${matching.length})`
+    count.textContent = loaded && !failed ? `(${matching.length})` : ""
+    renderState(matching.length)
     more.textContent = matching.length > MAX_ROWS ? `Showing the newest ${MAX_ROWS} of ${matching.length}; filter to narrow the list.` : ""
     const frag = document.createDocumentFragment()
     for (const r of shown) {
@@ -101,7 +146,7 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
         h("td", {}, r.type),
         h("td", {}, h("span", { class: `badge st-${r.status}` }, r.status)),
         h("td", {}, tags.map(([k, v]) => h("span", { class: "tag" }, `${k}: ${String(v)}`))),
-        h("td", {}, formatTime(Number(r.created_at)))))
+        h("td", {}, timeEl(Number(r.created_at)))))
     }
     keepFocus(body, "data-url", () => {
       clear(body)
@@ -127,14 +172,22 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
     if (tagFilter.value) q.set("tag", tagFilter.value)
     history.replaceState(null, "", `${location.pathname}${q.size ? "?" + q : ""}`)
     rows = []
+    loaded = false
+    failed = false
     render()
     stopList = followShape({ table: "entities", where: conds.join(" AND ") || undefined, params: params.length ? params : undefined,
       columns: ["url", "type", "status", "tags", "created_at"] },
     (r) => {
+      if (failed) return
       showError(listErrors, null)
       rows = r as any[]
+      loaded = true
       render()
-    }, (err) => showError(listErrors, err))
+    }, (err) => {
+      failed = true
+      showError(listErrors, inWords("The entity list could not be loaded", err))
+      render()
+    })
   }
   typeFilter.addEventListener("change", () => {
     wantedType = typeFilter.value
@@ -165,7 +218,7 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
     if (types.some((t) => t.name === keepSpawn)) spawnType.value = keepSpawn
     spawnButton.disabled = types.length === 0
     renderArgs()
-  }, (err) => showError(listErrors, err)))
+  }, (err) => showError(listErrors, inWords("The entity types could not be loaded", err))))
 
   async function spawn(): Promise<void> {
     showError(spawnErrors, null)
@@ -199,4 +252,17 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
     stopList?.()
     for (const s of stops) s()
   }
+}
+
+/** inWords says what a live list's failure means, instead of the client's
+ * "HTTP Error 404 at <url>: <json>". */
+function inWords(what: string, err: unknown): Error {
+  const e = err as { status?: unknown; json?: any; message?: string }
+  const status = typeof e?.status === "number" ? e.status : undefined
+  if (status === 401 || status === 403) return new Error(`${what}: the server refused this tab's credentials (${status}). Set a token with the Token button.`)
+  if (status !== undefined) {
+    const msg = e.json?.error?.message ?? e.json?.message
+    return new Error(`${what}: the server answered ${status}${msg ? ` (${msg})` : ""}.`)
+  }
+  return new Error(`${what}: the server cannot be reached. The list catches up when it is back.`)
 }
