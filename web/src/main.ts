@@ -8,6 +8,8 @@ import { BASE, currentRoute, startRouter } from "./router"
 import { entitiesView } from "./views/entities"
 import { entityView } from "./views/entity"
 import { typesView } from "./views/types"
+import { inspectorView } from "./views/inspector"
+import { installPalette, paletteButton } from "./palette"
 import type { Stop } from "./live"
 
 let stopView: Stop | null = null
@@ -20,6 +22,7 @@ function shell(): HTMLElement {
     h("nav", { "aria-label": "Views" },
       h("a", { href: `${BASE}/entities`, "data-link": "", id: "nav-entities" }, "Entities"),
       h("a", { href: `${BASE}/types`, "data-link": "", id: "nav-types" }, "Types")),
+    paletteButton(),
     tokenButton)
   const main = h("main", { id: "view" })
   const offline = h("div", { class: "offline", role: "status", hidden: true }, "The server cannot be reached. Retrying; what you see is as of the last update.")
@@ -78,6 +81,10 @@ function render(): void {
       document.getElementById("nav-types")?.setAttribute("aria-current", "page")
       stopView = typesView(main)
       break
+    case "inspect":
+      document.title = `Inspect ${r.query.get("path") ?? ""} · entityd console`
+      stopView = inspectorView(main, r.query)
+      break
     case "entity":
       document.title = `/${r.type}/${r.id} · entityd console`
       stopView = entityView(main, r.type, r.id)
@@ -98,4 +105,5 @@ function render(): void {
 }
 
 main = shell()
+installPalette()
 startRouter(render)
