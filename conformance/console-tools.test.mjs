@@ -143,6 +143,7 @@ describe("the console's power tools", { timeout: 90000 }, () => {
     await send.click()
     await expect.poll(() => form.getByRole("status").textContent()).toMatch(/^Sent note/)
     expect(await page.locator("#typed-code-error").isVisible()).toBe(false)
+    expect(await axeBothThemes(page)).toEqual([])
     const sent = (await events(`/${type}/t1`)).filter((e) => e.type === "inbox")
     expect(sent).toHaveLength(1)
     expect(sent[0].value.message_type).toBe("note")
