@@ -146,6 +146,9 @@ describe("the console", () => {
     def.description = "Keeps notes, updated"
     await editor.fill(JSON.stringify(def))
     await page.getByRole("button", { name: "Register" }).click()
+    // the page says what registering an existing name does before doing it
+    await expect.poll(() => page.locator(".register-confirm").textContent()).toMatch(`${type} exists at revision 1; registering makes revision 2.`)
+    await page.getByRole("button", { name: "Update" }).click()
     await expect.poll(() => page.getByRole("status").textContent()).toBe(`Registered ${type}, revision 2.`)
     await expect.poll(() => card.locator("summary").textContent()).toMatch(/rev 2 — Keeps notes, updated$/)
     expect(page.errors).toEqual([])

@@ -58,17 +58,18 @@ export type StreamEvent = {
   headers?: { operation?: string; txid?: string; timestamp?: string; control?: string }
 }
 
-/** followStream reads a JSON stream from the start and then live (SSE), calling onBatch
- * per batch with the events in stream order. */
+/** followStream reads a JSON stream from the start (or from offset) and then live (SSE),
+ * calling onBatch per batch with the events in stream order. */
 export function followStream(
   path: string,
   onBatch: (events: readonly StreamEvent[], meta: JsonBatch<StreamEvent>) => void,
   onError: (err: Error) => void,
+  offset = "-1",
 ): Stop {
   const ac = new AbortController()
   stream<StreamEvent>({
     url: streamURL(path),
-    offset: "-1",
+    offset,
     live: "sse",
     json: true,
     headers: authHeaders(),

@@ -9,6 +9,8 @@ import { BASE, currentRoute, startRouter } from "./router"
 import { entitiesView } from "./views/entities"
 import { entityView } from "./views/entity"
 import { typesView } from "./views/types"
+import { inspectorView } from "./views/inspector"
+import { installPalette, paletteButton } from "./palette"
 import type { Stop } from "./live"
 
 let stopView: Stop | null = null
@@ -24,7 +26,7 @@ function shell(): HTMLElement {
     h("nav", { "aria-label": "Views" },
       h("a", { href: `${BASE}/entities`, "data-link": "", id: "nav-entities" }, "Entities"),
       h("a", { href: `${BASE}/types`, "data-link": "", id: "nav-types" }, "Types")),
-    h("div", { class: "tools" }, h("label", { for: "theme-select" }, "Theme"), themeSelect(), tokenButton))
+    h("div", { class: "tools" }, paletteButton(), h("label", { for: "theme-select" }, "Theme"), themeSelect(), tokenButton))
   const main = h("main", { id: "view" })
   const offline = h("div", { class: "offline", role: "status", hidden: true }, "The server cannot be reached. Retrying; what you see is as of the last update.")
   onConnectionChange((online) => {
@@ -120,6 +122,10 @@ function render(): void {
       document.getElementById("nav-types")?.setAttribute("aria-current", "page")
       stopView = typesView(main)
       break
+    case "inspect":
+      document.title = `Inspect ${r.query.get("path") ?? ""} · entityd console`
+      stopView = inspectorView(main, r.query)
+      break
     case "entity":
       document.title = `/${r.type}/${r.id} · entityd console`
       stopView = entityView(main, r.type, r.id)
@@ -135,4 +141,5 @@ function render(): void {
 }
 
 main = shell()
+installPalette()
 startRouter(render)

@@ -26,6 +26,7 @@ export type Route =
   | { view: "entities"; query: URLSearchParams }
   | { view: "types" }
   | { view: "entity"; type: string; id: string }
+  | { view: "inspect"; query: URLSearchParams }
   | { view: "missing"; path: string }
 
 export function currentRoute(): Route {
@@ -40,6 +41,7 @@ export function currentRoute(): Route {
   if (parts.some((p) => p.includes("/") || p === "." || p === "..")) return { view: "missing", path }
   if (parts.length === 0 || (parts.length === 1 && parts[0] === "entities")) return { view: "entities", query: new URLSearchParams(location.search) }
   if (parts.length === 1 && parts[0] === "types") return { view: "types" }
+  if (parts.length === 1 && parts[0] === "inspect") return { view: "inspect", query: new URLSearchParams(location.search) }
   if (parts.length === 3 && parts[0] === "entities") return { view: "entity", type: parts[1], id: parts[2] }
   return { view: "missing", path }
 }

@@ -7,6 +7,7 @@ import { followShape, type Stop } from "../live"
 import { argsForm, type ArgsForm } from "./schemaform"
 import { errorBox, showError } from "./errors"
 import { navigate } from "../router"
+import { curlButton } from "../curl"
 
 const STATUSES = ["", "spawning", "idle", "running", "paused", "stopping", "stopped", "killed"]
 // The list renders at most this many rows (the newest); filters narrow it.
@@ -59,7 +60,15 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
     argsSlot,
     h("div", { class: "field" }, h("label", { for: "spawn-tags" }, "Tags"), spawnTags),
     spawnErrors,
-    spawnButton)
+    h("div", { class: "row" }, spawnButton, curlButton(() => {
+      try {
+        const c = spawnCall()
+        return { method: "PUT", path: entityPath(c.type, c.id), body: c.body }
+      } catch (err) {
+        showError(spawnErrors, err)
+        return null
+      }
+    })))
 
   clear(root)
   root.appendChild(h("div", { class: "entities-view" },
@@ -220,29 +229,38 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
     renderArgs()
   }, (err) => showError(listErrors, inWords("The entity types could not be loaded", err))))
 
+  // the spawn the form holds now (an empty id is generated, and then kept in the form
+  // so that a copied curl and a click spawn the same entity); throws on a bad field
+  function spawnCall(): { type: string; id: string; body: Record<string, unknown> } {
+    const type = spawnType.value
+    if (!spawnId.value.trim()) spawnId.value = `${type}-${Date.now().toString(36)}`
+    const id = spawnId.value.trim()
+    const body: Record<string, unknown> = {}
+    const a = args.value()
+    if (a !== undefined) body.args = a
+    const tags: Record<string, string> = {}
+    for (const line of spawnTags.value.split("\n")) {
+      if (!line.trim()) continue
+      const i = line.indexOf("=")
+      if (i <= 0) throw new Error(`Tag "${line}" is not key=value`)
+      tags[line.slice(0, i).trim()] = line.slice(i + 1).trim()
+    }
+    if (Object.keys(tags).length > 0) body.tags = tags
+    return { type, id, body }
+  }
+
   async function spawn(): Promise<void> {
     showError(spawnErrors, null)
-    const type = spawnType.value
-    const id = spawnId.value.trim() || `${type}-${Date.now().toString(36)}`
-    const body: Record<string, unknown> = {}
+    let c: ReturnType<typeof spawnCall>
     try {
-      const a = args.value()
-      if (a !== undefined) body.args = a
-      const tags: Record<string, string> = {}
-      for (const line of spawnTags.value.split("\n")) {
-        if (!line.trim()) continue
-        const i = line.indexOf("=")
-        if (i <= 0) throw new Error(`Tag "${line}" is not key=value`)
-        tags[line.slice(0, i).trim()] = line.slice(i + 1).trim()
-      }
-      if (Object.keys(tags).length > 0) body.tags = tags
+      c = spawnCall()
     } catch (err) {
       showError(spawnErrors, err)
       return
     }
     try {
-      await api("PUT", entityPath(type, id), body)
-      navigate(`/_electric/console/entities/${encodeURIComponent(type)}/${encodeURIComponent(id)}`)
+      await api("PUT", entityPath(c.type, c.id), c.body)
+      navigate(`/_electric/console/entities/${encodeURIComponent(c.type)}/${encodeURIComponent(c.id)}`)
     } catch (err) {
       showError(spawnErrors, err)
     }

@@ -8,6 +8,7 @@ import { argumentHint, type Command } from "../composer/commands"
 import { Composer } from "../composer/composer"
 import { TimelineList } from "./timelinelist"
 import { errorBox, showError } from "./errors"
+import { entityTools } from "./sendform"
 
 const ACCEPTING = new Set(["idle", "running", "paused", "spawning"])
 
@@ -66,7 +67,8 @@ export function entityView(root: HTMLElement, type: string, id: string): Stop {
     errors,
     h("div", { class: "entity-main" },
       h("section", { class: "panel conversation", "aria-labelledby": "timeline-title" },
-        h("h2", { id: "timeline-title" }, "Timeline"), timeline.el, composer.el),
+        h("h2", { id: "timeline-title" }, "Timeline"), timeline.el, composer.el,
+        h("div", { id: "entity-tools" }, entityTools(type, id))),
       commandsPanel)))
 
   stops.push(followShape({ table: "entities", where: "url = $1", params: [url] }, (rows) => {

@@ -2,7 +2,8 @@
 // and registering or updating one from JSON with the server's error details inline.
 
 import { h, clear, keepFocus } from "../dom"
-import { api } from "../http"
+import { api, ApiError } from "../http"
+import { curlButton } from "../curl"
 import { followShape, type Stop } from "../live"
 import { argumentHint } from "../composer/commands"
 import { errorBox, showError } from "./errors"
@@ -27,12 +28,30 @@ export function typesView(root: HTMLElement): Stop {
   const editor = h("textarea", { id: "type-json", rows: 18, spellcheck: "false" }, JSON.stringify(EXAMPLE, null, 2))
   const result = errorBox()
   const done = h("p", { class: "ok", role: "status" })
+  // after a registration: straight on to spawning one
+  const next = h("p", { class: "register-next", hidden: true })
+  // registering a name that exists asks first, in the page
+  const confirmBox = h("div", { class: "register-confirm", role: "group", "aria-labelledby": "register-confirm-text", hidden: true })
+  const parsed = (): unknown => {
+    try {
+      return JSON.parse(editor.value)
+    } catch (err) {
+      showError(result, new Error(`Not JSON: ${(err as Error).message}`))
+      return undefined
+    }
+  }
   const form = h("form", { class: "panel register", "aria-labelledby": "register-title", onsubmit: (e: Event) => { e.preventDefault(); void register() } },
     h("h2", { id: "register-title" }, "Register or update a type"),
     h("p", { class: "muted" }, "The definition as JSON. Registering an existing name replaces it and bumps its revision."),
     h("label", { for: "type-json" }, "Type definition (JSON)"),
-    editor, result, done,
-    h("button", { type: "submit", class: "primary" }, "Register"))
+    editor, result, done, next, confirmBox,
+    h("div", { class: "row" },
+      h("button", { type: "submit", class: "primary" }, "Register"),
+      curlButton(() => {
+        const def = parsed()
+        return def === undefined ? null : { method: "POST", path: "/_electric/entity-types", body: def }
+      })))
+  editor.addEventListener("input", () => (confirmBox.hidden = true))
   clear(root)
   root.appendChild(h("div", { class: "types-view" },
     h("h1", {}, "Entity types"),
@@ -52,19 +71,44 @@ export function typesView(root: HTMLElement): Stop {
     })
   }, (err) => showError(listErrors, err))
 
-  async function register(): Promise<void> {
+  async function register(confirmed = false): Promise<void> {
     showError(result, null)
     done.textContent = ""
-    let def: unknown
-    try {
-      def = JSON.parse(editor.value)
-    } catch (err) {
-      showError(result, new Error(`Not JSON: ${(err as Error).message}`))
-      return
+    next.hidden = true
+    confirmBox.hidden = true
+    const def = parsed() as any
+    if (def === undefined) return
+    const name = def && typeof def === "object" && typeof def.name === "string" ? def.name : ""
+    if (name && !confirmed) {
+      // an existing name: say what registering does and let the user choose
+      let existing: any = null
+      try {
+        existing = await api("GET", `/_electric/entity-types/${encodeURIComponent(name)}`)
+      } catch (err) {
+        if (!(err instanceof ApiError && err.status === 404)) {
+          showError(result, err)
+          return
+        }
+      }
+      if (existing) {
+        const rev = Number(existing.revision)
+        clear(confirmBox)
+        confirmBox.append(
+          h("p", { id: "register-confirm-text" }, `${name} exists at revision ${rev}; registering makes revision ${rev + 1}.`),
+          h("div", { class: "row" },
+            h("button", { type: "button", class: "primary", onclick: () => void register(true) }, "Update"),
+            h("button", { type: "button", onclick: () => { confirmBox.hidden = true; editor.focus() } }, "Cancel")))
+        confirmBox.hidden = false
+        ;(confirmBox.querySelector("button") as HTMLButtonElement).focus()
+        return
+      }
     }
     try {
       const t = await api("POST", "/_electric/entity-types", def)
       done.textContent = `Registered ${t.name}, revision ${t.revision}.`
+      clear(next)
+      next.appendChild(spawnLink(t.name))
+      next.hidden = false
     } catch (err) {
       showError(result, err)
     }
@@ -78,6 +122,7 @@ function typeCard(t: any, open: Set<string>, edit: (def: unknown) => void): HTML
     h("summary", {}, h("strong", {}, t.name), " ", h("span", { class: "muted" }, `rev ${t.revision ?? "?"}`), t.description ? " — " + t.description : ""),
     h("div", { class: "row" },
       h("a", { href: `/_electric/console/entities?type=${encodeURIComponent(t.name)}&spawn=${encodeURIComponent(t.name)}`, "data-link": "" }, "Entities and spawn"),
+      spawnLink(t.name),
       h("button", { type: "button", onclick: () => edit(Object.fromEntries(DEFINITION_KEYS.filter((k) => t[k] !== null && t[k] !== undefined).map((k) => [k, t[k]]))) }, "Edit")),
     h("h3", {}, "Static commands"),
     cmds.length === 0 ? h("p", { class: "muted" }, "None.") :
@@ -88,6 +133,10 @@ function typeCard(t: any, open: Set<string>, edit: (def: unknown) => void): HTML
   det.open = open.has(t.name)
   det.addEventListener("toggle", () => (det.open ? open.add(t.name) : open.delete(t.name)))
   return det
+}
+
+function spawnLink(name: string): HTMLAnchorElement {
+  return h("a", { href: `/_electric/console/entities?spawn=${encodeURIComponent(name)}`, "data-link": "", class: "spawn-link" }, `Spawn a ${name}`)
 }
 
 function schema(title: string, v: unknown): Node | null {
