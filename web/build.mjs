@@ -26,6 +26,18 @@ await build({
   legalComments: "none",
   logLevel: "warning",
 })
+// the live feed's SharedWorker (src/feed/worker.ts): one connection for every tab
+await build({
+  entryPoints: [join(here, "src", "feed", "worker.ts")],
+  outfile: join(out, "feedworker.js"),
+  bundle: true,
+  minify: !process.env.NO_MINIFY,
+  format: "iife",
+  target: "es2022",
+  platform: "browser",
+  legalComments: "none",
+  logLevel: "warning",
+})
 copyFileSync(join(here, "index.html"), join(out, "index.html"))
 // style.css first, then each view's own stylesheet (styles/*.css, by name): one file per
 // idea, one request for the page.

@@ -11,11 +11,12 @@ var (
 	FeedRequests = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "entityd_feed_requests_in_flight", Help: "Reads in flight through feed sessions.",
 	})
-	// HTTPConnections is the number of HTTP connections the server holds open (taken
-	// over ones included), counted at its listener.
-	HTTPConnections = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "entityd_http_connections_open", Help: "HTTP connections open to the server's listener (taken-over connections included).",
-	})
+	// HTTPConnections is the number of HTTP connections to the server's listener, by
+	// state: "open" (accepted, not yet closed) and "active" (serving a request now; a
+	// connection taken over by an SSE read counts until it closes).
+	HTTPConnections = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "entityd_http_connections", Help: "HTTP connections to the server's listener, by state: open, active (serving a request; taken-over SSE connections included).",
+	}, []string{"state"})
 )
 
 func init() { Registry.MustRegister(FeedSessions, FeedRequests, HTTPConnections) }
