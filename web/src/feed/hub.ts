@@ -3,8 +3,8 @@
 // answers with a real Response whose body is fed by the session's events, so the
 // official clients (ShapeStream's fetchClient, @durable-streams/client's fetch) run on
 // it unchanged. When the session is lost every read in it fails the way fetch fails (a
-// TypeError, or an errored body), so the clients' own retry and backoff take over; the
-// next read opens a new session.
+// TypeError; a body that was streaming ends, as when a server closes a response), so
+// the clients' own retry and backoff take over; the next read opens a new session.
 
 const FEED = "/_electric/feed"
 
@@ -31,6 +31,14 @@ function abortError(): DOMException {
 
 let seq = 0
 
+/** Refused is the session's GET answered with an error: every read waiting for it gets it. */
+class Refused {
+  constructor(readonly status: number, readonly headers: [string, string][], readonly body: string) {}
+  response(): Response {
+    return new Response(nullBody.has(this.status) ? null : this.body, { status: this.status, headers: this.headers })
+  }
+}
+
 /** Session is one open feed for one set of credentials. */
 class Session {
   id = ""
@@ -56,9 +64,10 @@ class Session {
       throw new NoFeed("the server has no live feed")
     }
     if (!res.ok || !res.body) {
+      // each read waiting gets the refusal as its own answer (a 401 asks for a token)
+      const body = await res.text().catch(() => "")
       this.close()
-      // the read gets the refusal as its own answer (a 401 asks for a token)
-      throw res
+      throw new Refused(res.status, [...res.headers], body)
     }
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader()
     let opened!: () => void
@@ -202,7 +211,18 @@ class Session {
     if (this.closed) return
     this.closed = true
     this.ac.abort()
-    for (const r of this.reads.values()) this.failRead(r, lost())
+    // A read not answered yet fails as fetch fails (the clients retry it with backoff);
+    // one whose body is streaming ends, as a direct response does when the server
+    // closes it — an errored body would stop the Durable Streams client for good, an
+    // ended one makes it reconnect.
+    for (const r of this.reads.values()) {
+      if (!r.body) r.fail(lost())
+      else {
+        try {
+          r.body.close()
+        } catch {}
+      }
+    }
     this.reads.clear()
     this.onClose()
   }
@@ -228,7 +248,7 @@ export class FeedHub {
     try {
       return await s.fetch(path, headers, signal)
     } catch (e) {
-      if (e instanceof Response) return e.clone() // the session's refusal (401) answers each read
+      if (e instanceof Refused) return e.response()
       throw e
     }
   }
