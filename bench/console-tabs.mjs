@@ -67,8 +67,10 @@ try {
   const tabs = []
   for (let i = 0; i < TABS; i++) {
     const page = await context.newPage()
-    await page.goto(`${base}/_electric/console/entities/${type}/e1`)
     try {
+      // on a console whose tabs hold every connection the browser allows, even the
+      // page itself may never load
+      await page.goto(`${base}/_electric/console/entities/${type}/e1`, { timeout: 10000 })
       await page.locator("#view[data-ready=true]").waitFor({ timeout: 10000 })
       firstRender.push(await page.evaluate(() => performance.getEntriesByName("console:entity-ready")[0].startTime))
       tabs.push(page)

@@ -44,7 +44,7 @@ type requestBody struct {
 	Headers map[string]string `json:"headers"`
 }
 
-func bad(msg string) error { return httpx.New(http.StatusBadRequest, "BAD_REQUEST", msg) }
+func bad(msg string) error { return httpx.New(http.StatusBadRequest, "INVALID_REQUEST", msg) }
 
 // request serves POST /_electric/feed/{session}/requests: it starts a read whose
 // response comes on the session.
