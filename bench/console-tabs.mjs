@@ -106,5 +106,5 @@ try {
   await browser.close()
 }
 
-console.log(JSON.stringify({ tabs: TABS, never_loaded: neverLoaded, first_render_ms: stats(firstRender), send_visible_in_all_ms: stats(sendVisible), connections },
+console.log(JSON.stringify({ tabs: TABS, never_loaded: neverLoaded, first_render_ms: stats(firstRender), first_render_each_ms: firstRender, send_visible_in_all_ms: stats(sendVisible), connections },
   (k, v) => (typeof v === "number" ? +v.toFixed(1) : v), 2))

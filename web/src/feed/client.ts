@@ -155,3 +155,7 @@ const viaFeed: typeof fetch = async (input, init) => {
 }
 
 export const feedFetch: typeof fetch = track(viaFeed)
+
+// Start the shared worker (or join the running one) as the page loads, while the view's
+// first API calls are on their way, rather than at its first live read.
+if (typeof SharedWorker !== "undefined") pick()
