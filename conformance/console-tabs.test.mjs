@@ -112,6 +112,21 @@ describe("console tabs", () => {
     await context.close()
   }, 60000)
 
+  it("without SharedWorker (Chrome on Android) each tab holds its own feed and stays live", async () => {
+    const context = await browser.newContext({ viewport: { width: 390, height: 844 } })
+    await context.addInitScript(() => { delete window.SharedWorker })
+    const ids = [`page0-${run}`, `page1-${run}`, `page2-${run}`]
+    for (const id of ids) await spawn(id)
+    const tabs = []
+    for (const id of ids) tabs.push(await openTab(context, id))
+    for (const [i, id] of ids.entries()) await send(id, `in page ${i} ${run}`)
+    await Promise.all(tabs.map((p, i) => shows(p, `in page ${i} ${run}`)))
+    // one feed per tab (three where the three views used to need nine)
+    await expect.poll(activeConnections, { timeout: 10000 }).toBeLessThanOrEqual(ids.length + 1)
+    for (const p of tabs) expect(p.errors).toEqual([])
+    await context.close()
+  }, 60000)
+
   it("the entity list is live through the feed", async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
     const page = await context.newPage()
