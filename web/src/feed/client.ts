@@ -117,6 +117,9 @@ class WorkerTransport implements Transport {
   }
 }
 
+// the worker's file with its build's hash (build.mjs): a new build, a new worker
+declare const __FEED_WORKER__: string
+
 let transport: Transport | null = null
 let noFeed = false
 
@@ -124,7 +127,7 @@ function pick(): Transport {
   if (transport) return transport
   if (typeof SharedWorker !== "undefined") {
     try {
-      transport = new WorkerTransport(new SharedWorker(new URL("feedworker.js", import.meta.url), { name: "entityd-feed" }))
+      transport = new WorkerTransport(new SharedWorker(new URL(__FEED_WORKER__, import.meta.url), { name: "entityd-feed" }))
       return transport
     } catch {
       // blocked (a policy, a private window): one feed per tab
