@@ -126,6 +126,12 @@ var routeRules = withDSPrefixes(map[string]accessRule{
 	// Shapes: rows are scoped to what the caller may read.
 	"GET /_electric/electric/v1/shape": anyone,
 
+	// The live feed (package livefeed): a session is its opener's; each read in it runs
+	// through the router with the caller's own credentials and meets that route's rule.
+	"GET /_electric/feed/":                           anyone,
+	"POST /_electric/feed/{session}/requests":        anyone,
+	"DELETE /_electric/feed/{session}/requests/{id}": anyone,
+
 	// The console's files: the page reads and writes through the API with the tab's
 	// credentials, so serving it asks for none.
 	"GET /_electric/console/":   public,

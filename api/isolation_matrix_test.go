@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -73,7 +74,17 @@ var streamKinds = []string{"plain", "public", "legacy", "main", "collection", "o
 
 // streamWays are the ways through the stream routes (* /* and its alias).
 var streamWays = []string{"catch-up", "long-poll", "sse", "head", "fork", "fork-by-url", "append", "close", "delete",
-	"recreate", "grants-list", "grants-add"}
+	"recreate", "grants-list", "grants-add", "feed"}
+
+// The live feed (package livefeed) runs a read with the caller's own credentials
+// through the router: it meets exactly the catch-up read's decision. A caller who
+// cannot open a session (no principal: anonymous, a write token, a look-alike) gets the
+// session's 401, which is the catch-up's answer to them too.
+func init() {
+	for _, ways := range isolationExpected {
+		ways["feed"] = ways["catch-up"]
+	}
+}
 
 // isolationExpected: kind -> way -> one answer per caller (isolationCallers order).
 // "ok" is any 2xx; a number is that status.
@@ -388,6 +399,7 @@ var outsidePrefixes = map[string]string{
 	"/_electric/stream-grants": "the grants-list and grants-add ways of the stream rows",
 	"/_electric/observations/": "ensure the server's cron and membership streams (the cron and members rows); a membership stream is the caller's own",
 	"/_electric/pg-sync/":      "register makes the caller's own pg-sync stream (the pgsync row, reached under it by the \"\" way)",
+	"/_electric/feed":          "the live feed reads through the router with the caller's credentials: the \"feed\" way of every stream row",
 }
 
 // isolationFixture is the world of the matrix, made through the API as its users would.
@@ -634,6 +646,11 @@ func (f *isolationFixture) way(t *testing.T, way, prefix, path, caller string) i
 		return call("DELETE", at, "")
 	case "recreate":
 		return call("PUT", at, "", "Content-Type", "application/json")
+	case "feed":
+		saved := f.tokens[caller]
+		f.tokens[caller] = f.tokens[tokenFor]
+		defer func() { f.tokens[caller] = saved }()
+		return f.viaFeed(t, caller, at+"?offset=-1")
 	case "grants-list":
 		return call("GET", "/_electric/stream-grants?stream="+path, "")
 	case "grants-add":
@@ -780,6 +797,72 @@ func (f *isolationFixture) route(t *testing.T, key, caller string) isoResponse {
 	}
 	t.Fatalf("no request for %s", key)
 	return isoResponse{}
+}
+
+// viaFeed reads path through a live feed session the caller opens: the read's status
+// and body, or the session's refusal.
+func (f *isolationFixture) viaFeed(t *testing.T, caller, path string) isoResponse {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.srv.URL+"/_electric/feed", nil)
+	require.NoError(t, err)
+	if tok := f.tokens[caller]; tok != "" {
+		req.Header.Set("Authorization", tok)
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+		return isoResponse{status: res.StatusCode, header: res.Header, body: string(data)}
+	}
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var out isoResponse
+	var body strings.Builder
+	name := ""
+	for sc.Scan() {
+		line := sc.Text()
+		if ev, ok := strings.CutPrefix(line, "event: "); ok {
+			name = ev
+			continue
+		}
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Session, Data string
+			Status        int
+			Headers       map[string]string
+		}
+		require.NoError(t, json.Unmarshal([]byte(data), &ev))
+		switch name {
+		case "open":
+			post, err := http.NewRequest(http.MethodPost, f.srv.URL+"/_electric/feed/"+ev.Session+"/requests",
+				strings.NewReader(`{"id":"m","path":`+strconv.Quote(path)+`}`))
+			require.NoError(t, err)
+			post.Header.Set("Content-Type", "application/json")
+			post.Header.Set("Authorization", f.tokens[caller])
+			pres, err := http.DefaultClient.Do(post)
+			require.NoError(t, err)
+			pres.Body.Close()
+			require.Equal(t, http.StatusAccepted, pres.StatusCode)
+		case "head":
+			out.status, out.header = ev.Status, http.Header{}
+			for k, v := range ev.Headers {
+				out.header.Set(k, v)
+			}
+		case "body":
+			body.WriteString(ev.Data)
+		case "end", "fail":
+			out.body = body.String()
+			return out
+		}
+	}
+	t.Fatalf("the feed ended before the read of %s as %s", path, caller)
+	return out
 }
 
 func placedOutside(pattern string) bool {

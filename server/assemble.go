@@ -25,6 +25,7 @@ import (
 	"github.com/entityd/entityd/internal/metrics"
 	"github.com/entityd/entityd/internal/quota"
 	"github.com/entityd/entityd/internal/schemas"
+	"github.com/entityd/entityd/livefeed"
 	"github.com/entityd/entityd/mcpserve"
 	"github.com/entityd/entityd/membership"
 	"github.com/entityd/entityd/pgsync"
@@ -49,8 +50,10 @@ type Assembly struct {
 	Schedules *schedule.Service
 	Members   *membership.Service
 	MCP       *mcpserve.Service
-	Wakes     *wakereg.Service
-	PgSync    *pgsync.Service
+	// Feed multiplexes a browser's live reads over one connection (GET /_electric/feed).
+	Feed   *livefeed.Service
+	Wakes  *wakereg.Service
+	PgSync *pgsync.Service
 
 	grants   *authz.Store
 	checker  *authz.Checker
@@ -179,6 +182,12 @@ func (s *Server) Assemble(ctx context.Context, pool *pgxpool.Pool, services *lif
 		return nil, fmt.Errorf("console: the binary carries no console bundle: %w", err)
 	}
 	a.API.MountRoutes(console.Prefix, web.Routes)
+	// the feed runs its reads through the API's own handler (the one it is part of),
+	// built on its first read
+	feedOpts := s.cfg.Feed
+	feedOpts.Logger, feedOpts.Live = s.log, a.API.Live()
+	a.Feed = livefeed.New(a.API.Handler, feedOpts)
+	a.API.MountRoutes(livefeed.Prefix, a.Feed.Routes)
 
 	untrackPool, untrackParked := metrics.TrackPool(pool), metrics.TrackParked(a.API.ParkedSubscribers)
 	untrackInFlight := metrics.TrackBytesInFlight(func() int { return int(a.API.BytesInFlight()) })

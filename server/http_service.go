@@ -30,7 +30,10 @@ const freshGrace = 250 * time.Millisecond
 
 func (h *httpService) Start(context.Context) error {
 	h.served = make(chan error, 1)
-	h.server.ConnState = h.fresh.track
+	h.server.ConnState = func(c net.Conn, state http.ConnState) {
+		h.fresh.track(c, state)
+		connState(c, state)
+	}
 	if h.server.TLSConfig != nil {
 		// the certificate is in TLSConfig; ServeTLS offers HTTP/2 as well
 		go func() { h.served <- h.server.ServeTLS(h.listener, "", "") }()

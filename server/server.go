@@ -25,6 +25,7 @@ import (
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/lifecycle"
 	"github.com/entityd/entityd/internal/pgcluster"
+	"github.com/entityd/entityd/livefeed"
 	"github.com/entityd/entityd/mcpserve"
 	"github.com/entityd/entityd/migrations"
 	"github.com/entityd/entityd/pgsync"
@@ -72,6 +73,9 @@ type Config struct {
 	// MCP bounds the entities' MCP sessions (per principal, idle lifetime; zero values
 	// take mcpserve's defaults). Its MaxBodyBytes and Logger come from API and Logger.
 	MCP mcpserve.Options
+	// Feed bounds the live feed (sessions per principal, reads per session, its queue
+	// and write deadline; zero values take livefeed's defaults).
+	Feed livefeed.Options
 	// SlashCommands sets the owner limits of dynamic slash-command registrations
 	// (MaxOwnerBytes, MaxOwners; zero takes slashcmd.DefaultLimits' value). The
 	// definition limits are always slashcmd.DefaultLimits'.
@@ -210,7 +214,7 @@ func (s *Server) Run(ctx context.Context) error {
 		MaxHeaderBytes:    s.cfg.HTTP.MaxHeaderBytes,
 		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
 		TLSConfig:         tlsConfig,
-	}, listener: netutil.LimitListener(ln, s.cfg.HTTP.MaxConns), api: a.API, log: s.log}
+	}, listener: countConns(netutil.LimitListener(ln, s.cfg.HTTP.MaxConns)), api: a.API, log: s.log}
 	serving = true // from here the HTTP service owns ln and closes it when it stops
 	if err := services.Start(ctx, web); err != nil {
 		return err

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os"
 import { join, dirname } from "node:path"
 import { fileURLToPath } from "node:url"
 import { gzipSync } from "node:zlib"
+import { createHash } from "node:crypto"
 
 const here = dirname(fileURLToPath(import.meta.url))
 const committed = join(here, "..", "console", "dist")
@@ -15,10 +16,26 @@ const out = check ? mkdtempSync(join(tmpdir(), "entityd-console-")) : committed
 
 if (!check) rmSync(out, { recursive: true, force: true })
 mkdirSync(out, { recursive: true })
+// the live feed's SharedWorker (src/feed/worker.ts): one connection for every tab. The
+// page names it by its content's hash (feedworker.js?v=…): a tab of a new build never
+// joins a worker of an older one still running for other tabs.
+await build({
+  entryPoints: [join(here, "src", "feed", "worker.ts")],
+  outfile: join(out, "feedworker.js"),
+  bundle: true,
+  minify: !process.env.NO_MINIFY,
+  format: "iife",
+  target: "es2022",
+  platform: "browser",
+  legalComments: "none",
+  logLevel: "warning",
+})
+const workerVersion = createHash("sha256").update(readFileSync(join(out, "feedworker.js"))).digest("hex").slice(0, 12)
 await build({
   entryPoints: [join(here, "src", "main.ts")],
   outfile: join(out, "app.js"),
   bundle: true,
+  define: { __FEED_WORKER__: JSON.stringify(`feedworker.js?v=${workerVersion}`) },
   minify: !process.env.NO_MINIFY, // NO_MINIFY=1 node build.mjs: readable names for profiling
   format: "esm",
   target: "es2022",

@@ -61,6 +61,8 @@ type config struct {
 	SlashMaxOwners     int
 	MCPMaxSessions     int
 	MCPSessionTimeout  time.Duration
+	FeedMaxSessions    int
+	FeedMaxRequests    int
 	Auth               string
 	AllowInsecureDev   bool
 	RequireDatabaseURL bool
@@ -238,6 +240,8 @@ func loadConfig(args []string) (*config, error) {
 	num(&c.SlashMaxOwnerBytes, "slash-max-owner-bytes", "ENTITYD_SLASH_MAX_OWNER_BYTES", 256, "longest slash-command owner, in bytes, at most 1024 (422 beyond)")
 	num(&c.SlashMaxOwners, "slash-max-owners", "ENTITYD_SLASH_MAX_OWNERS", 64, "most distinct slash-command owners per entity (422 beyond)")
 	num(&c.MCPMaxSessions, "mcp-max-sessions-per-principal", "ENTITYD_MCP_MAX_SESSIONS_PER_PRINCIPAL", 100, "most MCP sessions one principal holds over all entities (429 beyond)")
+	num(&c.FeedMaxSessions, "feed-max-sessions-per-principal", "ENTITYD_FEED_MAX_SESSIONS_PER_PRINCIPAL", 32, "most live feed sessions (GET /_electric/feed) one principal holds open (429 beyond)")
+	num(&c.FeedMaxRequests, "feed-max-requests-per-session", "ENTITYD_FEED_MAX_REQUESTS_PER_SESSION", 256, "most reads in flight in one live feed session (429 beyond)")
 	dur(&c.MCPSessionTimeout, "mcp-session-timeout", "ENTITYD_MCP_SESSION_TIMEOUT", 5*time.Minute, "how long an MCP session may make no request before it is closed")
 	str(&c.TLSCert, "tls-cert", "ENTITYD_TLS_CERT", "", "PEM certificate (chain) file: serve HTTPS, and so HTTP/2 to browsers (with --tls-key)")
 	str(&c.TLSKey, "tls-key", "ENTITYD_TLS_KEY", "", "PEM private key file of --tls-cert")
@@ -277,6 +281,9 @@ func loadConfig(args []string) (*config, error) {
 	if c.ShapeSnapshotRows < 1 || c.ShapeSnapshotRows > 100_000 {
 		// one page is held in memory and sent as one response
 		return nil, fmt.Errorf("--shape-snapshot-rows must be between 1 and 100000")
+	}
+	if c.FeedMaxSessions < 1 || c.FeedMaxRequests < 1 {
+		return nil, fmt.Errorf("--feed-max-sessions-per-principal and --feed-max-requests-per-session must be at least 1")
 	}
 	if c.MCPMaxSessions < 1 {
 		return nil, fmt.Errorf("--mcp-max-sessions-per-principal must be at least 1")

@@ -24,6 +24,7 @@ import (
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/authn"
 	"github.com/entityd/entityd/internal/pgcluster"
+	"github.com/entityd/entityd/livefeed"
 	"github.com/entityd/entityd/mcpserve"
 	"github.com/entityd/entityd/pgsync"
 	"github.com/entityd/entityd/runtime"
@@ -122,6 +123,7 @@ func run(args []string) int {
 		PgSync: pgsync.Options{Tables: splitList(cfg.PgSyncTables), Slot: cfg.PgSyncSlot,
 			Publication: cfg.PgSyncPublication, SlotIdle: cfg.PgSyncSlotIdle},
 		MCP:           mcpserve.Options{MaxSessionsPerPrincipal: cfg.MCPMaxSessions, SessionTimeout: cfg.MCPSessionTimeout},
+		Feed:          livefeed.Options{MaxSessionsPerPrincipal: cfg.FeedMaxSessions, MaxRequestsPerSession: cfg.FeedMaxRequests},
 		SlashCommands: slashcmd.Limits{MaxOwnerBytes: cfg.SlashMaxOwnerBytes, MaxOwners: cfg.SlashMaxOwners},
 		Limits:        inbox.Limits{Composer: composer.Limits{MaxSourceUnits: cfg.ComposerMaxSource, MaxNodes: cfg.ComposerMaxNodes}},
 		Wake: wake.Options{Lease: cfg.WakeLease, MaxAttempts: cfg.WakeMaxAttempts, BaseBackoff: cfg.WakeBackoff,

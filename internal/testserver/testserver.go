@@ -21,6 +21,7 @@ import (
 	"github.com/entityd/entityd/inbox"
 	"github.com/entityd/entityd/internal/lifecycle"
 	"github.com/entityd/entityd/internal/pgtest"
+	"github.com/entityd/entityd/livefeed"
 	"github.com/entityd/entityd/mcpserve"
 	"github.com/entityd/entityd/pgsync"
 	"github.com/entityd/entityd/runtime"
@@ -50,6 +51,8 @@ type Options struct {
 	ShapeSnapshotRows int
 	// MCP bounds MCP sessions (server.Config).
 	MCP mcpserve.Options
+	// Feed bounds the live feed (server.Config).
+	Feed livefeed.Options
 	// Wake tunes the in-server wake delivery (server.Config); zero values take the
 	// production defaults.
 	Wake wake.Options
@@ -69,6 +72,7 @@ type Server struct {
 	Sender   *inbox.Sender
 	API      *api.Server
 	MCP      *mcpserve.Service
+	Feed     *livefeed.Service
 	// Subs is the Durable Streams subscription service (webhook and pull-wake).
 	Subs *dssub.Service
 	HTTP *httptest.Server
@@ -102,7 +106,7 @@ func Start(t testing.TB, opts Options) *Server {
 	var services lifecycle.Group
 	srv := server.New(server.Config{DatabaseURL: dbURL, API: cfg, Limits: opts.Limits, Store: opts.Streams,
 		Subscriptions: opts.Subs, Logger: log, Admins: opts.Admins, ShapeSnapshotRows: opts.ShapeSnapshotRows,
-		MCP: opts.MCP, Wake: opts.Wake, WebhookSources: opts.WebhookSources,
+		MCP: opts.MCP, Feed: opts.Feed, Wake: opts.Wake, WebhookSources: opts.WebhookSources,
 		PgSync: opts.PgSync}, opts.Definitions...)
 	a, err := srv.Assemble(ctx, pool, &services)
 	if err != nil {
@@ -114,7 +118,7 @@ func Start(t testing.TB, opts Options) *Server {
 	var stop sync.Once
 	store, registry, sender, apiServer := a.Store, a.Registry, a.Sender, a.API
 	srvOut := &Server{URL: hs.URL, DBURL: dbURL, Pool: pool, Streams: store, Registry: registry, Sender: sender,
-		API: apiServer, MCP: a.MCP, Subs: a.Subs, HTTP: hs}
+		API: apiServer, MCP: a.MCP, Feed: a.Feed, Subs: a.Subs, HTTP: hs}
 	srvOut.stop = func() {
 		stop.Do(func() {
 			a.API.Shutdown()

@@ -7,7 +7,7 @@ import { Shape, ShapeStream, type Row } from "@electric-sql/client"
 import { stream, type JsonBatch } from "@durable-streams/client"
 import { MaterializedState, isChangeEvent } from "@durable-streams/state"
 import { authHeaders, streamURL, token, unauthorized } from "./http"
-import { trackedFetch } from "./connection"
+import { feedFetch } from "./feed/client"
 import type { Command } from "./composer/commands"
 
 export type Stop = () => void
@@ -34,7 +34,7 @@ export function followShape(
     params: sp as never,
     headers: token() ? { Authorization: () => `Bearer ${token()}` } : undefined,
     signal: ac.signal,
-    fetchClient: trackedFetch,
+    fetchClient: feedFetch,
     onError: (err: Error) => {
       if (statusOf(err) === 401) unauthorized()
       onError(err)
@@ -74,7 +74,7 @@ export function followStream(
     json: true,
     headers: authHeaders(),
     signal: ac.signal,
-    fetch: trackedFetch,
+    fetch: feedFetch,
     warnOnHttp: false,
     onError: (err: Error) => {
       if (statusOf(err) === 401) unauthorized()
