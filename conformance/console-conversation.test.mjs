@@ -159,6 +159,34 @@ describe("the entity view as a conversation", () => {
     await page.context().close()
   })
 
+  it("says who sent a message only when it is not the viewer or several people talk", async () => {
+    const id = `from-${run}`
+    await spawn(type, id)
+    const page = await newPage()
+    await openEntity(page, type, id)
+    await page.keyboard.type("mine")
+    await page.keyboard.press("Enter")
+    const mine = page.locator(".timeline-box .ev-inbox.msg.mine")
+    await expect.poll(() => mine.count()).toBe(1)
+    expect(await mine.locator(".from").isVisible()).toBe(false)
+    // another principal (dev mode names the caller with Electric-Principal; a system one may write)
+    expect((await call("POST", `/_electric/entities/${type}/${id}/send`, { type: "composer_input", payload: { source: "from bob" } },
+      { "electric-principal": "system:bob" })).status).toBe(200)
+    const theirs = page.locator(".timeline-box .ev-inbox.msg.theirs")
+    await expect.poll(() => theirs.count()).toBe(1)
+    expect(await theirs.locator(".from").textContent()).toBe("from system:bob")
+    expect(await theirs.locator(".from").isVisible()).toBe(true)
+    // two people talk: every message says who sent it
+    expect(await mine.locator(".from").textContent()).toBe("from system:dev-local")
+    expect(await mine.locator(".from").isVisible()).toBe(true)
+    // a typed message in a mode that is not the usual shows both
+    expect((await call("POST", `/_electric/entities/${type}/${id}/send`, { type: "composer_input", mode: "paused", payload: { source: "later" } })).status).toBe(200)
+    await expect.poll(() => mine.count()).toBe(2)
+    expect(await mine.last().locator(".badge").allTextContents()).toEqual(["paused", "pending"])
+    expect(page.errors).toEqual([])
+    await page.context().close()
+  })
+
   it("on a touch screen the hint says nothing of keys and Enter makes a new line", async () => {
     const id = `touch-${run}`
     await spawn(type, id)
