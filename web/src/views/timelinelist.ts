@@ -49,6 +49,7 @@ export class TimelineList {
   private pending = new Map<string, { msg: Outgoing; li: HTMLLIElement }>()
   private principals = new Set<string>()
   private conversation = 0 // messages and replies
+  private events = 0 // events held (the box says how many, and into how many items)
   private ready = false
   private reader: Reader = { viewer: storedViewer() }
   private firstShown = 0 // index in items of the first rendered item
@@ -86,6 +87,7 @@ export class TimelineList {
    * in changed when it is rendered). */
   private add(ev: StreamEvent, changed: Set<Item>): void {
     if (ev.headers?.control) return
+    this.events++
     const key = replyKey(ev)
     if (key) {
       let it = this.replies.get(key)
@@ -194,6 +196,7 @@ export class TimelineList {
     const frag = document.createDocumentFragment()
     for (let i = start; i < this.items.length; i++) frag.appendChild(this.render(this.items[i]))
     this.list.appendChild(frag)
+    this.updateEarlier()
     this.updateEmpty()
     if (nearBottom || pendingBefore !== this.pending.size) this.el.scrollTop = this.el.scrollHeight
   }
@@ -212,8 +215,10 @@ export class TimelineList {
   }
 
   private updateEarlier(): void {
+    this.el.dataset.events = String(this.events)
+    this.el.dataset.items = String(this.items.length)
     this.earlier.hidden = this.firstShown === 0
-    this.earlier.textContent = `Show earlier events (${this.firstShown} more)`
+    this.earlier.textContent = `Show earlier (${this.firstShown} more)`
   }
 
   // ---- messages being sent ----
