@@ -393,10 +393,13 @@ describe("the entity view as a conversation", () => {
     await expect.poll(() => errors.locator(".error-summary").textContent()).toBe("The entity cannot take this signal now.")
     expect(await errors.locator(".error-code").textContent()).toBe("409 INVALID_SIGNAL: SIGSTOP not allowed now")
 
-    await page.getByRole("button", { name: "Pause" }).click()
+    // by keyboard: the focus moves from Pause, gone once paused, to Resume
+    await page.getByRole("button", { name: "Pause" }).focus()
+    await page.keyboard.press("Enter")
     await expect.poll(() => page.locator("#entity-status").textContent()).toBe("paused")
     expect(await errors.textContent()).toBe("") // cleared by the success
     await expect.poll(() => visibleActions(page)).toEqual(["Resume", "Stop", "Kill"])
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Resume")
     await page.getByRole("button", { name: "Resume" }).click()
     await expect.poll(() => page.locator("#entity-status").textContent()).toBe("idle")
     await expect.poll(() => visibleActions(page)).toEqual(["Pause", "Stop", "Kill"])

@@ -46,9 +46,12 @@ export function entityView(root: HTMLElement, type: string, id: string): Stop {
   const errors = errorBox()
 
   // ---- actions: each shown only when the status allows it ----
+  // a signal on its way: its button says so (aria-disabled, not disabled, so that the
+  // focus stays on it and moves on to its successor when the status changes)
   const signal = (sig: string, label: string) => async (e: Event) => {
     const b = e.currentTarget as HTMLButtonElement
-    b.disabled = true
+    if (b.getAttribute("aria-disabled") === "true") return
+    b.setAttribute("aria-disabled", "true")
     try {
       await api("POST", `${entityPath(type, id)}/signal`, { signal: sig })
       showError(errors, null)
@@ -56,7 +59,7 @@ export function entityView(root: HTMLElement, type: string, id: string): Stop {
     } catch (err) {
       showError(errors, err)
     } finally {
-      b.disabled = false
+      b.removeAttribute("aria-disabled")
     }
   }
   const actionsList: Action[] = [
@@ -117,8 +120,15 @@ export function entityView(root: HTMLElement, type: string, id: string): Stop {
       curlButton(() => ({ method: "DELETE", path: entityPath(type, id) }), "Kill as curl")))
 
   const showActions = () => {
+    const focused = actionsList.find((a) => a.button === document.activeElement)
     for (const a of actionsList) a.button.hidden = status === "" || !a.shown(status)
     if (status === "killed") closeKill(false)
+    // the button that had the focus went away (Pause once paused): its successor has it
+    if (focused?.button.hidden) {
+      const next = actionsList.find((a) => !a.button.hidden)?.button
+      if (next) next.focus()
+      else composer.focus()
+    }
   }
   showActions()
 
@@ -173,9 +183,20 @@ export function entityView(root: HTMLElement, type: string, id: string): Stop {
     root.setAttribute("data-ready", "true")
     if (hadFocus) heading.focus()
   }
+  // A live read's failure is shown until that read works again (the clients retry).
+  let liveFailed = false
   const failed = (err: Error) => {
-    if (isNotFound(err)) notFound()
-    else showError(errors, err)
+    if (isNotFound(err)) {
+      notFound()
+      return
+    }
+    showError(errors, err)
+    liveFailed = true
+  }
+  const liveAgain = () => {
+    if (!liveFailed) return
+    liveFailed = false
+    showError(errors, null)
   }
 
   stops.push(followShape({ table: "entities", where: "url = $1", params: [url] }, (rows) => {
@@ -185,6 +206,7 @@ export function entityView(root: HTMLElement, type: string, id: string): Stop {
       notFound()
       return
     }
+    liveAgain()
     if (status !== "" && row.status !== status) showError(errors, null) // what failed before may not apply now
     status = row.status
     statusBadge.textContent = row.status
@@ -200,6 +222,7 @@ export function entityView(root: HTMLElement, type: string, id: string): Stop {
 
   stops.push(followStream(`${path}/main`, (events, meta) => {
     const t0 = performance.now()
+    liveAgain()
     if (firstTimeline) {
       timeline.append(events)
     } else {

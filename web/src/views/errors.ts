@@ -80,10 +80,11 @@ export function describe(err: unknown): Described {
   return { sentence: String(e?.message ?? err), server: "", status: 0, code: "", details: [], offline: false }
 }
 
-/** isNotFound says whether err is a 404 (the entity, or its stream, does not exist). */
+/** isNotFound says whether err means the entity is not there for the viewer: a 404 (it
+ * does not exist) or a 403 (it may not be read). */
 export function isNotFound(err: unknown): boolean {
   const s = (err as { status?: unknown })?.status
-  return s === 404
+  return s === 404 || s === 403
 }
 
 /** showError puts a failure in box: what happened in words, then the server's status,
