@@ -241,9 +241,11 @@ export class TimelineList {
         this.updateEmpty()
         return
       }
+      const nearBottom = this.el.scrollTop + this.el.clientHeight >= this.el.scrollHeight - 40
       const li = renderPending(msg)
       cur.li.replaceWith(li)
       cur.li = li
+      if (nearBottom) this.el.scrollTop = this.el.scrollHeight // the reason and Retry in view
       if (msg.state === "failed") announce(`Not sent: ${msg.reason ?? ""}`)
     }
     this.updateEmpty()
