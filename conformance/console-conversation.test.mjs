@@ -334,6 +334,13 @@ describe("the entity view as a conversation", () => {
     await phone.locator(".fold-activity .fold-events details summary").first().click()
     expect(await phone.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true)
     expect(await axe(phone)).toEqual([])
+    // the kill confirmation and the curl menu fit too
+    await phone.getByRole("button", { name: "Kill" }).click()
+    await phone.getByRole("group", { name: /^Kill / }).waitFor()
+    expect(await phone.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true)
+    await phone.getByRole("button", { name: "Cancel" }).click()
+    await phone.locator(".more-menu summary").click()
+    expect(await phone.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true)
     expect(phone.errors).toEqual([])
     await phone.context().close()
   }, 90000) // axe three times
