@@ -71,13 +71,15 @@ try {
       const mark = (n) => performance.getEntriesByName(n)[0]?.startTime
       const spans = (n) => performance.getEntriesByName(n).map((e) => `${e.startTime.toFixed(0)}+${e.duration.toFixed(0)}`).join(" ")
       return { ready, timeline: mark("console:timeline-ready"), commandsReady: mark("console:commands-ready"),
-        batches: spans("console:timeline-batch"), commandUpdates: spans("console:commands-update"), scriptEnd: script ? script.responseEnd : 0, rendered: document.querySelectorAll(".timeline > li").length,
+        batches: spans("console:timeline-batch"), commandUpdates: spans("console:commands-update"), scriptEnd: script ? script.responseEnd : 0, rendered: document.querySelectorAll(".timeline:not(.outbox) > li").length,
+        held: Number(document.querySelector(".timeline-box")?.dataset.events), items: Number(document.querySelector(".timeline-box")?.dataset.items),
         earlier: document.querySelector(".timeline-box .earlier")?.textContent ?? "",
         commands: document.querySelectorAll(".command-list > li").length }
     })
-    // the newest events are rendered, the earlier ones behind a button
+    // every event is held; the newest items (a message, a reply, a folded run of system
+    // events) are rendered, the earlier ones behind a button
     const earlier = Number(/\((\d+) more\)/.exec(m.earlier)?.[1] ?? 0)
-    if (m.rendered + earlier !== events || m.commands !== COMMANDS) throw new Error(`rendered ${m.rendered}+${earlier}/${events} events, ${m.commands}/${COMMANDS} commands`)
+    if (m.held !== events || m.rendered + earlier !== m.items || m.commands !== COMMANDS) throw new Error(`held ${m.held}/${events} events, rendered ${m.rendered}+${earlier}/${m.items} items, ${m.commands}/${COMMANDS} commands`)
     firstRender.push(m.ready)
     if (process.env.VERBOSE) console.error(JSON.stringify(m))
     appToReady.push(m.ready - m.scriptEnd)

@@ -42,7 +42,11 @@ async function newPage(options = {}) {
   const page = await context.newPage()
   page.errors = []
   page.on("pageerror", (e) => page.errors.push(e.message))
-  page.on("dialog", (d) => d.accept())
+  page.dialogs = []
+  page.on("dialog", (d) => {
+    page.dialogs.push(d.type()) // none is expected: the console asks in the page
+    void d.dismiss()
+  })
   return page
 }
 
@@ -276,7 +280,7 @@ describe("the console", () => {
     await page.keyboard.press("Enter") // the chip, and a space after it
     await page.keyboard.press("Backspace") // the caret right after the chip
     expect(await box.getAttribute("aria-expanded")).toBe("false")
-    await page.keyboard.press("Enter") // a new line, not a second insertion over "hello "
+    await page.keyboard.press("Shift+Enter") // a new line, not a second insertion over "hello "
     expect(await box.textContent()).toMatch(/^hello \/summarize\n+$/)
     expect(await box.locator(".chip").count()).toBe(1)
     // the source is what shows: one line break (not the browser's extra trailing one)
@@ -300,7 +304,7 @@ describe("the console", () => {
     await page.context().close()
   })
 
-  it("sends once while a send is on its way, and keeps what was typed meanwhile", async () => {
+  it("sends once while a send is on its way, and keeps what was typed meanwhile in the box", async () => {
     const page = await newPage()
     await openEntity(page, type, id)
     let release
@@ -315,12 +319,14 @@ describe("the console", () => {
     await box.click()
     await page.keyboard.type("only once")
     await page.keyboard.press("Control+Enter")
-    await page.keyboard.press("Control+Enter")
-    await page.keyboard.type(" and more")
+    await page.keyboard.press("Control+Enter") // the message left the box: nothing more to send
+    await page.keyboard.type("and more")
+    expect(await page.locator(".msg.pending .composed").textContent()).toBe("only once")
     release()
     await waitFor(async () => (await events(`/${type}/${id}`)).some((ev) => ev.type === "inbox" && ev.value.payload.source === "only once"), "the message")
     expect(posts).toBe(1)
-    await expect.poll(() => box.textContent()).toBe("only once and more")
+    await expect.poll(() => page.locator(".msg.pending").count()).toBe(0)
+    expect(await box.textContent()).toBe("and more")
     const stored = (await events(`/${type}/${id}`)).filter((ev) => ev.type === "inbox" && ev.value.payload.source.startsWith("only once"))
     expect(stored.length).toBe(1)
     expect(page.errors).toEqual([])
@@ -354,7 +360,8 @@ describe("the console", () => {
     }))
     await page.getByRole("button", { name: "Send JSON" }).click()
     const errors = page.locator("#composer-errors")
-    await expect.poll(() => errors.locator(".error-summary").textContent()).toMatch(/^422 SCHEMA_VALIDATION_FAILED/)
+    await expect.poll(() => errors.locator(".error-summary").textContent()).toBe("Not sent: The message does not match its schema.")
+    expect(await errors.locator(".error-code").textContent()).toMatch(/^422 SCHEMA_VALIDATION_FAILED/)
     expect(await errors.locator(".error-path").allTextContents()).toEqual(["/nodes/0/raw"])
     expect(await errors.locator("mark.error-span").textContent()).toBe("/summ")
     expect(await errors.locator(".error-source").textContent()).toBe("see /summarize")
@@ -437,19 +444,21 @@ describe("the console", () => {
 
     const page = await newPage()
     await openEntity(page, type, id)
-    await page.getByRole("button", { name: "Kill" }).click() // the confirm is accepted
+    await page.getByRole("button", { name: "Kill" }).click()
+    await page.getByRole("group", { name: /^Kill / }).getByRole("button", { name: "Kill" }).click() // confirmed in the page
     await expect.poll(() => page.locator("#entity-status").textContent()).toBe("killed")
+    expect(page.dialogs).toEqual([])
     const box = page.getByRole("combobox", { name: "Message" })
     await expect.poll(() => box.getAttribute("aria-disabled")).toBe("true")
     expect(await page.getByRole("button", { name: "Send", exact: true }).isDisabled()).toBe(true)
-    await expect.poll(() => page.locator(".ev-signal").count()).toBeGreaterThan(0)
+    await expect.poll(() => page.locator(".fold-system").last().locator(".fold-summary").textContent()).toMatch(/SIGKILL/)
     // the list page, opened before the kill, follows it without a reload, and the focus
     // stays on the row's link
     await expect.poll(() => row.locator(".badge").textContent()).toBe("killed")
     expect(await list.evaluate(() => document.activeElement?.closest("tr")?.getAttribute("data-url"))).toBe(`/${type}/${id}`)
-    // following the link moves the focus to the entity view's heading
+    // following the link moves the focus to the entity view's composer
     await row.locator("a").click()
-    await expect.poll(() => list.evaluate(() => document.activeElement?.tagName)).toBe("H1")
+    await expect.poll(() => list.evaluate(() => document.activeElement?.id)).toBe("composer-input")
     expect(list.errors).toEqual([])
     expect(page.errors).toEqual([])
     await list.context().close()

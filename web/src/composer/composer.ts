@@ -1,13 +1,37 @@
 // The composer: a WAI-ARIA combobox (a contenteditable text box named "Message" that
 // owns a listbox of slash-command suggestions), chips for inserted commands, a mode
-// selector, and sending as composer_input with UTF-16 spans. What is sent appears in the
-// timeline from the stream, never from a local echo.
+// selector, and sending as composer_input with UTF-16 spans. Enter sends and Shift+Enter
+// makes a new line (on a touch screen Enter makes a new line and the Send button sends).
+// A message sent leaves the box at once and is handed to the timeline as an Outgoing:
+// pending ("Sending…") until its inbox event arrives on the stream, or "Not sent" with a
+// Retry that sends it again with the same idempotency key, so it is stored exactly once.
 
 import { h, clear, announce, measure } from "../dom"
 import { api, ApiError, entityPath, type ErrorDetail } from "../http"
+import { curlButton } from "../curl"
+import { describe } from "../views/errors"
 import { argumentHint, filterCommands, type Command } from "./commands"
 import { commandNode, detectTrigger, mergeNodes, serializeComposerInput, type ComposerInputPayload, type Trigger } from "./grammar"
-import { CHIP_ATTR, replaceBeforeCaret, serialize, textAfter, textBeforeCaret } from "./editor"
+import { CHIP_ATTR, makeChip, replaceBeforeCaret, serialize, textAfter, textBeforeCaret } from "./editor"
+
+/** A message on its way: the timeline shows it as the viewer's own bubble and follows
+ * its state (onChange) until its inbox event (the same key) arrives on the stream. */
+export type Outgoing = {
+  key: string // the idempotency key: the same on every retry
+  payload: unknown
+  mode: string
+  state: "sending" | "sent" | "failed" | "discarded"
+  reason?: string // why it was not sent, in words
+  detail?: string // the server's own words
+  retry(): void
+  discard(): void
+  onChange?: () => void
+}
+
+// A touch screen (no keyboard at hand): Enter makes a new line, the Send button sends,
+// and the hint says nothing of keys.
+const touch = () => typeof matchMedia === "function" && matchMedia("(pointer: coarse)").matches
+const helpText = () => (touch() ? "Type / for commands." : "Type / for commands. Enter to send · Shift+Enter for a new line.")
 
 const MAX_SUGGESTIONS = 50
 const MODES = ["immediate", "queued", "paused", "steer"] as const
@@ -37,16 +61,20 @@ export class Composer {
   // The idempotency key of the draft being sent: the same until the draft changes, so
   // sending again after a lost answer cannot store the message twice.
   private draftKey: string | null = null
+  // messages are posted one after another, in the order they were sent
+  private queue: Promise<void> = Promise.resolve()
+  /** onOutgoing receives each message sent from the box, to show it while it is on its way. */
+  onOutgoing: ((m: Outgoing) => void) | null = null
 
   constructor(private type: string, private id: string) {
     this.input = h("div", {
       id: "composer-input", class: "composer-input", role: "combobox", contenteditable: "true",
       "aria-label": "Message", "aria-autocomplete": "list", "aria-haspopup": "listbox",
       "aria-expanded": "false", "aria-controls": "composer-suggestions", "aria-describedby": "composer-help composer-errors",
-      spellcheck: "false",
+      spellcheck: "false", tabindex: "0",
     })
     this.list = h("ul", { id: "composer-suggestions", role: "listbox", "aria-label": "Slash commands", class: "suggestions", hidden: true })
-    this.hint = h("div", { id: "composer-help", class: "composer-help" }, "Type / for commands. Ctrl+Enter sends.")
+    this.hint = h("div", { id: "composer-help", class: "composer-help" }, helpText())
     this.errors = h("div", { id: "composer-errors", class: "composer-errors", role: "alert" })
     this.mode = h("select", { id: "composer-mode", "aria-label": "Mode" }, MODES.map((m) => h("option", { value: m }, m)))
     this.sendButton = h("button", { type: "button", class: "primary", onclick: () => void this.send() }, "Send")
@@ -62,7 +90,8 @@ export class Composer {
       h("div", { class: "composer-box" }, this.input, this.list),
       this.hint,
       this.errors,
-      h("div", { class: "composer-actions" }, h("label", { for: "composer-mode" }, "Mode"), this.mode, this.sendButton),
+      h("div", { class: "composer-actions" }, h("label", { for: "composer-mode" }, "Mode"), this.mode,
+        this.curl(), this.sendButton),
       advanced)
     this.input.addEventListener("keydown", (e) => this.onKey(e))
     this.input.addEventListener("input", (e) => {
@@ -111,12 +140,38 @@ export class Composer {
     this.sendButton.disabled = disabled
     this.mode.disabled = disabled
     this.el.classList.toggle("disabled", disabled)
-    this.hint.textContent = disabled ? why : "Type / for commands. Ctrl+Enter sends."
+    this.hint.textContent = disabled ? why : helpText()
     if (disabled) this.close()
   }
 
   focus(): void {
     this.input.focus()
+  }
+
+  /** insertCommand puts /name (a chip) in an empty box and the caret after it. */
+  insertCommand(name: string): void {
+    if (this.disabled) return
+    clear(this.input)
+    this.input.append(makeChip(name), document.createTextNode(" "))
+    this.input.focus()
+    const r = document.createRange()
+    r.selectNodeContents(this.input)
+    r.collapse(false)
+    const sel = document.getSelection()
+    sel?.removeAllRanges()
+    sel?.addRange(r)
+    this.markChips()
+    this.showArgumentHint()
+  }
+
+  /** curl is the "copy as curl" of the message the box holds. */
+  private curl(): HTMLButtonElement {
+    const b = curlButton(() => {
+      const payload = this.payload()
+      return { method: "POST", path: `${entityPath(this.type, this.id)}/send`, body: { type: "composer_input", mode: this.mode.value, payload } }
+    })
+    b.title = "Copy this message as a curl command"
+    return b
   }
 
   /** payload is the composer_input for what the box holds: a node per chip, plus the
@@ -249,9 +304,11 @@ export class Composer {
       return
     }
     if (e.key === "Enter") {
-      // Enter is a new line; Ctrl/Cmd+Enter sends.
+      // Enter sends; Shift+Enter is a new line (and Enter too on a touch screen, where
+      // the Send button sends).
       e.preventDefault()
-      document.execCommand("insertLineBreak")
+      if (e.shiftKey || e.altKey || touch()) document.execCommand("insertLineBreak")
+      else void this.send()
     }
   }
 
@@ -277,20 +334,99 @@ export class Composer {
       const hint = argumentHint(cmd)
       this.hint.textContent = `/${cmd.name}${hint ? " " + hint : ""}${cmd.description ? " — " + cmd.description : ""}`
     } else {
-      this.hint.textContent = "Type / for commands. Ctrl+Enter sends."
+      this.hint.textContent = helpText()
     }
   }
 
+  /** send takes the box's message out of it and posts it; the timeline shows it
+   * pending meanwhile (onOutgoing). */
   private async send(): Promise<void> {
-    if (this.sending) return // Ctrl+Enter again while the first is on its way
+    if (this.disabled) return
     const payload = this.payload()
     if (payload.source.trim() === "") return
-    if (await this.post(payload)) {
-      // what was typed while the message was on its way stays
-      if (serialize(this.input).source === payload.source) clear(this.input)
-      this.dismissed = null
-      this.showArgumentHint()
+    if (!this.onOutgoing) {
+      // no timeline to show it: the box keeps the message until it is stored
+      if (this.sending) return
+      if (await this.post(payload)) {
+        if (serialize(this.input).source === payload.source) clear(this.input)
+        this.dismissed = null
+        this.showArgumentHint()
+      }
+      return
     }
+    this.showErrors(null, [], "")
+    const m: Outgoing = {
+      key: `console-${Date.now()}-${++seq}`,
+      payload,
+      mode: this.mode.value,
+      state: "sending",
+      // the bubble's buttons go away with its state: the focus goes back to the box
+      retry: () => {
+        if (m.state !== "failed") return
+        this.setState(m, "sending")
+        this.deliver(m, false)
+        this.input.focus()
+      },
+      discard: () => {
+        this.setState(m, "discarded")
+        this.input.focus()
+      },
+    }
+    clear(this.input)
+    this.dismissed = null
+    this.close()
+    this.showArgumentHint()
+    this.onOutgoing(m)
+    this.deliver(m, true)
+  }
+
+  private setState(m: Outgoing, state: Outgoing["state"], reason?: string, detail?: string): void {
+    m.state = state
+    m.reason = reason
+    m.detail = detail
+    m.onChange?.()
+  }
+
+  /** deliver posts m after the messages sent before it. A refusal of a first send (the
+   * message is wrong: 4xx) puts it back in the box with the server's details at their
+   * spans; anything else (no answer, the server failing, a retry refused) leaves it in
+   * the timeline as not sent, with Retry. */
+  private deliver(m: Outgoing, first: boolean): void {
+    this.queue = this.queue.then(async () => {
+      if (m.state !== "sending") return
+      try {
+        await api("POST", `${entityPath(this.type, this.id)}/send`, { type: "composer_input", key: m.key, mode: m.mode, payload: m.payload })
+        announce("Sent")
+        this.setState(m, "sent")
+      } catch (err) {
+        const d = describe(err)
+        const refused = err instanceof ApiError && err.status >= 400 && err.status < 500 && ![408, 425, 429].includes(err.status)
+        if (refused && first) {
+          this.setState(m, "discarded")
+          if (serialize(this.input).source.trim() === "") this.restore(m.payload as ComposerInputPayload, m.mode)
+          this.showErrors(m.payload, d.details, `Not sent: ${d.sentence}`, d.server)
+          return
+        }
+        const reason = d.offline ? "The server cannot be reached. Retry sends it once it is back." : `Not sent: ${d.sentence}`
+        this.setState(m, "failed", reason, d.server)
+      }
+    })
+  }
+
+  /** restore puts a message back in the box: its text, and a chip per command node. */
+  private restore(p: ComposerInputPayload, mode: string): void {
+    clear(this.input)
+    let at = 0
+    for (const n of p.nodes ?? []) {
+      if (n.kind !== "slash_command" || !n.name || n.start < at || n.end > p.source.length) continue
+      if (n.start > at) this.input.append(p.source.slice(at, n.start))
+      this.input.append(makeChip(n.name!))
+      at = n.end
+    }
+    if (at < p.source.length) this.input.append(p.source.slice(at))
+    if (p.source.endsWith("\n")) this.input.append("\n")
+    this.mode.value = mode
+    this.markChips()
   }
 
   private async sendJSON(): Promise<void> {
@@ -321,8 +457,8 @@ export class Composer {
       this.draftKey = null
       return true
     } catch (err) {
-      if (err instanceof ApiError) this.showErrors(payload, err.details, `${err.status} ${err.code}: ${err.message}`)
-      else this.showErrors(null, [], `Not sent: ${(err as Error).message}`)
+      const d = describe(err)
+      this.showErrors(payload, d.details, `Not sent: ${d.sentence}`, d.server)
       return false
     } finally {
       this.sending = false
@@ -331,12 +467,13 @@ export class Composer {
   }
 
   /** showErrors lists the server's details, each at the span of the node it names. */
-  private showErrors(payload: unknown, details: ErrorDetail[], summary: string): void {
+  private showErrors(payload: unknown, details: ErrorDetail[], summary: string, server = ""): void {
     clear(this.errors)
     this.input.removeAttribute("aria-invalid")
     if (!summary) return
     this.input.setAttribute("aria-invalid", "true")
     this.errors.appendChild(h("p", { class: "error-summary" }, summary))
+    if (server) this.errors.appendChild(h("p", { class: "error-code" }, server))
     const p = payload as ComposerInputPayload | null
     const list = h("ul", { class: "error-details" })
     for (const d of details) list.appendChild(h("li", {}, errorAtSpan(p, d)))

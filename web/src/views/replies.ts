@@ -65,12 +65,15 @@ export function fold(r: Reply, ev: StreamEvent): void {
 export function renderReply(r: Reply): HTMLLIElement {
   const state = r.status === "failed" ? "failed" : r.status === "completed" ? "" : "streaming"
   const time = formatTime(r.timestamp)
-  const li = h("li", { class: `ev ev-reply${state ? " reply-" + state : ""}`, "data-type": "run", "data-key": r.key })
+  // the entity's side of the conversation (the viewer's own messages are on the other)
+  const li = h("li", { class: `ev ev-reply msg theirs${state ? " reply-" + state : ""}`, "data-type": "run", "data-key": r.key })
   li.appendChild(h("div", { class: "ev-meta" }, h("span", { class: "ev-type" }, "reply"),
     state ? h("span", { class: `badge st-${state}` }, state) : null, time ? h("time", {}, time) : null))
   // the texts of one run in the order they began, a blank line apart (the body keeps
   // white space)
-  li.appendChild(h("div", { class: "ev-body reply" }, [...r.texts.values()].filter((t) => t !== "").join("\n\n")))
-  for (const e of r.errors) li.appendChild(h("div", { class: "ev-body reply-error", role: "note" }, e))
+  const text = [...r.texts.values()].filter((t) => t !== "").join("\n\n")
+  const bubble = h("div", { class: "ev-body reply bubble" }, text || (state === "streaming" ? "…" : ""))
+  for (const e of r.errors) bubble.appendChild(h("div", { class: "reply-error", role: "note" }, e))
+  li.appendChild(bubble)
   return li
 }
