@@ -20,6 +20,7 @@ const base = process.env.ENTITYD_URL
 if (!base) throw new Error("ENTITYD_URL is not set; run bench/console-tabs.sh")
 const TABS = Number(process.env.TABS ?? 10)
 const SENDS = Number(process.env.SENDS ?? 10)
+const FEED = process.env.FEED ?? "worker"
 const port = new URL(base).port
 
 async function call(method, path, body) {
@@ -64,6 +65,10 @@ const connections = {}
 const sendVisible = []
 try {
   const context = await browser.newContext({ viewport: { width: 1024, height: 700 } })
+  // FEED=page: each tab its own feed (a browser without SharedWorker); FEED=plain: no
+  // feed at all (as against a server without one) — for comparing the transports
+  if (FEED !== "worker") await context.addInitScript(() => Object.defineProperty(window, "SharedWorker", { value: undefined }))
+  if (FEED === "plain") await context.route("**/_electric/feed", (r) => r.fulfill({ status: 404, body: "" }))
   const tabs = []
   for (let i = 0; i < TABS; i++) {
     const page = await context.newPage()
@@ -106,5 +111,5 @@ try {
   await browser.close()
 }
 
-console.log(JSON.stringify({ tabs: TABS, never_loaded: neverLoaded, first_render_ms: stats(firstRender), first_render_each_ms: firstRender, send_visible_in_all_ms: stats(sendVisible), connections },
+console.log(JSON.stringify({ tabs: TABS, feed: FEED, never_loaded: neverLoaded, first_render_ms: stats(firstRender), first_render_each_ms: firstRender, send_visible_in_all_ms: stats(sendVisible), connections },
   (k, v) => (typeof v === "number" ? +v.toFixed(1) : v), 2))

@@ -1,7 +1,7 @@
-// feedFetch is the live clients' fetch: their GETs go through the live feed (one
-// connection for the whole browser when SharedWorker exists, one per tab otherwise),
-// everything else — and every read against a server without the feed — through plain
-// fetch. Failures look like fetch's, so the clients' retries work as before; the
+// feedFetch is the live clients' fetch: their live reads (those that wait for changes)
+// go through the live feed (one connection for the whole browser when SharedWorker
+// exists, one per tab otherwise); catch-up reads, everything else, and every read against
+// a server without the feed go through plain fetch. Failures look like fetch's, so the clients' retries work as before; the
 // connection banner (connection.ts) sees them like any request's.
 
 import { FeedHub, NoFeed, splitInit } from "./hub"
@@ -143,9 +143,18 @@ export function feedMode(): "worker" | "page" | "plain" {
   return transport instanceof WorkerTransport ? "worker" : "page"
 }
 
+/** waits says whether a read is one that waits for changes (a live long-poll or SSE read:
+ * `live` is set and not "false", for both the Durable Streams and Electric clients).
+ * Only those hold a connection; a catch-up read answers at once, so it goes straight
+ * out and a view's first render never waits for the worker and the feed's session. */
+function waits(url: URL): boolean {
+  const live = url.searchParams.get("live")
+  return live !== null && live !== "false"
+}
+
 const viaFeed: typeof fetch = async (input, init) => {
   const { url, headers, creds, signal, method } = splitInit(input, init)
-  if (noFeed || method !== "GET" || url.origin !== location.origin) return fetch(input, init)
+  if (noFeed || method !== "GET" || url.origin !== location.origin || !waits(url)) return fetch(input, init)
   try {
     return await pick().fetch(url.pathname + url.search, headers, creds, signal)
   } catch (e) {
