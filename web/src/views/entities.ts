@@ -22,9 +22,14 @@ export function entitiesView(root: HTMLElement, query: URLSearchParams): Stop {
   const typeFilter = h("select", { id: "filter-type" }, h("option", { value: "" }, "any type"))
   const statusFilter = h("select", { id: "filter-status" }, STATUSES.map((s) => h("option", { value: s }, s || "any status")))
   const tagFilter = h("input", { id: "filter-tag", type: "text", placeholder: "key=value" })
-  // The type asked for (the URL's ?type=) is kept apart from the select, which has no
-  // options until the types arrive.
+  // The type asked for (the URL's ?type=) is kept apart from the select, whose options
+  // come with the types; until then the select shows it alone, so that a list already
+  // filtered by it never reads "any type".
   let wantedType = query.get("type") ?? ""
+  if (wantedType) {
+    typeFilter.appendChild(h("option", { value: wantedType }, wantedType))
+    typeFilter.value = wantedType
+  }
   statusFilter.value = query.get("status") ?? ""
   tagFilter.value = query.get("tag") ?? ""
   const listErrors = errorBox()
