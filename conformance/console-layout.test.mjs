@@ -64,6 +64,15 @@ const views = () => [
   { name: "types", path: "/_electric/console/types", ready: (p) => p.locator('.type-card[data-type="assistant"]').waitFor() },
   { name: "entity", path: `/_electric/console/entities/assistant/${longId}`, ready: (p) => p.locator("#view[data-ready=true]").waitFor({ timeout: 10000 }) },
   { name: "not found", path: "/_electric/console/no/such/page", ready: (p) => p.getByRole("heading", { name: "Not found" }).waitFor() },
+  { name: "no such entity", path: `/_electric/console/entities/assistant/no-such-${run}`,
+    ready: (p) => p.getByRole("heading", { level: 1, name: "No such entity" }).waitFor({ timeout: 10000 }) },
+  { name: "inspector", path: `/_electric/console/inspect?path=${encodeURIComponent(`/assistant/${longId}/main`)}`,
+    ready: (p) => p.locator("#inspect-rows li").first().waitFor({ timeout: 10000 }) },
+  { name: "palette", path: "/_electric/console/entities", ready: async (p) => {
+    await p.locator(`tr[data-url="/assistant/${longId}"]`).waitFor()
+    await p.keyboard.press("Control+K")
+    await p.getByRole("dialog").getByRole("option").first().waitFor()
+  } },
 ]
 
 beforeAll(async () => {
@@ -101,7 +110,7 @@ describe("the console on a phone (390x844)", () => {
       expect(page.errors).toEqual([])
       await page.context().close()
     }
-  }, 120000)
+  }, 180000)
 
   it("the entity list is stacked cards and the spawn form opens above it", async () => {
     const page = await newPage({ viewport: PHONE, isMobile: true, hasTouch: true })
@@ -192,7 +201,7 @@ describe("dark mode", () => {
         await v.ready(page)
         expect(await background(page)).toBe(theme === "dark" ? DARK_BG : LIGHT_BG)
         expect(await axe(page), `${v.name} ${theme}`).toEqual([])
-        if (theme === "dark") await screenshot(page, `${v.name}-dark`)
+        await screenshot(page, `${v.name}-${theme}`)
         if (v.name === "entity") { // the composer's picker and a chip
           const box = page.getByRole("combobox", { name: "Message" })
           await box.click()
@@ -211,8 +220,31 @@ describe("dark mode", () => {
       expect(page.errors).toEqual([])
       await page.context().close()
     }
-  }, 120000)
+  }, 180000)
 })
+
+// onEntitiesShape lets a test change the entity list's shape reads: change(u) may
+// rewrite the shape URL u, or wait, before the read goes on. A catch-up read goes out
+// from the page; a live one travels through the live feed, as a POST registering its
+// path on the feed's session. Tabs share the feed through a SharedWorker, whose requests
+// the page cannot route, so the page runs its own feed (as a browser without
+// SharedWorker does) and both kinds are routed here.
+async function onEntitiesShape(page, change) {
+  const isEntities = (u) => u.pathname.endsWith("/v1/shape") && u.searchParams.get("table") === "entities"
+  await page.addInitScript(() => Object.defineProperty(window, "SharedWorker", { value: undefined }))
+  await page.route(isEntities, async (route) => {
+    const u = new URL(route.request().url())
+    await change(u)
+    return route.continue({ url: u.toString() })
+  })
+  await page.route("**/_electric/feed/*/requests", async (route) => {
+    const body = route.request().postDataJSON()
+    const u = new URL(body.path, url)
+    if (!isEntities(u)) return route.continue()
+    await change(u)
+    return route.continue({ postData: JSON.stringify({ ...body, path: u.pathname + u.search }) })
+  })
+}
 
 describe("the entity list's states", () => {
   it("loading (no count), then no match with Clear filters", async () => {
@@ -220,10 +252,7 @@ describe("the entity list's states", () => {
     // hold the list's first answer until the loading state has been seen
     let release
     const held = new Promise((r) => { release = r })
-    await page.route((u) => u.pathname.endsWith("/v1/shape") && u.searchParams.get("table") === "entities", async (route) => {
-      await held
-      await route.continue()
-    })
+    await onEntitiesShape(page, () => held)
     await page.goto(`${url}/_electric/console/entities?type=none-${run}`)
     await page.getByText("Loading entities…").waitFor()
     expect(await page.locator("#entity-count").textContent()).toBe("")
@@ -248,11 +277,9 @@ describe("the entity list's states", () => {
     // The suite's database is shared with other suites, so the list is made empty the
     // server's way: the list's shape requests ask for a url no entity has (the page adds
     // no filter of its own, so it shows its unfiltered empty state).
-    await page.route((u) => u.pathname.endsWith("/v1/shape") && u.searchParams.get("table") === "entities", (route) => {
-      const u = new URL(route.request().url())
+    await onEntitiesShape(page, (u) => {
       u.searchParams.set("where", "url = $1")
       u.searchParams.set("params[1]", `/none/${run}`)
-      return route.continue({ url: u.toString() })
     })
     await page.goto(`${url}/_electric/console/entities`)
     await page.getByText("No entities yet").waitFor()
@@ -267,11 +294,7 @@ describe("the entity list's states", () => {
   it("errors in words", async () => {
     const page = await newPage()
     // the server's real 400: the list's shape asks for a column the table does not have
-    await page.route((u) => u.pathname.endsWith("/v1/shape") && u.searchParams.get("table") === "entities", (route) => {
-      const u = new URL(route.request().url())
-      u.searchParams.set("where", "no_such_column = 1")
-      return route.continue({ url: u.toString() })
-    })
+    await onEntitiesShape(page, (u) => u.searchParams.set("where", "no_such_column = 1"))
     await page.goto(`${url}/_electric/console/entities`)
     const alert = page.locator(".entities-view .errors .error-summary")
     await expect.poll(() => alert.count()).toBe(1)
@@ -309,7 +332,7 @@ describe("the shell", () => {
     }
     // skip link, Entities, Types, Theme, the three filters, the link (no Token button: a
     // dev-mode server never asks for one)
-    expect(presses).toBe(8)
+    expect(presses).toBe(9) // the skip link, Entities, Types, Jump to…, Theme, three filters, the link
     console.log(`Tab presses from load to the first entity link: ${presses}`)
 
     // the skip link lands on the heading; from there the filters and the list
