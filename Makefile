@@ -49,10 +49,10 @@ web-check: web-deps
 web-deps:
 	cd web && $(NPM) ci --no-audit --no-fund --loglevel=error
 
-## console-screenshots: run the console's browser test and save a screenshot of each view under docs/console
+## console-screenshots: run the console's browser tests and save a screenshot of each view (both themes, desktop and phone) under docs/console
 console-screenshots: build conformance-deps
 	CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) run ./internal/tools/withpg -- \
-	  $(GO) run ./internal/tools/suiterun -- $(NPM) --prefix conformance run --silent test -- console.test.mjs
+	  $(GO) run ./internal/tools/suiterun -- $(NPM) --prefix conformance run --silent test -- console.test.mjs console-layout.test.mjs
 
 ## migrate: apply database migrations to DATABASE_URL (or the embedded cluster) and exit
 migrate: build
