@@ -150,8 +150,14 @@ func wakes(t testing.TB, s *testserver.Server, who, url string) []string {
 // changes are the stream's pg_sync_change events, decoded.
 func changes(t testing.TB, s *testserver.Server, who, stream string) []change {
 	t.Helper()
+	return changesOf(t, events(t, s, who, stream))
+}
+
+// changesOf checks that each event is a change and returns the changes.
+func changesOf(t testing.TB, evs []event) []change {
+	t.Helper()
 	var out []change
-	for _, e := range events(t, s, who, stream) {
+	for _, e := range evs {
 		require.Equal(t, pgsync.ChangeType, e.Type)
 		var c change
 		require.NoError(t, json.Unmarshal(e.Value, &c))
