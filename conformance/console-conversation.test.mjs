@@ -7,31 +7,12 @@
 // follow the status, errors are words and clear; Kill is confirmed in the page; axe in
 // both colour schemes and no horizontal overflow on a phone.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { readFileSync } from "node:fs"
-import { createRequire } from "node:module"
 import { launchChromium, startEntityd, waitFor } from "./lib.mjs"
-
-const require = createRequire(import.meta.url)
-const axeSource = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8")
+import { axe, consoleClient } from "./console-lib.mjs"
 
 let server, url, browser
+const { call, events } = consoleClient(() => url)
 const run = Date.now().toString(36)
-
-async function call(method, path, body, headers = {}) {
-  const res = await fetch(`${url}${path}`, {
-    method,
-    headers: { "content-type": "application/json", ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  })
-  const text = await res.text()
-  return { status: res.status, body: text ? JSON.parse(text) : null, headers: res.headers }
-}
-
-async function events(path) {
-  const r = await call("GET", `${path}/main?offset=-1`)
-  expect(r.status).toBe(200)
-  return r.body
-}
 
 const inbox = async (path) => (await events(path)).filter((ev) => ev.type === "inbox" && ev.headers.operation === "insert")
 
@@ -69,13 +50,6 @@ async function newPage(options = {}) {
 async function openEntity(page, type, id) {
   await page.goto(`${url}/_electric/console/entities/${type}/${id}`)
   await page.locator("#view[data-ready=true]").waitFor({ timeout: 10000 })
-}
-
-async function axe(page) {
-  await page.evaluate(`${axeSource};0`)
-  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }))
-  return result.violations.filter((v) => v.impact === "serious" || v.impact === "critical")
-    .map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join("; ")})`)
 }
 
 const box = (page) => page.getByRole("combobox", { name: "Message" })
@@ -300,14 +274,16 @@ describe("the entity view as a conversation", () => {
     expect(await system.locator("details").getAttribute("open")).toBe(null)
     expect(await system.locator(".fold-events li").count()).toBe(0) // rendered when opened
     await system.locator("summary").click()
-    expect(await system.locator(".fold-events li").allTextContents()).toHaveLength(4)
+    // the events render on the details' toggle event, which the browser fires after the click
+    await expect.poll(() => system.locator(".fold-events li").count()).toBe(4)
     expect(await system.locator(".fold-events li").first().getAttribute("data-type")).toBe("entity_created")
 
     const activity = page.locator(".fold-activity")
     expect(await activity.locator(".fold-summary").textContent()).toBe("Context inserted · tool search_docs (completed)")
     expect(await activity.locator("details").getAttribute("open")).toBe(null)
     await activity.locator("summary").click()
-    expect(await activity.locator(".fold-events li").evaluateAll((lis) => lis.map((li) => li.dataset.type))).toEqual(["context_inserted", "tool_call", "tool_call"])
+    await expect.poll(() => activity.locator(".fold-events li").evaluateAll((lis) => lis.map((li) => li.dataset.type)))
+      .toEqual(["context_inserted", "tool_call", "tool_call"])
     // the reply is one bubble on the entity's side, the message on the viewer's
     expect(await page.locator(".ev-reply.msg.theirs .reply").textContent()).toBe("Two things are new.")
     expect(await page.locator(".ev-inbox.msg.mine .composed").textContent()).toBe("what is new?")

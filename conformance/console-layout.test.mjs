@@ -8,9 +8,8 @@ import { readFileSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
 import { createRequire } from "node:module"
 import { launchChromium, startEntityd } from "./lib.mjs"
+import { axe, consoleClient } from "./console-lib.mjs"
 
-const require = createRequire(import.meta.url)
-const axeSource = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8")
 // formatTime is checked in the page from its source (dom.ts imports nothing), compiled
 // with the console's own esbuild.
 const webRequire = createRequire(new URL("../web/package.json", import.meta.url))
@@ -23,12 +22,7 @@ const PHONE = { width: 390, height: 844 }
 const run = Date.now().toString(36)
 
 let server, url, browser
-
-async function call(method, path, body) {
-  const res = await fetch(`${url}${path}`, { method, headers: { "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) })
-  const text = await res.text()
-  return { status: res.status, body: text ? JSON.parse(text) : null }
-}
+const { call } = consoleClient(() => url)
 
 async function newPage(options = {}) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, ...options })
@@ -36,13 +30,6 @@ async function newPage(options = {}) {
   page.errors = []
   page.on("pageerror", (e) => page.errors.push(e.message))
   return page
-}
-
-async function axe(page) {
-  await page.evaluate(`${axeSource};0`) // through the DevTools protocol: the CSP refuses inline scripts
-  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }))
-  return result.violations.filter((v) => v.impact === "serious" || v.impact === "critical")
-    .map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join("; ")})`)
 }
 
 // CONSOLE_SCREENSHOTS=<dir> saves each view on a phone in both themes, and at 1280 px in

@@ -4,33 +4,14 @@
 // (offsets, live follow, type filter, jump to an offset), the Ctrl+K palette, and the
 // register → spawn flow with re-registration asked in the page; axe-core in both themes.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { readFileSync } from "node:fs"
 import { execFileSync } from "node:child_process"
-import { createRequire } from "node:module"
 import { launchChromium, startEntityd, waitFor } from "./lib.mjs"
-
-const require = createRequire(import.meta.url)
-const axeSource = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8")
+import { axe, consoleClient } from "./console-lib.mjs"
 
 let server, url, browser
+const { call, events } = consoleClient(() => url)
 const run = Date.now().toString(36)
 const type = `notes-${run}`
-
-async function call(method, path, body) {
-  const res = await fetch(`${url}${path}`, {
-    method,
-    headers: { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  })
-  const text = await res.text()
-  return { status: res.status, body: text ? JSON.parse(text) : null }
-}
-
-async function events(path) {
-  const r = await call("GET", `${path}/main?offset=-1`)
-  expect(r.status).toBe(200)
-  return r.body
-}
 
 async function newPage(options = {}) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, permissions: ["clipboard-read", "clipboard-write"], ...options })
@@ -57,13 +38,6 @@ async function copied(page, button) {
 function sh(command) {
   expect(command).toMatch(/^curl /)
   return execFileSync("/bin/sh", ["-c", command], { encoding: "utf8", timeout: 10000 })
-}
-
-async function axe(page) {
-  await page.evaluate(`${axeSource};0`)
-  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }))
-  return result.violations.filter((v) => v.impact === "serious" || v.impact === "critical")
-    .map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join("; ")})`)
 }
 
 async function axeBothThemes(page) {

@@ -8,33 +8,16 @@
 // CONSOLE_SCREENSHOTS=<dir> saves a screenshot of each view there (docs/console is
 // where docs/CONSOLE.md's come from: `make console-screenshots`).
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { readFileSync, mkdirSync } from "node:fs"
-import { createRequire } from "node:module"
+import { mkdirSync } from "node:fs"
 import { join } from "node:path"
 import { jwtKeys, launchChromium, startEntityd, waitFor } from "./lib.mjs"
+import { axe, consoleClient } from "./console-lib.mjs"
 
-const require = createRequire(import.meta.url)
-const axeSource = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8")
 const shots = process.env.CONSOLE_SCREENSHOTS
 
 let server, url, browser
+const { call, events } = consoleClient(() => url)
 const run = Date.now().toString(36)
-
-async function call(method, path, body, headers = {}) {
-  const res = await fetch(`${url}${path}`, {
-    method,
-    headers: { "content-type": "application/json", ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  })
-  const text = await res.text()
-  return { status: res.status, body: text ? JSON.parse(text) : null }
-}
-
-async function events(path) {
-  const r = await call("GET", `${path}/main?offset=-1`)
-  expect(r.status).toBe(200)
-  return r.body
-}
 
 // newPage opens a page that fails the test on any script error or failed request.
 async function newPage(options = {}) {
@@ -77,15 +60,6 @@ async function screenshot(page, name) {
   if (!shots) return
   mkdirSync(shots, { recursive: true })
   await page.screenshot({ path: join(shots, `${name}.png`) })
-}
-
-// axe runs axe-core on the page and returns the serious and critical violations.
-async function axe(page) {
-  // evaluated through the DevTools protocol: the page's CSP rightly refuses inline scripts
-  await page.evaluate(`${axeSource};0`)
-  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }))
-  return result.violations.filter((v) => v.impact === "serious" || v.impact === "critical")
-    .map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join("; ")})`)
 }
 
 beforeAll(async () => {
